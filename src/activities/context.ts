@@ -1,0 +1,74 @@
+/**
+ * What every activity shares: the worker's hosts, where a run's files live on its host,
+ * heartbeats, and the failure types the workflow knows how to treat.
+ */
+import { Context, ApplicationFailure } from '@temporalio/activity';
+import type { Config } from '../config/schema.js';
+import type { Host } from '../hosts/host.js';
+import type { HostPool } from '../hosts/index.js';
+import { runDir } from '../shared.js';
+
+export interface ActivityDeps {
+  hosts: HostPool;
+}
+
+export interface RunRef {
+  runId: string;
+  config: Config;
+}
+
+/** Every path of a run on its host, in one place so activities agree. */
+export function runPaths(host: Host, runId: string) {
+  const root = runDir(host.workdir, runId);
+  return {
+    root,
+    ledger: `${root}/.aerie/ledger`,
+    logs: `${root}/logs`,
+    data: `${root}/data`,
+    hidden: `${root}/hidden_states`,
+    train: `${root}/train`,
+    bench: `${root}/bench`,
+  };
+}
+
+/** Heartbeat now and every intervalMs with the latest details; returns a stop function. */
+export function keepHeartbeating(details: () => unknown, intervalMs = 5000): () => void {
+  const ctx = Context.current();
+  ctx.heartbeat(details());
+  const timer = setInterval(() => ctx.heartbeat(details()), intervalMs);
+  return () => clearInterval(timer);
+}
+
+/** A failure the workflow must not retry: the message says what to change. */
+export function fatal(type: string, message: string, details?: Record<string, unknown>): ApplicationFailure {
+  return ApplicationFailure.create({ type, message, nonRetryable: true, details: details ? [details] : undefined });
+}
+
+export function transient(type: string, message: string, details?: Record<string, unknown>): ApplicationFailure {
+  return ApplicationFailure.create({ type, message, nonRetryable: false, details: details ? [details] : undefined });
+}
+
+/**
+ * ${VAR} in launch env values is expanded here, on the worker, at launch time: the workflow
+ * history keeps the reference, never the secret.
+ */
+export function expandEnv(env: Record<string, string>, from: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) {
+    out[k] = v.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => {
+      const value = from[name];
+      if (value === undefined) throw fatal('ConfigError', `env ${k} refers to \${${name}}, which is not set on the worker`);
+      return value;
+    });
+  }
+  return out;
+}
+
+/** True when the activity was cancelled on purpose (not a worker shutdown or a timeout). */
+export function cancelRequested(): boolean {
+  try {
+    return Context.current().cancellationDetails?.cancelRequested ?? false;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,151 @@
+/**
+ * aerie: train-to-benchmark EAGLE-3 drafter pipelines for SGLang on Temporal.
+ */
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { AERIE_HOME, ConfigError, configJsonSchema } from '../config/load.js';
+import { TASK_QUEUE } from '../shared.js';
+import { connectClient, connectWorker, resolveTemporal, webUiUrl } from '../temporal/connect.js';
+import { ensureDevServer, stopDevServer, stateDir } from '../temporal/dev-server.js';
+import { createWorker } from '../worker.js';
+import { renderStageTable } from '../workflows/status.js';
+import { describeActivity } from './phase.js';
+import { resumeCommand, runCommand } from './run.js';
+import { pendingActivities, queryStatus } from './watch.js';
+
+const USAGE = `aerie — EAGLE-3 drafter pipelines for SGLang, as one durable Temporal workflow
+
+  aerie run <config.yaml> [--no-worker]   start a run: preflight → generate → extract → train → deploy → benchmark
+  aerie resume <run> [--config <file>]    continue a failed or interrupted run; finished stages are not redone
+  aerie status <run>                      stages, current phase, failure
+  aerie demo                              the whole pipeline on the bundled simulator (examples/demo.yaml)
+  aerie worker                            run a worker for the aerie task queue
+  aerie dev-server [--stop]               run (or stop) aerie's local Temporal dev server with the Web UI
+  aerie schema [out.json]                 write the config's JSON Schema (editor completion)
+
+Temporal: TEMPORAL_ADDRESS / a temporal envconfig profile when set; otherwise aerie's own dev server
+(state in $AERIE_STATE_DIR, default ./.aerie).`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  const { values, positionals } = parseArgs({
+    args: rest,
+    allowPositionals: true,
+    options: {
+      'no-worker': { type: 'boolean', default: false },
+      config: { type: 'string' },
+      stop: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (!command || values.help || command === 'help') {
+    process.stdout.write(USAGE + '\n');
+    return command ? 0 : 2;
+  }
+  switch (command) {
+    case 'run':
+      if (!positionals[0]) return usage('run needs a config file');
+      return runCommand(positionals[0], { worker: !values['no-worker'] });
+    case 'demo':
+      process.stdout.write('aerie demo: the full pipeline against the simulator (sim/) on this machine\n');
+      return runCommand(join(AERIE_HOME, 'examples', 'demo.yaml'), { worker: true });
+    case 'resume':
+      if (!positionals[0]) return usage('resume needs a run id');
+      return resumeCommand(positionals[0], { worker: !values['no-worker'], configPath: values.config });
+    case 'status':
+      if (!positionals[0]) return usage('status needs a run id');
+      return statusCommand(positionals[0]);
+    case 'worker':
+      return workerCommand();
+    case 'dev-server':
+      return devServerCommand(values.stop);
+    case 'schema': {
+      const out = positionals[0] ?? join(process.cwd(), 'aerie.schema.json');
+      await writeFile(out, JSON.stringify(configJsonSchema(), null, 2) + '\n');
+      process.stdout.write(`wrote ${out}\n`);
+      return 0;
+    }
+    default:
+      return usage(`unknown command "${command}"`);
+  }
+}
+
+function usage(problem: string): number {
+  process.stderr.write(`aerie: ${problem}\n\n${USAGE}\n`);
+  return 2;
+}
+
+async function statusCommand(runId: string): Promise<number> {
+  const target = await resolveTemporal();
+  const client = await connectClient(target);
+  try {
+    const handle = client.workflow.getHandle(runId);
+    const desc = await handle.describe();
+    process.stdout.write(`run ${runId}: ${desc.status.name.toLowerCase()}\n`);
+    const status = await queryStatus(handle, 3000);
+    const pending = await pendingActivities(handle);
+    const phase = pending.length ? pending.map(describeActivity).join('; ') : undefined;
+    if (status) process.stdout.write(renderStageTable(status, phase) + '\n');
+    else {
+      const stage = desc.typedSearchAttributes.getAll().find((p) => p.key.name === 'AerieStage')?.value;
+      process.stdout.write(`  stage: ${String(stage ?? '?')}${phase ? ` — ${phase}` : ''}\n  (no worker is running, so the full stage table is not available: start one with \`aerie worker\`)\n`);
+    }
+    if (desc.status.name === 'FAILED') {
+      try {
+        await handle.result();
+      } catch (err) {
+        let e = err as { message?: string; cause?: unknown };
+        while (e.cause) e = e.cause as typeof e;
+        process.stdout.write(`  failed: ${e.message}\n`);
+      }
+    }
+    const ui = webUiUrl(target, runId);
+    if (ui) process.stdout.write(`Web UI: ${ui}\n`);
+    return 0;
+  } finally {
+    await client.connection.close();
+  }
+}
+
+async function workerCommand(): Promise<number> {
+  const target = await resolveTemporal();
+  (await connectClient(target)).connection.close().catch(() => undefined);
+  const connection = await connectWorker(target);
+  const { worker, hosts } = await createWorker({ connection, namespace: target.namespace });
+  process.stdout.write(`worker on task queue ${TASK_QUEUE} at ${target.address}${webUiUrl(target) ? ` — ${webUiUrl(target)}` : ''}\n`);
+  const stop = () => worker.shutdown();
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  await worker.run();
+  await hosts.closeAll();
+  await connection.close();
+  return 0;
+}
+
+async function devServerCommand(stop: boolean): Promise<number> {
+  if (stop) {
+    const stopped = await stopDevServer();
+    process.stdout.write(stopped ? 'stopped aerie dev server\n' : 'no aerie dev server is running\n');
+    return 0;
+  }
+  const rec = await ensureDevServer();
+  const client = await connectClient({ address: rec.address, namespace: 'default', devServer: rec, connectionOptions: { address: rec.address } });
+  await client.connection.close();
+  process.stdout.write(
+    `Temporal dev server (pid ${rec.pid}) at ${rec.address}\nWeb UI: http://127.0.0.1:${rec.uiPort}\nstate: ${stateDir()} (history persists in ${rec.dbPath})\nstop it with: aerie dev-server --stop\n`,
+  );
+  return 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    process.stderr.write(`aerie: ${(err as Error).stack ?? String(err)}\n`);
+    process.exit(1);
+  },
+);

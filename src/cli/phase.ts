@@ -1,0 +1,51 @@
+/**
+ * One line about what the running activity is doing, from its latest heartbeat details.
+ * Pure: the CLI's live table and `aerie status` share it.
+ */
+
+export interface PendingActivity {
+  activityType: string;
+  attempt: number;
+  details?: unknown;
+  lastFailure?: string;
+}
+
+const secs = (ms: unknown) => (typeof ms === 'number' ? `${Math.round(ms / 1000)} s` : '');
+
+export function describeActivity(a: PendingActivity): string {
+  const d = (a.details ?? {}) as Record<string, unknown>;
+  const num = (k: string) => (typeof d[k] === 'number' ? (d[k] as number) : undefined);
+  let text: string;
+  switch (a.activityType) {
+    case 'awaitServerReady':
+      text = `server ${String(d.phase ?? 'starting')} ${secs(d.elapsedMs)}${d.lastHttp !== undefined ? `, HTTP ${d.lastHttp ?? 'no answer'}` : ''}`;
+      break;
+    case 'generateData':
+    case 'extractHiddenStates': {
+      const done = num('done');
+      const total = num('total');
+      const rate = num('rate');
+      text =
+        done !== undefined && total !== undefined
+          ? `${a.activityType === 'generateData' ? 'regenerated' : 'extracted'} ${done}/${total}${rate ? ` (${rate.toFixed(1)}/s)` : ''}`
+          : String(d.phase ?? a.activityType);
+      break;
+    }
+    case 'trainDrafter': {
+      const parts: string[] = [];
+      if (num('epoch') !== undefined) parts.push(`epoch ${num('epoch')}${num('totalEpochs') ? `/${num('totalEpochs')}` : ''}`);
+      if (num('step') !== undefined) parts.push(`step ${num('step')}${num('totalSteps') ? `/${num('totalSteps')}` : ''}`);
+      if (num('loss') !== undefined) parts.push(`loss ${num('loss')!.toFixed(3)}`);
+      if (num('acc') !== undefined) parts.push(`acc ${num('acc')!.toFixed(3)}`);
+      text = parts.length ? `training ${parts.join(' ')}` : 'trainer starting';
+      break;
+    }
+    case 'benchmarkSweep':
+      text = d.concurrency !== undefined ? `${String(d.variant)} concurrency ${String(d.concurrency)}: ${num('done') ?? '…'}/${num('total') ?? '…'}` : `${String(d.variant ?? '')} starting`;
+      break;
+    default:
+      text = a.activityType;
+  }
+  if (a.attempt > 1) text += ` [attempt ${a.attempt}${a.lastFailure ? `: ${a.lastFailure.split('\n')[0]!.slice(0, 80)}` : ''}]`;
+  return text;
+}

@@ -1,0 +1,160 @@
+/**
+ * `aerie run` and `aerie resume`: start (or restart) the pipeline workflow, run a worker
+ * in-process unless told not to, follow the run, and leave a local run folder.
+ */
+import { mkdir, copyFile, writeFile } from 'node:fs/promises';
+import { basename, join, resolve } from 'node:path';
+import { WorkflowFailedError, type Client } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { loadConfigFile } from '../config/load.js';
+import type { Config } from '../config/schema.js';
+import { HostPool } from '../hosts/index.js';
+import { TASK_QUEUE, WORKFLOW_TYPE, type PipelineInput, type PipelineResult } from '../shared.js';
+import { connectClient, connectWorker, resolveTemporal, webUiUrl, type TemporalTarget } from '../temporal/connect.js';
+import { stateDir } from '../temporal/dev-server.js';
+import { createWorker } from '../worker.js';
+import { AerieStage } from '../workflows/pipeline.js';
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { followRun } from './watch.js';
+
+const AerieTarget = defineSearchAttributeKey('AerieTarget', SearchAttributeType.KEYWORD);
+const AerieLabel = defineSearchAttributeKey('AerieLabel', SearchAttributeType.KEYWORD);
+
+export function newRunId(label: string, now = new Date()): string {
+  const stamp = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
+  const rand = Math.random().toString(36).slice(2, 6);
+  return `${label}-${stamp}-${rand}`;
+}
+
+export interface RunOptions {
+  worker: boolean;
+  out?: NodeJS.WriteStream;
+}
+
+async function startWorkflow(client: Client, input: PipelineInput): Promise<void> {
+  const { config, runId } = input;
+  await client.workflow.start(WORKFLOW_TYPE, {
+    taskQueue: TASK_QUEUE,
+    workflowId: runId,
+    args: [input],
+    typedSearchAttributes: [
+      { key: AerieStage, value: 'preflight' },
+      { key: AerieTarget, value: basename(config.target['model-path']) },
+      { key: AerieLabel, value: config.run.label },
+    ],
+    staticSummary: `EAGLE-3 drafter for ${basename(config.target['model-path'])} on ${config.target.host} (${config.run.label})`,
+    staticDetails: [
+      `**target** \`${config.target['model-path']}\` on \`${config.target.host}\``,
+      `**deploy** ${config.stages.deploy['speculative-algorithm']}, benchmark at ${config.stages.benchmark.concurrencies.join(', ')}`,
+      `**config** \`${input.configPath}\``,
+    ].join('\n\n'),
+  });
+}
+
+/** Run the workflow to its end with an in-process worker (or just follow it). Returns the exit code. */
+async function attach(target: TemporalTarget, client: Client, runId: string, opts: RunOptions): Promise<number> {
+  const out = opts.out ?? process.stdout;
+  const ui = webUiUrl(target, runId);
+  out.write(`run ${runId}\n${ui ? `Web UI: ${ui}\n` : ''}\n`);
+  const follow = async (): Promise<number> => {
+    await followRun(client, runId, out);
+    try {
+      const result = (await client.workflow.getHandle(runId).result()) as PipelineResult;
+      await saveRunFolder(runId, result);
+      if (result.report) out.write(`\n${result.report.table}\n\nreport: ${result.report.paths.join(', ')}\n`);
+      out.write(`\nrun ${runId} finished${ui ? ` — ${ui}` : ''}\n`);
+      return 0;
+    } catch (err) {
+      const reason = err instanceof WorkflowFailedError ? innermost(err) : (err as Error).message;
+      out.write(`\nrun ${runId} failed: ${reason}\nresume after fixing the cause: aerie resume ${runId}\n`);
+      return 1;
+    }
+  };
+  if (!opts.worker) return follow();
+  const hosts = new HostPool();
+  const connection = await connectWorker(target);
+  const { worker } = await createWorker({ connection, namespace: target.namespace, hosts });
+  const stop = () => worker.shutdown();
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  try {
+    return await worker.runUntil(follow());
+  } finally {
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+    await hosts.closeAll();
+    await connection.close();
+  }
+}
+
+export async function runCommand(configPath: string, opts: RunOptions): Promise<number> {
+  const path = resolve(configPath);
+  const config = await loadConfigFile(path);
+  const runId = newRunId(config.run.label);
+  const target = await resolveTemporal();
+  const client = await connectClient(target);
+  const folder = localRunFolder(runId);
+  await mkdir(folder, { recursive: true });
+  await copyFile(path, join(folder, 'config.yaml'));
+  await startWorkflow(client, { runId, config, configPath: path });
+  try {
+    return await attach(target, client, runId, opts);
+  } finally {
+    await client.connection.close();
+  }
+}
+
+export async function resumeCommand(runId: string, opts: RunOptions & { configPath?: string }): Promise<number> {
+  const target = await resolveTemporal();
+  const client = await connectClient(target);
+  const out = opts.out ?? process.stdout;
+  try {
+    const handle = client.workflow.getHandle(runId);
+    const desc = await handle.describe();
+    if (desc.status.name === 'RUNNING') {
+      out.write(`run ${runId} is still running: attaching${opts.worker ? ' with a worker' : ''}\n`);
+      return await attach(target, client, runId, opts);
+    }
+    if (desc.status.name === 'COMPLETED' && !opts.configPath) {
+      out.write(`run ${runId} already completed; nothing to resume\n`);
+      return 0;
+    }
+    const original = await originalInput(client, runId);
+    const config: Config = opts.configPath ? await loadConfigFile(resolve(opts.configPath)) : original.config;
+    out.write(`run ${runId} ended ${desc.status.name.toLowerCase()}: restarting it; stages whose ledger records are valid are skipped\n`);
+    await startWorkflow(client, { ...original, config, configPath: opts.configPath ? resolve(opts.configPath) : original.configPath });
+    return await attach(target, client, runId, opts);
+  } finally {
+    await client.connection.close();
+  }
+}
+
+/** The input the run was first started with, from its history. */
+async function originalInput(client: Client, runId: string): Promise<PipelineInput> {
+  const history = await client.workflow.getHandle(runId).fetchHistory();
+  const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
+  const payload = started?.input?.payloads?.[0];
+  if (!payload) throw new Error(`cannot find the input of run ${runId} in its history`);
+  return defaultPayloadConverter.fromPayload(payload) as PipelineInput;
+}
+
+export function localRunFolder(runId: string): string {
+  return join(stateDir(), 'runs', runId);
+}
+
+async function saveRunFolder(runId: string, result: PipelineResult): Promise<void> {
+  const folder = localRunFolder(runId);
+  await mkdir(folder, { recursive: true });
+  await writeFile(join(folder, 'result.json'), JSON.stringify(result, null, 2));
+  if (result.report) await writeFile(join(folder, 'report.md'), result.report.markdown);
+}
+
+function innermost(err: unknown): string {
+  let e = err as { message?: string; cause?: unknown };
+  let msg = e.message ?? String(err);
+  while (e.cause) {
+    e = e.cause as { message?: string; cause?: unknown };
+    if (e.message) msg = e.message;
+  }
+  return msg;
+}

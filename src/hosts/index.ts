@@ -1,0 +1,35 @@
+/** Builds Host objects from config; one per host name per worker, reused by all activities. */
+import type { Config, HostConfig } from '../config/schema.js';
+import type { Host } from './host.js';
+import { LocalHost } from './local.js';
+
+export type { Host } from './host.js';
+
+export function createHost(name: string, cfg: HostConfig): Host {
+  switch (cfg.kind) {
+    case 'local':
+      return new LocalHost({ name, workdir: cfg.workdir });
+  }
+}
+
+export class HostPool {
+  private readonly hosts = new Map<string, { key: string; host: Host }>();
+
+  /** The host named in config; a changed definition under the same name gets a fresh Host. */
+  get(config: Config, name: string = config.target.host): Host {
+    const cfg = config.hosts[name];
+    if (!cfg) throw new Error(`no host named "${name}" in config`);
+    const key = JSON.stringify(cfg);
+    const cached = this.hosts.get(name);
+    if (cached && cached.key === key) return cached.host;
+    const host = createHost(name, cfg);
+    this.hosts.set(name, { key, host });
+    void cached?.host.close();
+    return host;
+  }
+
+  async closeAll(): Promise<void> {
+    await Promise.all([...this.hosts.values()].map((h) => h.host.close()));
+    this.hosts.clear();
+  }
+}

@@ -1,0 +1,61 @@
+/**
+ * Names and types shared by the workflow, activities, worker and CLI. Kept free of
+ * Node built-ins so the workflow sandbox can import it.
+ */
+import type { Config } from './config/schema.js';
+
+export const TASK_QUEUE = 'aerie-pipeline';
+export const WORKFLOW_TYPE = 'pipeline';
+
+export const STAGES = ['preflight', 'generate', 'extract', 'train', 'deploy', 'benchmark'] as const;
+export type StageName = (typeof STAGES)[number];
+
+/** Search attributes aerie registers on the dev server and sets on every run. */
+export const SEARCH_ATTRIBUTES = {
+  AerieStage: 'Keyword',
+  AerieTarget: 'Keyword',
+  AerieLabel: 'Keyword',
+} as const;
+
+export type StageState = 'pending' | 'running' | 'skipped' | 'done' | 'failed' | 'waiting';
+
+export interface StageStatus {
+  stage: StageName;
+  state: StageState;
+  /** One line for humans: what the stage is doing or what it produced. */
+  note?: string;
+  startedAt?: string;
+  finishedAt?: string;
+}
+
+export interface RunStatus {
+  runId: string;
+  label: string;
+  stages: StageStatus[];
+  current?: StageName;
+  error?: string;
+}
+
+/** What a run is started with: the validated config plus where the run lives on its host. */
+export interface PipelineInput {
+  runId: string;
+  config: Config;
+  /** Absolute path of the config file on the machine that started the run (for the record only). */
+  configPath: string;
+}
+
+export interface PipelineResult {
+  runId: string;
+  stages: StageStatus[];
+  report?: { markdown: string; table: string; paths: string[] };
+}
+
+/** Where a run keeps its files on a host: derived, never stored, so every layer agrees. */
+export function runDir(hostWorkdir: string, runId: string): string {
+  return `${hostWorkdir}/runs/${runId}`;
+}
+
+/** launchId for a long process: run + stage + a key that does not change across activity retries. */
+export function launchIdFor(runId: string, role: string, generation = 0): string {
+  return `${runId}.${role}.${generation}`;
+}

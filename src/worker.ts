@@ -1,0 +1,36 @@
+/**
+ * The aerie worker: the pipeline workflow plus every activity, on one task queue. Hosts
+ * (and their SSH connections, later) are created once per worker and shared by activities.
+ */
+import { fileURLToPath } from 'node:url';
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { createActivities } from './activities/index.js';
+import { HostPool } from './hosts/index.js';
+import { TASK_QUEUE } from './shared.js';
+
+export const WORKFLOWS_PATH = fileURLToPath(new URL('./workflows/index.ts', import.meta.url));
+
+export interface AerieWorkerOptions {
+  connection: NativeConnection;
+  namespace?: string;
+  taskQueue?: string;
+  /** Pre-bundled workflow code (tests bundle once per file); otherwise bundled from source. */
+  workflowBundle?: WorkerOptions['workflowBundle'];
+  hosts?: HostPool;
+}
+
+export async function createWorker(opts: AerieWorkerOptions): Promise<{ worker: Worker; hosts: HostPool }> {
+  const hosts = opts.hosts ?? new HostPool();
+  const worker = await Worker.create({
+    connection: opts.connection,
+    namespace: opts.namespace ?? 'default',
+    taskQueue: opts.taskQueue ?? TASK_QUEUE,
+    activities: createActivities({ hosts }),
+    ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    // Long activities mostly wait on remote processes; a handful of slots is plenty on 2 cores.
+    maxConcurrentActivityTaskExecutions: 32,
+    // Finished in-flight heartbeats should reach the server before a graceful stop.
+    shutdownGraceTime: '5s',
+  });
+  return { worker, hosts };
+}

@@ -1,0 +1,1 @@
+export { pipeline, statusQuery } from './pipeline.js';
