@@ -1,0 +1,133 @@
+// The benchmark comparison a researcher reads: baseline vs speculative throughput per
+// concurrency, with the speedup, accept length and tail latencies that explain it.
+// Pure string rendering from BenchServingRecords, one row per concurrency level.
+
+import type { BenchServingRecord } from './metrics.js';
+
+export interface ReportInput {
+  title: string;
+  baseline?: BenchServingRecord[];
+  speculative: BenchServingRecord[];
+  notes?: string[];
+  /** Column label for the speculative runs. Default "EAGLE3". */
+  speculativeLabel?: string;
+}
+
+const DASH = '—';
+
+export interface ReportRow {
+  concurrency: number | null;
+  baseline?: BenchServingRecord;
+  speculative?: BenchServingRecord;
+}
+
+/** Pair records by max_concurrency, ascending; a level present on one side only still gets a row. */
+export function pairByConcurrency(input: Pick<ReportInput, 'baseline' | 'speculative'>): ReportRow[] {
+  const rows = new Map<number | null, ReportRow>();
+  const row = (c: number | null): ReportRow => {
+    let r = rows.get(c);
+    if (!r) rows.set(c, (r = { concurrency: c }));
+    return r;
+  };
+  for (const b of input.baseline ?? []) row(b.max_concurrency).baseline = b;
+  for (const s of input.speculative) row(s.max_concurrency).speculative = s;
+  return [...rows.values()].sort((a, b) => (a.concurrency ?? Infinity) - (b.concurrency ?? Infinity));
+}
+
+/** speculative output_throughput / baseline output_throughput; undefined when either is missing or zero. */
+export function speedup(row: ReportRow): number | undefined {
+  const b = row.baseline?.output_throughput;
+  const s = row.speculative?.output_throughput;
+  if (b === undefined || s === undefined || !(b > 0)) return undefined;
+  return s / b;
+}
+
+/** Per-request meta_info mean first (flush-proof), else the server's running average. */
+export function reportedAcceptLength(r: BenchServingRecord | undefined): number | undefined {
+  if (!r) return undefined;
+  return r.mean_accept_length_per_request ?? r.accept_length ?? undefined;
+}
+
+function headers(label: string): string[] {
+  return [
+    'Concurrency',
+    'Baseline out tok/s',
+    `${label} out tok/s`,
+    'Speedup',
+    'Accept length',
+    'Baseline p99 TTFT (ms)',
+    `${label} p99 TTFT (ms)`,
+    'Baseline p99 ITL (ms)',
+    `${label} p99 ITL (ms)`,
+  ];
+}
+
+const fixed = (v: number | undefined | null, digits: number): string =>
+  v === undefined || v === null || !Number.isFinite(v) ? DASH : v.toFixed(digits);
+
+function cells(row: ReportRow): string[] {
+  const sp = speedup(row);
+  return [
+    row.concurrency === null ? DASH : String(row.concurrency),
+    fixed(row.baseline?.output_throughput, 1),
+    fixed(row.speculative?.output_throughput, 1),
+    sp === undefined ? DASH : `${sp.toFixed(2)}×`,
+    fixed(reportedAcceptLength(row.speculative), 2),
+    fixed(row.baseline?.p99_ttft_ms, 1),
+    fixed(row.speculative?.p99_ttft_ms, 1),
+    fixed(row.baseline?.p99_itl_ms, 1),
+    fixed(row.speculative?.p99_itl_ms, 1),
+  ];
+}
+
+/** Notes the numbers themselves require: failed requests make a row's figures partial. */
+function derivedNotes(rows: ReportRow[], label: string): string[] {
+  const out: string[] = [];
+  for (const r of rows) {
+    for (const [name, rec] of [['baseline', r.baseline], [label, r.speculative]] as const) {
+      if (rec && rec.errors > 0) {
+        const first = rec.error_samples[0];
+        out.push(
+          `Concurrency ${r.concurrency ?? DASH}, ${name}: ${rec.errors} of ${rec.errors + rec.completed} requests failed` +
+            (first ? ` (e.g. ${first})` : '') + '; figures cover the successful ones only.',
+        );
+      }
+    }
+  }
+  return out;
+}
+
+export function renderReportMarkdown(input: ReportInput): string {
+  const label = input.speculativeLabel ?? 'EAGLE3';
+  const rows = pairByConcurrency(input);
+  const head = headers(label);
+  const lines = [
+    `# ${input.title}`,
+    '',
+    `| ${head.join(' | ')} |`,
+    `|${head.map(() => ' ---: ').join('|')}|`,
+    ...rows.map((r) => `| ${cells(r).map(escapeCell).join(' | ')} |`),
+    '',
+    `Speedup = ${label} output tok/s ÷ baseline output tok/s at the same concurrency. ` +
+      'Accept length = mean of per-request meta_info values (server average when absent).',
+  ];
+  const notes = [...derivedNotes(rows, label), ...(input.notes ?? [])];
+  if (notes.length > 0) lines.push('', ...notes.map((n) => `- ${n}`));
+  return lines.join('\n') + '\n';
+}
+
+export function renderReportTable(input: ReportInput): string {
+  const label = input.speculativeLabel ?? 'EAGLE3';
+  const rows = pairByConcurrency(input);
+  const table = [headers(label), ...rows.map(cells)];
+  const widths = table[0].map((_, c) => Math.max(...table.map((r) => r[c].length)));
+  const fmt = (r: string[]): string => r.map((cell, c) => cell.padStart(widths[c])).join('  ').trimEnd();
+  const lines = [input.title, '', fmt(table[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...table.slice(1).map(fmt)];
+  const notes = [...derivedNotes(rows, label), ...(input.notes ?? [])];
+  if (notes.length > 0) lines.push('', ...notes.map((n) => `* ${n}`));
+  return lines.join('\n') + '\n';
+}
+
+function escapeCell(s: string): string {
+  return s.replace(/\|/g, '\\|');
+}

@@ -1,0 +1,176 @@
+// Per-request bookkeeping for one SGLang stream: turns SSE events plus their arrival
+// times into TTFT, ITLs, E2E and the token counts, following bench_serving's sglang
+// backend (see docs in RequestResult). Pure: time is passed in, no I/O, so the rules
+// are golden-testable. Each event costs one JSON.parse and O(new tokens) work; the
+// cumulative text SGLang resends in every chunk is looked at only for emptiness.
+
+import type { SseEvent } from './sse.js';
+import { SSE_DONE } from './sse.js';
+import type { BenchApi, RequestResult } from './types.js';
+
+type Json = Record<string, unknown>;
+
+export interface StreamTally {
+  readonly api: BenchApi;
+  readonly sentAt: number;
+  firstTokenAt: number | undefined;
+  lastTokenAt: number;
+  lastEventAt: number | undefined;
+  /** Tokens generated as of the last text chunk that brought new tokens. */
+  lastCount: number;
+  textChunks: number;
+  itlsMs: number[];
+  completionTokens: number | undefined;
+  promptTokens: number | undefined;
+  /** The newest meta_info seen (the final chunk's carries e2e_latency and spec fields). */
+  meta: Json | undefined;
+  done: boolean;
+  error: string | undefined;
+}
+
+export function newTally(api: BenchApi, sentAt: number): StreamTally {
+  return {
+    api,
+    sentAt,
+    firstTokenAt: undefined,
+    lastTokenAt: sentAt,
+    lastEventAt: undefined,
+    lastCount: 0,
+    textChunks: 0,
+    itlsMs: [],
+    completionTokens: undefined,
+    promptTokens: undefined,
+    meta: undefined,
+    done: false,
+    error: undefined,
+  };
+}
+
+/** Account one event; returns true when the stream is over (`[DONE]` or an error). */
+export function tallyEvent(t: StreamTally, ev: SseEvent, now: number): boolean {
+  t.lastEventAt = now;
+  if (ev.data === SSE_DONE) {
+    t.done = true;
+    return true;
+  }
+  let data: unknown;
+  try {
+    data = JSON.parse(ev.data);
+  } catch {
+    t.error = `unparseable stream event: ${ev.data.slice(0, 200)}`;
+    return true;
+  }
+  if (!isObject(data)) return false;
+  if (data.error !== undefined && data.error !== null) {
+    t.error = `stream error: ${errorMessage(data.error)}`;
+    return true;
+  }
+  if (t.api === 'generate') tallyGenerate(t, data, now);
+  else tallyChat(t, data, now);
+  return false;
+}
+
+function tallyGenerate(t: StreamTally, data: Json, now: number): void {
+  const meta = isObject(data.meta_info) ? data.meta_info : undefined;
+  if (meta) {
+    t.meta = meta;
+    if (isNum(meta.completion_tokens)) t.completionTokens = meta.completion_tokens;
+    if (isNum(meta.prompt_tokens)) t.promptTokens = meta.prompt_tokens;
+  }
+  const text = data.text;
+  if (typeof text !== 'string' || text.length === 0) return;
+  const count = meta && isNum(meta.completion_tokens) ? meta.completion_tokens : t.lastCount + 1;
+  onText(t, count, now);
+}
+
+function tallyChat(t: StreamTally, data: Json, now: number): void {
+  const usage = isObject(data.usage) ? data.usage : undefined;
+  if (usage) {
+    if (isNum(usage.completion_tokens)) t.completionTokens = usage.completion_tokens;
+    if (isNum(usage.prompt_tokens)) t.promptTokens = usage.prompt_tokens;
+  }
+  const choices = Array.isArray(data.choices) ? data.choices : undefined;
+  const delta = choices && isObject(choices[0]) && isObject(choices[0].delta) ? choices[0].delta : undefined;
+  if (!delta) return;
+  // Reasoning tokens are generated tokens too; counting only `content` would fold a
+  // reasoning model's whole think phase into TTFT.
+  const hasText = nonEmpty(delta.content) || nonEmpty(delta.reasoning_content);
+  if (!hasText) return;
+  // With continuous_usage_stats the chunk says how many tokens exist so far and a
+  // multi-token (speculative) chunk can be split like /generate; without it, one ITL
+  // per chunk, as bench_serving's chat backend does.
+  const count = usage && isNum(usage.completion_tokens) ? usage.completion_tokens : t.lastCount + 1;
+  onText(t, count, now);
+}
+
+// bench_serving's sglang rule: the first text chunk sets TTFT (its tokens get no ITL);
+// each later chunk spreads its gap evenly over the tokens it added; a chunk that adds
+// none is skipped entirely, so its gap rolls into the next chunk's.
+function onText(t: StreamTally, count: number, now: number): void {
+  t.textChunks++;
+  if (t.firstTokenAt === undefined) {
+    t.firstTokenAt = now;
+  } else {
+    const added = count - t.lastCount;
+    if (added === 0) return;
+    if (added > 0) {
+      const itl = (now - t.lastTokenAt) / added;
+      for (let k = 0; k < added; k++) t.itlsMs.push(itl);
+    }
+  }
+  t.lastTokenAt = now;
+  t.lastCount = count;
+}
+
+/** Close the tally. `failure` is a transport / HTTP error that ended the request. */
+export function finishTally(t: StreamTally, index: number, sentAtMs: number, now: number, failure?: string): RequestResult {
+  const end = t.lastEventAt ?? now;
+  const r: RequestResult = {
+    index,
+    sentAtMs,
+    ttftMs: t.firstTokenAt === undefined ? 0 : t.firstTokenAt - t.sentAt,
+    itlsMs: t.itlsMs,
+    e2eMs: end - t.sentAt,
+    outputTokens: t.completionTokens ?? (t.api === 'generate' ? t.lastCount : t.textChunks),
+    promptTokens: t.promptTokens ?? 0,
+  };
+  const accept = acceptLengthOf(t.meta);
+  if (accept !== undefined) r.acceptLength = accept;
+  if (t.meta && isNum(t.meta.e2e_latency)) r.serverE2eMs = t.meta.e2e_latency * 1000;
+  const error = failure ?? t.error ?? (t.done ? undefined : 'stream ended before [DONE]');
+  if (error !== undefined) r.error = error;
+  return r;
+}
+
+/** spec_accept_length when the server reports it, else completion_tokens / spec_verify_ct. */
+export function acceptLengthOf(meta: Json | undefined): number | undefined {
+  if (!meta) return undefined;
+  if (isNum(meta.spec_accept_length) && meta.spec_accept_length > 0) return meta.spec_accept_length;
+  if (isNum(meta.spec_verify_ct) && meta.spec_verify_ct > 0 && isNum(meta.completion_tokens)) {
+    return meta.completion_tokens / meta.spec_verify_ct;
+  }
+  return undefined;
+}
+
+/** SGLang errors are `{"error": {"message": ...}}`, sometimes a bare string. */
+export function errorMessage(err: unknown): string {
+  if (typeof err === 'string') return err;
+  if (isObject(err) && typeof err.message === 'string') return err.message;
+  try {
+    return JSON.stringify(err).slice(0, 500);
+  } catch {
+    return String(err);
+  }
+}
+
+function isObject(v: unknown): v is Json {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function isNum(v: unknown): v is number {
+  return typeof v === 'number' && Number.isFinite(v);
+}
+
+function nonEmpty(v: unknown): boolean {
+  return typeof v === 'string' && v.length > 0;
+}

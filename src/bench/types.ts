@@ -1,0 +1,45 @@
+// Shapes shared by the load generator, the metrics and the report.
+
+export type BenchApi = 'generate' | 'chat';
+
+/** One measured request, timed the way bench_serving times its `sglang` backend. */
+export interface RequestResult {
+  /** Position of the prompt in the level's prompt list. */
+  index: number;
+  /** When the request was sent, ms after the level's first measured request was sent. */
+  sentAtMs: number;
+  /** Time to the first chunk carrying text; 0 when none arrived (bench_serving leaves it 0 too). */
+  ttftMs: number;
+  /**
+   * Inter-token latencies: for each chunk after the first, (gap since the previous
+   * text chunk) / (tokens new in this chunk), repeated once per new token.
+   */
+  itlsMs: number[];
+  /** Send to the last SSE event read (`[DONE]` included), as bench_serving's `latency`. */
+  e2eMs: number;
+  /** meta_info.completion_tokens / usage.completion_tokens, else text chunks counted. */
+  outputTokens: number;
+  /** meta_info.prompt_tokens / usage.prompt_tokens; 0 when the server did not say. */
+  promptTokens: number;
+  /** meta_info.spec_accept_length, else completion_tokens / spec_verify_ct; absent without speculation. */
+  acceptLength?: number;
+  /** meta_info.e2e_latency × 1000 from the final chunk, when present. */
+  serverE2eMs?: number;
+  /** Why the request failed; absent on success. Failed requests are left out of the latency stats. */
+  error?: string;
+}
+
+export interface LevelRun {
+  /** Measured requests, in prompt order (warmup excluded). */
+  results: RequestResult[];
+  /** First measured send to last measured completion. */
+  durationMs: number;
+  /** Wall-clock ISO time of the first measured send. */
+  startedAt: string;
+  /** The target number of requests in flight. */
+  concurrency: number;
+  /** The uncounted warmup requests, kept so a caller can see that warmup failed. */
+  warmup: RequestResult[];
+  /** Most requests observed in flight at once (client side). */
+  maxInFlight: number;
+}

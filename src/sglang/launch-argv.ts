@@ -1,0 +1,223 @@
+/**
+ * The argv and environment that start an SGLang server. Pure: the same spec always renders
+ * the same argv, so launches are golden-tested and a re-attach can compare argv hashes.
+ */
+
+export type SpeculativeAlgorithmName = 'EAGLE' | 'EAGLE3' | 'NEXTN' | 'STANDALONE' | 'NGRAM';
+
+export interface SpeculativeSpec {
+  algorithm: SpeculativeAlgorithmName;
+  draftModelPath?: string;
+  numSteps?: number;
+  eagleTopk?: number;
+  numDraftTokens?: number;
+}
+
+export interface ServerLaunchSpec {
+  /** argv that starts the server, e.g. ['python3', '-m', 'sglang.launch_server']. */
+  launcher: string[];
+  modelPath: string;
+  port: number;
+  /** Default 127.0.0.1: servers are reached through Host.httpBase, never exposed. */
+  host?: string;
+  tpSize: number;
+  memFractionStatic?: number;
+  maxRunningRequests?: number;
+  speculative?: SpeculativeSpec;
+  /** Hidden-state extraction profile (incident 6): no CUDA graphs, no radix cache, no speculation. */
+  extraction?: boolean;
+  extraArgs: string[];
+}
+
+export const DEFAULT_SERVER_HOST = '127.0.0.1';
+
+/**
+ * SGLang's own fallback when speculative decoding runs without --max-running-requests.
+ * It logs a warning and silently queues everything above it (incident 7).
+ */
+export const SPECULATIVE_DEFAULT_MAX_RUNNING = 48;
+
+/** Every spelling SGLang's argparse accepts for a flag aerie renders itself. */
+const MANAGED_FLAGS: Record<string, string[]> = {
+  '--model-path': ['--model-path', '--model'],
+  '--host': ['--host'],
+  '--port': ['--port'],
+  '--tp-size': ['--tp-size', '--tp', '--tensor-parallel-size'],
+  '--mem-fraction-static': ['--mem-fraction-static'],
+  '--max-running-requests': ['--max-running-requests'],
+};
+
+/**
+ * Speculative flags are refused in extra-args outright: set there they would bypass the
+ * drafter check (incident 3) and the identity check that compares what we launched.
+ */
+const SPECULATIVE_FLAG_PREFIX = '--speculative-';
+
+/** The flag name of an argv element: '--port=3000' → '--port'; non-flags → undefined. */
+export function flagName(arg: string): string | undefined {
+  if (!arg.startsWith('--')) return undefined;
+  const eq = arg.indexOf('=');
+  return eq === -1 ? arg : arg.slice(0, eq);
+}
+
+/** The value given for any spelling of a flag in an argv, or undefined when absent. */
+export function flagValue(args: readonly string[], spellings: readonly string[]): string | undefined {
+  for (let i = 0; i < args.length; i++) {
+    const name = flagName(args[i]);
+    if (name === undefined || !spellings.includes(name)) continue;
+    const eq = args[i].indexOf('=');
+    if (eq !== -1) return args[i].slice(eq + 1);
+    return args[i + 1];
+  }
+  return undefined;
+}
+
+function hasFlag(args: readonly string[], spellings: readonly string[]): boolean {
+  return args.some((a) => {
+    const name = flagName(a);
+    return name !== undefined && spellings.includes(name);
+  });
+}
+
+function requireInt(value: number, what: string, min: number, max = Number.MAX_SAFE_INTEGER): void {
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new Error(`${what} must be an integer from ${min}${max === Number.MAX_SAFE_INTEGER ? ' up' : ` to ${max}`}, got ${value}`);
+  }
+}
+
+/** Throws with a sentence naming the field when the spec cannot be launched as written. */
+export function validateLaunchSpec(spec: ServerLaunchSpec): void {
+  if (spec.launcher.length === 0 || spec.launcher.some((a) => a.length === 0)) {
+    throw new Error('launcher must be a non-empty argv without empty elements');
+  }
+  if (spec.modelPath.length === 0) throw new Error('modelPath must not be empty');
+  requireInt(spec.port, 'port', 1, 65535);
+  requireInt(spec.tpSize, 'tpSize', 1);
+  if (spec.host !== undefined && spec.host.length === 0) throw new Error('host must not be empty when given');
+  if (spec.memFractionStatic !== undefined && !(spec.memFractionStatic > 0 && spec.memFractionStatic < 1)) {
+    throw new Error(`memFractionStatic must be between 0 and 1 (exclusive), got ${spec.memFractionStatic}`);
+  }
+  if (spec.maxRunningRequests !== undefined) requireInt(spec.maxRunningRequests, 'maxRunningRequests', 1);
+
+  for (const [canonical, spellings] of Object.entries(MANAGED_FLAGS)) {
+    const renderedAlways = canonical === '--model-path' || canonical === '--host' || canonical === '--port' || canonical === '--tp-size';
+    const renderedNow =
+      renderedAlways ||
+      (canonical === '--mem-fraction-static' && spec.memFractionStatic !== undefined) ||
+      (canonical === '--max-running-requests' && spec.maxRunningRequests !== undefined);
+    // argparse keeps the last value, so a duplicate in extra-args would silently replace ours.
+    if (renderedNow && hasFlag(spec.extraArgs, spellings)) {
+      throw new Error(`extra-args sets ${canonical}, which aerie sets itself from the config; remove it from extra-args`);
+    }
+  }
+  const specFlag = spec.extraArgs.find((a) => flagName(a)?.startsWith(SPECULATIVE_FLAG_PREFIX));
+  if (specFlag !== undefined) {
+    throw new Error(
+      `extra-args sets ${flagName(specFlag)}; speculative settings belong in stages.deploy, where aerie checks the drafter before launch`,
+    );
+  }
+
+  const s = spec.speculative;
+  if (s === undefined) return;
+  if (spec.extraction) {
+    throw new Error('extraction mode cannot use speculative decoding: the hidden states must come from the target alone');
+  }
+  if ((s.algorithm === 'EAGLE3' || s.algorithm === 'STANDALONE') && !s.draftModelPath) {
+    throw new Error(`speculative algorithm ${s.algorithm} needs a draft model path`);
+  }
+  if (s.algorithm === 'NGRAM' && s.draftModelPath) {
+    throw new Error('speculative algorithm NGRAM uses no draft model; remove the draft model path');
+  }
+  if (s.draftModelPath !== undefined && s.draftModelPath.length === 0) throw new Error('draftModelPath must not be empty when given');
+  if (s.numSteps !== undefined) requireInt(s.numSteps, 'speculative numSteps', 1);
+  if (s.eagleTopk !== undefined) requireInt(s.eagleTopk, 'speculative eagleTopk', 1);
+  if (s.numDraftTokens !== undefined) requireInt(s.numDraftTokens, 'speculative numDraftTokens', 1);
+}
+
+/** The full argv: launcher, then aerie's flags in a fixed order, then extra-args verbatim. */
+export function renderServerArgv(spec: ServerLaunchSpec): string[] {
+  validateLaunchSpec(spec);
+  const argv = [
+    ...spec.launcher,
+    '--model-path', spec.modelPath,
+    '--host', spec.host ?? DEFAULT_SERVER_HOST,
+    '--port', String(spec.port),
+    '--tp-size', String(spec.tpSize),
+  ];
+  if (spec.memFractionStatic !== undefined) argv.push('--mem-fraction-static', String(spec.memFractionStatic));
+  if (spec.maxRunningRequests !== undefined) argv.push('--max-running-requests', String(spec.maxRunningRequests));
+  const s = spec.speculative;
+  if (s !== undefined) {
+    argv.push('--speculative-algorithm', s.algorithm);
+    if (s.draftModelPath !== undefined) argv.push('--speculative-draft-model-path', s.draftModelPath);
+    if (s.numSteps !== undefined) argv.push('--speculative-num-steps', String(s.numSteps));
+    if (s.eagleTopk !== undefined) argv.push('--speculative-eagle-topk', String(s.eagleTopk));
+    if (s.numDraftTokens !== undefined) argv.push('--speculative-num-draft-tokens', String(s.numDraftTokens));
+  }
+  if (spec.extraction) argv.push('--disable-cuda-graph', '--disable-radix-cache');
+  argv.push(...spec.extraArgs);
+  return argv;
+}
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * The server's environment. Extraction sets the patched server's dump variable; a value for
+ * it already in base that points elsewhere is refused, because the dumps would land where
+ * nobody verifies them (incident 6).
+ */
+export function serverLaunchEnv(
+  base: Record<string, string>,
+  extraction?: { dumpEnv: string; dumpDir: string },
+): Record<string, string> {
+  // Python block-buffers stdout into a log file; the readiness phase is read from that log.
+  const env: Record<string, string> = { PYTHONUNBUFFERED: '1', ...base };
+  if (extraction === undefined) return env;
+  if (!ENV_NAME.test(extraction.dumpEnv)) throw new Error(`dump-env "${extraction.dumpEnv}" is not an environment variable name`);
+  if (!extraction.dumpDir.startsWith('/')) throw new Error(`dump-dir must be an absolute path, got "${extraction.dumpDir}"`);
+  const already = base[extraction.dumpEnv];
+  if (already !== undefined && already !== extraction.dumpDir) {
+    throw new Error(
+      `server env sets ${extraction.dumpEnv}=${already}, but extraction dumps to ${extraction.dumpDir}; remove it from server.env`,
+    );
+  }
+  env[extraction.dumpEnv] = extraction.dumpDir;
+  return env;
+}
+
+/** The --max-running-requests a spec will run with, from the spec or from extra-args. */
+export function effectiveMaxRunningRequests(spec: ServerLaunchSpec): number | undefined {
+  if (spec.maxRunningRequests !== undefined) return spec.maxRunningRequests;
+  const raw = flagValue(spec.extraArgs, MANAGED_FLAGS['--max-running-requests']);
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  return Number.isFinite(n) ? n : undefined;
+}
+
+/**
+ * Incident 7: a speculative server without --max-running-requests runs at most 48 requests
+ * and queues the rest, so a sweep to 250 measures queueing. Set it from the sweep's highest
+ * concurrency, and say so; an explicit lower setting is kept but noted.
+ */
+export function benchmarkReadyArgs(spec: ServerLaunchSpec, maxConcurrency: number): { spec: ServerLaunchSpec; notes: string[] } {
+  requireInt(maxConcurrency, 'maxConcurrency', 1);
+  const notes: string[] = [];
+  const explicit = effectiveMaxRunningRequests(spec);
+  if (explicit === undefined) {
+    if (spec.speculative !== undefined && maxConcurrency > SPECULATIVE_DEFAULT_MAX_RUNNING) {
+      notes.push(
+        `set --max-running-requests ${maxConcurrency}: with speculative decoding SGLang otherwise caps running requests at ` +
+          `${SPECULATIVE_DEFAULT_MAX_RUNNING} and queues the rest, but the benchmark goes up to concurrency ${maxConcurrency}`,
+      );
+      return { spec: { ...spec, maxRunningRequests: maxConcurrency }, notes };
+    }
+    return { spec, notes };
+  }
+  if (explicit < maxConcurrency) {
+    notes.push(
+      `--max-running-requests is ${explicit}, below the benchmark's highest concurrency ${maxConcurrency}: ` +
+        `levels above ${explicit} will queue on the server`,
+    );
+  }
+  return { spec, notes };
+}

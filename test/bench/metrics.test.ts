@@ -1,0 +1,161 @@
+import { describe, expect, it } from 'vitest';
+import {
+  AERIE_EXTRA_KEYS,
+  BENCH_SERVING_KEYS,
+  benchServingOnly,
+  distribution,
+  summarizeLevel,
+  tpotsMs,
+} from '../../src/bench/metrics.js';
+import { formatJsonLine, parseJsonLine } from '../../src/bench/jsonl.js';
+import type { LevelRun, RequestResult } from '../../src/bench/types.js';
+
+const req = (p: Partial<RequestResult>): RequestResult => ({
+  index: 0,
+  sentAtMs: 0,
+  ttftMs: 0,
+  itlsMs: [],
+  e2eMs: 0,
+  outputTokens: 0,
+  promptTokens: 0,
+  ...p,
+});
+
+/** HDR with 3 significant digits reads at most 0.1% high and never low. */
+const expectHdr = (actual: number, exact: number): void => {
+  expect(actual).toBeGreaterThanOrEqual(exact);
+  expect(actual).toBeLessThanOrEqual(exact * 1.001);
+};
+
+// Three successes and one failure over 2 s, worked by hand below.
+const run: LevelRun = {
+  concurrency: 4,
+  durationMs: 2000,
+  startedAt: '2025-01-01T00:00:00.000Z',
+  maxInFlight: 4,
+  warmup: [],
+  results: [
+    req({ index: 0, ttftMs: 100, e2eMs: 1000, outputTokens: 10, promptTokens: 20, itlsMs: Array(9).fill(100), acceptLength: 3, serverE2eMs: 990 }),
+    req({ index: 1, ttftMs: 200, e2eMs: 1200, outputTokens: 5, promptTokens: 30, itlsMs: [250, 250, 250, 250], acceptLength: 2 }),
+    req({ index: 2, ttftMs: 300, e2eMs: 500, outputTokens: 1, promptTokens: 40 }),
+    req({ index: 3, ttftMs: 0, e2eMs: 50, outputTokens: 0, promptTokens: 50, error: 'HTTP 500: boom' }),
+  ],
+};
+
+describe('summarizeLevel', () => {
+  const rec = summarizeLevel(run, { backend: 'sglang', datasetName: 'random', randomInputLen: 256, randomOutputLen: 10, acceptLength: 2.4 });
+
+  it('counts only successful requests and divides totals by the duration', () => {
+    expect(rec.completed).toBe(3);
+    expect(rec.errors).toBe(1);
+    expect(rec.error_samples).toEqual(['HTTP 500: boom']);
+    expect(rec.duration).toBe(2);
+    expect(rec.total_input_tokens).toBe(90);
+    expect(rec.total_output_tokens).toBe(16);
+    expect(rec.total_output_tokens_retokenized).toBe(16);
+    expect(rec.request_throughput).toBe(1.5);
+    expect(rec.input_throughput).toBe(45);
+    expect(rec.output_throughput).toBe(8);
+  });
+
+  it('concurrency = Σ e2e / duration', () => {
+    expect(rec.concurrency).toBeCloseTo((1000 + 1200 + 500) / 2000, 12);
+  });
+
+  it('E2E and TTFT: exact mean and population std, HDR percentiles', () => {
+    expect(rec.mean_e2e_latency_ms).toBeCloseTo(900, 9);
+    expect(rec.std_e2e_latency_ms).toBeCloseTo(Math.sqrt((100 ** 2 + 300 ** 2 + 400 ** 2) / 3), 9);
+    expectHdr(rec.median_e2e_latency_ms, 1000);
+    expect(rec.p99_e2e_latency_ms).toBe(1200); // clamped to the exact maximum
+    expect(rec.mean_ttft_ms).toBeCloseTo(200, 9);
+    expect(rec.std_ttft_ms).toBeCloseTo(Math.sqrt(20000 / 3), 9);
+    expectHdr(rec.median_ttft_ms, 200);
+    expect(rec.p99_ttft_ms).toBe(300);
+  });
+
+  it('TPOT = (e2e − ttft)/(out − 1), skipping single-token requests', () => {
+    expect(tpotsMs(run.results.slice(0, 3))).toEqual([100, 250]);
+    expect(rec.mean_tpot_ms).toBeCloseTo(175, 9);
+    expect(rec.std_tpot_ms).toBeCloseTo(75, 9);
+    expectHdr(rec.median_tpot_ms, 100); // nearest rank: the lower of two
+    expect(rec.p99_tpot_ms).toBe(250);
+  });
+
+  it('ITL pools every per-token entry of the successful requests', () => {
+    const pooled = [...Array(9).fill(100), 250, 250, 250, 250];
+    const mean = pooled.reduce((a, b) => a + b, 0) / pooled.length;
+    expect(rec.mean_itl_ms).toBeCloseTo(mean, 9);
+    expect(rec.std_itl_ms).toBeCloseTo(Math.sqrt(pooled.reduce((a, v) => a + (v - mean) ** 2, 0) / pooled.length), 9);
+    expectHdr(rec.median_itl_ms, 100);
+    expect(rec.p95_itl_ms).toBe(250);
+    expect(rec.p99_itl_ms).toBe(250);
+    expectHdr(rec.p90_itl_ms, 250);
+    expect(rec.max_itl_ms).toBe(250);
+  });
+
+  it('accept length: server value as accept_length, per-request mean as an extra', () => {
+    expect(rec.accept_length).toBe(2.4);
+    expect(rec.mean_accept_length_per_request).toBe(2.5);
+    expect(rec.mean_server_e2e_latency_ms).toBe(990);
+  });
+
+  it('writes bench_serving’s keys in its order, then aerie’s extras', () => {
+    const keys = Object.keys(rec);
+    expect(keys.slice(0, BENCH_SERVING_KEYS.length)).toEqual([...BENCH_SERVING_KEYS]);
+    expect(keys.slice(BENCH_SERVING_KEYS.length)).toEqual([...AERIE_EXTRA_KEYS]);
+    expect(Object.keys(benchServingOnly(rec))).toEqual([...BENCH_SERVING_KEYS]);
+    expect(rec.max_concurrency).toBe(4);
+    expect(rec.random_input_len).toBe(256);
+    expect(rec.random_output_len).toBe(10);
+    expect(rec.random_range_ratio).toBe(0);
+    expect(rec.sharegpt_output_len).toBeNull();
+  });
+
+  it('writes request_rate inf as Python’s bare Infinity and reads it back', () => {
+    expect(rec.request_rate).toBe(Infinity);
+    const line = formatJsonLine(benchServingOnly(rec));
+    expect(line.startsWith('{"backend": "sglang", "dataset_name": "random", "request_rate": Infinity, "max_concurrency": 4, "sharegpt_output_len": null,')).toBe(true);
+    expect(parseJsonLine(line)).toEqual(benchServingOnly(rec));
+  });
+
+  it('gives zeros, not NaN, when every request failed', () => {
+    const all = summarizeLevel({ ...run, results: [run.results[3]] }, { backend: 'sglang', datasetName: 'random' });
+    expect(all.completed).toBe(0);
+    expect(all.errors).toBe(1);
+    for (const k of BENCH_SERVING_KEYS) {
+      const v = all[k];
+      if (typeof v === 'number' && k !== 'request_rate') expect(Number.isFinite(v), k).toBe(true);
+    }
+    expect(all.mean_itl_ms).toBe(0);
+    expect(all.accept_length).toBeNull();
+    expect(all.mean_accept_length_per_request).toBeNull();
+  });
+});
+
+describe('distribution percentiles on known sets', () => {
+  it('is exact below 2.048 ms: 0.01..1.00 ms', () => {
+    const values = Array.from({ length: 100 }, (_, i) => (i + 1) / 100);
+    const d = distribution(values);
+    expect(d.median).toBe(0.5);
+    expect(d.p90).toBe(0.9);
+    expect(d.p95).toBe(0.95);
+    expect(d.p99).toBe(0.99);
+    expect(d.max).toBe(1);
+    expect(d.mean).toBeCloseTo(0.505, 12);
+  });
+
+  it('reads at most 0.1% high on large values and clamps to the maximum', () => {
+    const values = Array.from({ length: 100 }, (_, i) => (i + 1) * 1000.3);
+    const d = distribution(values);
+    expectHdr(d.median, 50 * 1000.3);
+    expectHdr(d.p90, 90 * 1000.3);
+    expectHdr(d.p99, 99 * 1000.3);
+    const few = distribution([5, 123456.789]);
+    expect(few.p99).toBe(123456.789);
+  });
+
+  it('is order independent and empty-safe', () => {
+    expect(distribution([3, 1, 2])).toEqual(distribution([1, 2, 3]));
+    expect(distribution([])).toEqual({ count: 0, mean: 0, std: 0, median: 0, p90: 0, p95: 0, p99: 0, max: 0 });
+  });
+});
