@@ -1,0 +1,131 @@
+import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { ExecResult, ProcRecord } from '../../src/hosts/host.js';
+import { gpuInventoryFrom, parseComputeApps, parseGpuQuery, UNKNOWN_MIB } from '../../src/hosts/gpu.js';
+import { LocalHost } from '../../src/hosts/local.js';
+import { groupMembers, startUnrelated, stopAll, until } from './proc-helpers.js';
+
+const GPUS = `0, NVIDIA H100 80GB HBM3, 75431, 81559
+1, NVIDIA H100 80GB HBM3, 4, 81559
+2, NVIDIA GB10, [N/A], [N/A]
+3, NVIDIA A100-SXM4-80GB, [Not Supported], 81920
+`;
+const APPS = `1234567, 75410
+2345678, [N/A]
+[N/A], 512
+3456789, [Not Supported]
+`;
+const ok = (stdout: string): ExecResult => ({ code: 0, signal: null, stdout, stderr: '' });
+
+describe('nvidia-smi parsers (golden)', () => {
+  it('parses GPUs, unknown memory as UNKNOWN_MIB', () => {
+    expect(parseGpuQuery(GPUS)).toEqual([
+      { index: 0, name: 'NVIDIA H100 80GB HBM3', memoryUsedMiB: 75431, memoryTotalMiB: 81559 },
+      { index: 1, name: 'NVIDIA H100 80GB HBM3', memoryUsedMiB: 4, memoryTotalMiB: 81559 },
+      { index: 2, name: 'NVIDIA GB10', memoryUsedMiB: UNKNOWN_MIB, memoryTotalMiB: UNKNOWN_MIB },
+      { index: 3, name: 'NVIDIA A100-SXM4-80GB', memoryUsedMiB: UNKNOWN_MIB, memoryTotalMiB: 81920 },
+    ]);
+  });
+  it('keeps a GPU name that contains a comma', () => {
+    expect(parseGpuQuery('0, Odd, Name, 1, 2\n')[0].name).toBe('Odd, Name');
+  });
+  it('parses compute processes and drops rows without a usable pid', () => {
+    expect(parseComputeApps(APPS)).toEqual([
+      { pid: 1234567, usedMemoryMiB: 75410 },
+      { pid: 2345678, usedMemoryMiB: UNKNOWN_MIB },
+      { pid: 3456789, usedMemoryMiB: UNKNOWN_MIB },
+    ]);
+    expect(parseComputeApps('')).toEqual([]);
+    expect(parseComputeApps('No running processes found\n')).toEqual([]);
+  });
+});
+
+describe('gpuInventoryFrom', () => {
+  it('reports a missing nvidia-smi by host name', () => {
+    const notFound: ExecResult = { code: 127, signal: null, stdout: '', stderr: 'nvidia-smi: command not found\n' };
+    expect(gpuInventoryFrom('gpu-a', notFound, null, () => false)).toEqual({
+      available: false, reason: 'nvidia-smi not found on gpu-a', gpus: [], processes: [],
+    });
+  });
+  it('reports a driver failure with nvidia-smi’s own words', () => {
+    const failed: ExecResult = {
+      code: 9, signal: null, stderr: '',
+      stdout: "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.\n\n",
+    };
+    expect(gpuInventoryFrom('gpu-a', failed, null, () => false).reason).toBe(
+      "nvidia-smi failed on gpu-a: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.",
+    );
+  });
+  it('classifies processes as ours or foreign', () => {
+    const inv = gpuInventoryFrom('gpu-a', ok(GPUS), ok(APPS), (pid) => pid === 2345678);
+    expect(inv.available).toBe(true);
+    expect(inv.gpus).toHaveLength(4);
+    expect(inv.processes.map((p) => [p.pid, p.ours])).toEqual([
+      [1234567, false],
+      [2345678, true],
+      [3456789, false],
+    ]);
+  });
+});
+
+describe('LocalHost.gpuInventory', () => {
+  let dir: string;
+  let savedPath: string | undefined;
+  let host: LocalHost;
+  let unrelated: ProcRecord[];
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'aerie-gpu-'));
+    await mkdir(join(dir, 'bin'));
+    host = new LocalHost({ name: 'box', workdir: join(dir, 'work') });
+    savedPath = process.env.PATH;
+    unrelated = [];
+  });
+  afterEach(async () => {
+    process.env.PATH = savedPath;
+    await stopAll(host, await host.listLaunches());
+    await stopAll(host, unrelated);
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('says nvidia-smi is not found when it is not on PATH', async () => {
+    process.env.PATH = join(dir, 'bin'); // empty directory
+    expect(await host.gpuInventory()).toEqual({ available: false, reason: 'nvidia-smi not found on box', gpus: [], processes: [] });
+  });
+
+  it('marks a process in a recorded launch group as ours and any other as foreign', async () => {
+    const { record } = await host.spawnDetached('r.server.0', ['sh', '-c', 'sleep 60 & wait'], { logPath: join(dir, 's.log') });
+    const members = await until('the sleep child', async () => {
+      const m = await groupMembers(record.pgid);
+      return m.length === 3 ? m : null;
+    });
+    const child = members.find((m) => m.pid !== record.pid && m.comm === 'sleep')!;
+    const foreign = await startUnrelated(['sleep', '60']);
+    unrelated.push(foreign);
+
+    const fake = join(dir, 'bin', 'nvidia-smi');
+    await writeFile(
+      fake,
+      [
+        '#!/bin/sh',
+        'case "$1" in',
+        `  --query-gpu=*) printf '0, NVIDIA H100 80GB HBM3, 75431, 81559\\n' ;;`,
+        `  --query-compute-apps=*) printf '${child.pid}, 70000\\n${foreign.pid}, 5000\\n' ;;`,
+        '  *) exit 2 ;;',
+        'esac',
+        '',
+      ].join('\n'),
+    );
+    await chmod(fake, 0o755);
+    process.env.PATH = `${join(dir, 'bin')}:${savedPath}`;
+
+    const inv = await host.gpuInventory();
+    expect(inv.available).toBe(true);
+    expect(inv.gpus).toEqual([{ index: 0, name: 'NVIDIA H100 80GB HBM3', memoryUsedMiB: 75431, memoryTotalMiB: 81559 }]);
+    expect(inv.processes).toEqual([
+      { pid: child.pid, usedMemoryMiB: 70000, ours: true },
+      { pid: foreign.pid, usedMemoryMiB: 5000, ours: false },
+    ]);
+  });
+});
