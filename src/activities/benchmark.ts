@@ -3,6 +3,7 @@
  * retried sweep continues at the first level that has no result yet.
  */
 import { Context } from '@temporalio/activity';
+import { formatJsonLine, parseJsonLine } from '../bench/jsonl.js';
 import { runLevel } from '../bench/loadgen.js';
 import { summarizeLevel, type BenchServingRecord } from '../bench/metrics.js';
 import { randomPrompts } from '../bench/prompts.js';
@@ -36,7 +37,7 @@ export function benchmarkActivities({ hosts }: ActivityDeps) {
         for (const concurrency of b.concurrencies) {
           const path = `${dir}/${variant}-c${concurrency}.json`;
           if (await host.stat(path)) {
-            records.push(JSON.parse((await host.readFile(path)).toString('utf8')) as BenchServingRecord);
+            records.push(parseJsonLine((await host.readFile(path)).toString('utf8').trim()) as BenchServingRecord);
             continue;
           }
           const n = promptsPerLevel(concurrency, b['prompts-per-level']);
@@ -66,7 +67,7 @@ export function benchmarkActivities({ hosts }: ActivityDeps) {
               acceptLength: variant === 'eagle3' ? avgSpecAcceptLength(info) : undefined,
             });
           });
-          await host.writeFileAtomic(path, JSON.stringify(record) + '\n');
+          await host.writeFileAtomic(path, formatJsonLine(record) + '\n');
           records.push(record);
           ctx.heartbeat({ variant, concurrency, finished: true, outputThroughput: record.output_throughput });
         }
@@ -90,10 +91,9 @@ export function benchmarkActivities({ hosts }: ActivityDeps) {
       };
       const markdown = renderReportMarkdown(report);
       const table = renderReportTable(report);
-      const lines = [
-        ...(input.baseline ?? []).map((r) => JSON.stringify({ ...r, aerie_variant: 'baseline' })),
-        ...input.speculative.map((r) => JSON.stringify({ ...r, aerie_variant: 'eagle3' })),
-      ];
+      // Payloads carry JSON, where bench_serving's request_rate=Infinity became null: restore it.
+      const line = (r: BenchServingRecord, variant: string) => formatJsonLine({ ...r, request_rate: r.request_rate ?? Infinity, aerie_variant: variant });
+      const lines = [...(input.baseline ?? []).map((r) => line(r, 'baseline')), ...input.speculative.map((r) => line(r, 'eagle3'))];
       await host.writeFileAtomic(`${dir}/report.md`, markdown);
       await host.writeFileAtomic(`${dir}/results.jsonl`, lines.join('\n') + '\n');
       return { markdown, table, paths: [`${dir}/report.md`, `${dir}/results.jsonl`] };

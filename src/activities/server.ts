@@ -37,7 +37,7 @@ interface ServerStep extends RunRef {
 const LOG_KEEP = 1 << 20;
 
 /** Highest generation number among this run's launches of a role, and its record. */
-async function latestLaunch(host: Host, prefix: string): Promise<{ gen: number; record: ProcRecord } | null> {
+export async function latestLaunch(host: Host, prefix: string): Promise<{ gen: number; record: ProcRecord } | null> {
   let best: { gen: number; record: ProcRecord } | null = null;
   for (const r of await host.listLaunches()) {
     if (!r.launchId.startsWith(prefix)) continue;

@@ -138,7 +138,9 @@ export async function pipeline(input: PipelineInput): Promise<PipelineResult> {
     const drafter = await ledgered('train', [hidden.inputsHash], async () => {
       const r = await acts.trainDrafter.executeWithOptions(
         { ...longRunning, summary: `train EAGLE-3 drafter (${config.stages.train.driver}, ${config.stages.train['num-epochs']} epochs)` },
-        [{ ...base, dataPath: data.dataPath, hiddenStatesDir: hidden.hiddenStatesDir }],
+        // The patched server's dumps are not SpecForge's data_{i}.ckpt layout, so the trainer
+        // runs online (no --train-hidden-states-path) until a conversion step exists.
+        [{ ...base, dataPath: data.dataPath }],
       );
       return { result: r, outputs: r.outputs, note: r.note };
     });

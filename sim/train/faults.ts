@@ -1,0 +1,124 @@
+/**
+ * Injected trainer failures and the text they leave in the log, shaped like a torchrun job
+ * dying: the rank's Python traceback (prefixed `[rank0]:` as PyTorch 2.x does), then
+ * torchrun's ChildFailedError summary.
+ *
+ *   AERIE_SIM_TRAIN_CRASH_AT_STEP=N   crash when the trainer reaches its global step N
+ *   AERIE_SIM_FAULT=train-oom         torch.OutOfMemoryError on the first training step
+ *   AERIE_SIM_FAULT_ONCE=<path>       any of the above fires only if <path> is absent, and creates it
+ */
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+export const SCRIPT = 'scripts/train_eagle3.py';
+
+export interface FaultPlan {
+  crashAtStep?: number;
+  oom: boolean;
+  oncePath?: string;
+}
+
+export function faultPlan(env: NodeJS.ProcessEnv): FaultPlan {
+  const n = Number(env.AERIE_SIM_TRAIN_CRASH_AT_STEP);
+  const faults = (env.AERIE_SIM_FAULT ?? '').split(',').map((s) => s.trim());
+  return {
+    crashAtStep: Number.isInteger(n) && n > 0 ? n : undefined,
+    oom: faults.includes('train-oom'),
+    oncePath: env.AERIE_SIM_FAULT_ONCE || undefined,
+  };
+}
+
+/** Called only at the moment a fault would fire: false if its one-shot marker already exists. */
+export function claimFault(plan: FaultPlan): boolean {
+  if (!plan.oncePath) return true;
+  if (existsSync(plan.oncePath)) return false;
+  mkdirSync(path.dirname(plan.oncePath), { recursive: true });
+  writeFileSync(plan.oncePath, `fired by aerie-sim train pid ${process.pid} at ${new Date().toISOString()}\n`);
+  return true;
+}
+
+type Frame = [line: number, fn: string, code: string];
+
+function rankTraceback(frames: Frame[], library: [string, number, string, string][], exception: string[]): string {
+  const out = ['Traceback (most recent call last):'];
+  for (const [line, fn, code] of frames) out.push(`  File "${SCRIPT}", line ${line}, in ${fn}`, `    ${code}`);
+  for (const [file, line, fn, code] of library) out.push(`  File "${file}", line ${line}, in ${fn}`, `    ${code}`);
+  out.push(...exception);
+  return `${out.map((l) => `[rank0]: ${l}`).join('\n')}\n`;
+}
+
+function stamp(d: Date): string {
+  const p = (n: number, w = 2): string => String(n).padStart(w, '0');
+  return `${d.getUTCFullYear()}-${p(d.getUTCMonth() + 1)}-${p(d.getUTCDate())}_${p(d.getUTCHours())}:${p(d.getUTCMinutes())}:${p(d.getUTCSeconds())}`;
+}
+
+/** torchrun's own report after its only worker exited non-zero. */
+export function torchrunSummary(exitcode: number, now = new Date()): string {
+  const workerPid = process.pid + 1;
+  return [
+    `E0000 00:00:00.000000 ${process.pid} torch/distributed/elastic/multiprocessing/api.py:874] failed (exitcode: ${exitcode}) local_rank: 0 (pid: ${workerPid}) of binary: /usr/bin/python3`,
+    'Traceback (most recent call last):',
+    '  File "/usr/local/bin/torchrun", line 8, in <module>',
+    '    sys.exit(main())',
+    '  File "/usr/local/lib/python3.11/dist-packages/torch/distributed/run.py", line 892, in main',
+    '    run(args)',
+    '  File "/usr/local/lib/python3.11/dist-packages/torch/distributed/launcher/api.py", line 270, in launch_agent',
+    '    raise ChildFailedError(',
+    'torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ',
+    '============================================================',
+    `${SCRIPT} FAILED`,
+    '------------------------------------------------------------',
+    'Failures:',
+    '  <NO_OTHER_FAILURES>',
+    '------------------------------------------------------------',
+    'Root Cause (first observed failure):',
+    '[0]:',
+    `  time      : ${stamp(now)}`,
+    '  host      : aerie-sim',
+    '  rank      : 0 (local_rank: 0)',
+    `  exitcode  : ${exitcode} (pid: ${workerPid})`,
+    '  error_file: <N/A>',
+    '  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html',
+    '============================================================',
+    '',
+  ].join('\n');
+}
+
+const MAIN: Frame = [868, '<module>', 'main()'];
+
+export function crashText(): string {
+  return rankTraceback(
+    [MAIN, [780, 'main', 'plosses, acces = run_forward(']],
+    [['/usr/local/lib/python3.11/dist-packages/specforge/core/eagle3.py', 214, 'forward', 'hidden_states = self.draft_model.project_hidden_states(hidden_states)']],
+    [
+      'RuntimeError: CUDA error: an illegal memory access was encountered',
+      'CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.',
+      'For debugging consider passing CUDA_LAUNCH_BLOCKING=1',
+      'Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.',
+    ],
+  );
+}
+
+export function oomText(): string {
+  return rankTraceback(
+    [MAIN, [781, 'main', 'run_backward_and_update(args, plosses, optimizer, global_step)'], [603, 'run_backward_and_update', 'ploss.backward()']],
+    [['/usr/local/lib/python3.11/dist-packages/torch/_tensor.py', 648, 'backward', 'torch.autograd.backward(']],
+    [
+      'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.91 GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.62 GiB is free. ' +
+        'Including non-PyTorch memory, this process has 77.56 GiB memory in use. Of the allocated memory 71.04 GiB is allocated by PyTorch, ' +
+        'and 5.87 GiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting ' +
+        'PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  ' +
+        'See documentation for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)',
+    ],
+  );
+}
+
+/** An exception raised while setting up (missing files, bad config), with its Python frames. */
+export function setupErrorText(where: 'draft-model' | 'dataset' | 'target-model', exception: string): string {
+  const frames: Record<typeof where, Frame[]> = {
+    'draft-model': [MAIN, [660, 'main', 'draft_model_config, draft_model = build_draft_model(args)'], [338, 'build_draft_model', 'raise ValueError(']],
+    dataset: [MAIN, [667, 'main', 'train_dataloader, vocab_mapping_path, eval_dataloader = build_dataloaders('], [392, 'build_dataloaders', 'train_dataset = load_dataset("json", data_files=args.train_data_path)["train"]']],
+    'target-model': [MAIN, [661, 'main', 'target_model, processor = build_target_model(args, draft_model_config, is_online)']],
+  };
+  return rankTraceback(frames[where], [], [exception]);
+}

@@ -1,0 +1,90 @@
+import { describe, expect, it } from 'vitest';
+import { renderTrainArgv, TrainLaunchError, type TrainLaunch } from '../../src/stages/train.js';
+
+const base: TrainLaunch = {
+  launcher: ['torchrun', '--standalone', '--nproc_per_node', '8', '/opt/SpecForge/scripts/train_eagle3.py'],
+  targetModelPath: '/models/llama-8b',
+  draftModelConfig: '/cfg/llama3-8B-eagle3.json',
+  trainDataPath: '/runs/r1/generate/regen.jsonl',
+  outputDir: '/runs/r1/train/out',
+  chatTemplate: 'llama3',
+  maxLength: 2048,
+  numEpochs: 2,
+  batchSize: 1,
+  learningRate: 1e-4,
+  tttLength: 7,
+  tpSize: 1,
+  saveInterval: 500,
+  extraArgs: [],
+};
+
+describe('renderTrainArgv', () => {
+  it('renders a fresh online launch: launcher, then the v0.2 flags, output dir last', () => {
+    expect(renderTrainArgv(base)).toEqual([
+      'torchrun', '--standalone', '--nproc_per_node', '8', '/opt/SpecForge/scripts/train_eagle3.py',
+      '--target-model-path', '/models/llama-8b',
+      '--draft-model-config', '/cfg/llama3-8B-eagle3.json',
+      '--train-data-path', '/runs/r1/generate/regen.jsonl',
+      '--chat-template', 'llama3',
+      '--max-length', '2048',
+      '--num-epochs', '2',
+      '--batch-size', '1',
+      '--learning-rate', '0.0001',
+      '--ttt-length', '7',
+      '--tp-size', '1',
+      '--save-interval', '500',
+      '--output-dir', '/runs/r1/train/out',
+    ]);
+  });
+
+  it('renders an offline continuation: hidden states, --ckpt-dir, --max-num-steps, extra args at the end', () => {
+    const argv = renderTrainArgv({
+      ...base,
+      hiddenStatesPath: '/runs/r1/extract/hs',
+      resumeFrom: '/runs/r1/train/out/epoch_0_step_40',
+      maxNumSteps: 152,
+      outputDir: '/runs/r1/train/out/resume_step_40',
+      learningRate: 1e-7,
+      extraArgs: ['--dist-timeout', '60'],
+    });
+    expect(argv.slice(5)).toEqual([
+      '--target-model-path', '/models/llama-8b',
+      '--draft-model-config', '/cfg/llama3-8B-eagle3.json',
+      '--train-data-path', '/runs/r1/generate/regen.jsonl',
+      '--train-hidden-states-path', '/runs/r1/extract/hs',
+      '--chat-template', 'llama3',
+      '--max-length', '2048',
+      '--num-epochs', '2',
+      '--batch-size', '1',
+      '--learning-rate', '1e-7',
+      '--ttt-length', '7',
+      '--tp-size', '1',
+      '--save-interval', '500',
+      '--ckpt-dir', '/runs/r1/train/out/epoch_0_step_40',
+      '--max-num-steps', '152',
+      '--output-dir', '/runs/r1/train/out/resume_step_40',
+      '--dist-timeout', '60',
+    ]);
+  });
+
+  it('refuses --resume in extra args, explaining that v0.2 silently starts over', () => {
+    expect(() => renderTrainArgv({ ...base, extraArgs: ['--resume'] })).toThrow(/silently starts over/);
+    expect(() => renderTrainArgv({ ...base, extraArgs: ['--resume'] })).toThrow(TrainLaunchError);
+  });
+
+  it('refuses extra args that would override a flag aerie sets, including argparse abbreviations', () => {
+    expect(() => renderTrainArgv({ ...base, extraArgs: ['--output-dir', '/x'] })).toThrow(/sets --output-dir/);
+    expect(() => renderTrainArgv({ ...base, extraArgs: ['--num-ep=3'] })).toThrow(/sets --num-epochs/);
+    expect(() => renderTrainArgv({ ...base, extraArgs: ['--ckpt', '/x'] })).toThrow(/sets --ckpt-dir/);
+    expect(renderTrainArgv({ ...base, extraArgs: ['--max-grad-norm', '1.0', '--seed', '3'] }).slice(-4)).toEqual([
+      '--max-grad-norm', '1.0', '--seed', '3',
+    ]);
+  });
+
+  it('refuses numbers train_eagle3.py would reject or misread', () => {
+    expect(() => renderTrainArgv({ ...base, batchSize: 1.5 })).toThrow(/batchSize must be an integer/);
+    expect(() => renderTrainArgv({ ...base, learningRate: 0 })).toThrow(/learningRate must be a positive number/);
+    expect(() => renderTrainArgv({ ...base, maxNumSteps: 0 })).toThrow(/maxNumSteps/);
+    expect(() => renderTrainArgv({ ...base, launcher: [] })).toThrow(/launcher is empty/);
+  });
+});
