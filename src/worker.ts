@@ -3,7 +3,7 @@
  * (and their SSH connections, later) are created once per worker and shared by activities.
  */
 import { fileURLToPath } from 'node:url';
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from './activities/index.js';
 import { HostPool } from './hosts/index.js';
 import { TASK_QUEUE } from './shared.js';
@@ -33,4 +33,9 @@ export async function createWorker(opts: AerieWorkerOptions): Promise<{ worker: 
     shutdownGraceTime: '5s',
   });
   return { worker, hosts };
+}
+
+/** The CLI's live table owns the terminal: the SDK only speaks up for warnings and errors. */
+export function installQuietRuntime(level: 'WARN' | 'INFO' = 'WARN'): void {
+  Runtime.install({ logger: new DefaultLogger(level) });
 }

@@ -12,7 +12,7 @@ import { HostPool } from '../hosts/index.js';
 import { TASK_QUEUE, WORKFLOW_TYPE, type PipelineInput, type PipelineResult } from '../shared.js';
 import { connectClient, connectWorker, resolveTemporal, webUiUrl, type TemporalTarget } from '../temporal/connect.js';
 import { stateDir } from '../temporal/dev-server.js';
-import { createWorker } from '../worker.js';
+import { createWorker, installQuietRuntime } from '../worker.js';
 import { AerieStage } from '../workflows/pipeline.js';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { followRun } from './watch.js';
@@ -71,6 +71,7 @@ async function attach(target: TemporalTarget, client: Client, runId: string, opt
     }
   };
   if (!opts.worker) return follow();
+  installQuietRuntime();
   const hosts = new HostPool();
   const connection = await connectWorker(target);
   const { worker } = await createWorker({ connection, namespace: target.namespace, hosts });

@@ -7,7 +7,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
-import { configSchema, type Config } from './schema.js';
+import { configSchema, crossFieldProblems, type Config } from './schema.js';
 
 export class ConfigError extends Error {
   constructor(
@@ -42,6 +42,7 @@ export function parseConfigText(text: string, source = 'config', env: NodeJS.Pro
   const expanded = expandVariables(raw, [], { ...env, AERIE_HOME: env.AERIE_HOME ?? AERIE_HOME }, problems);
   const parsed = configSchema.safeParse(expanded);
   if (!parsed.success) problems.push(...formatIssues(parsed.error.issues));
+  problems.push(...crossFieldProblems(expanded).map((p) => `${fieldPath(p.path)}: ${p.message}`));
   if (problems.length > 0) throw new ConfigError(source, problems);
   return parsed.data!;
 }

@@ -104,8 +104,7 @@ export const benchmarkSchema = z.strictObject({
   seed: z.number().int().default(1),
 });
 
-export const configSchema = z
-  .strictObject({
+export const configSchema = z.strictObject({
     run: z
       .strictObject({
         label: z.string().regex(/^[a-z0-9][a-z0-9-]{0,40}$/, 'lowercase letters, digits and dashes').default('run'),
@@ -124,33 +123,41 @@ export const configSchema = z
       deploy: deploySchema.prefault({}),
       benchmark: benchmarkSchema.prefault({}),
     }),
-  })
-  .superRefine((cfg, ctx) => {
-    if (!(cfg.target.host in cfg.hosts)) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['target', 'host'],
-        message: `names no host: "${cfg.target.host}" is not one of hosts (${Object.keys(cfg.hosts).join(', ') || 'none defined'})`,
-      });
-    }
-    const deploy = cfg.stages.deploy;
-    // The train stage always produces an EAGLE-3 drafter; serving it with EAGLE starts fine
-    // and accepts nothing (incident 3), so the combination is refused here, before any launch.
-    if (deploy['speculative-algorithm'] === 'EAGLE' && !deploy['draft-model-path']) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['stages', 'deploy', 'speculative-algorithm'],
-        message:
-          'EAGLE cannot serve the EAGLE-3 drafter (LlamaForCausalLMEagle3) that the train stage produces: ' +
-          'SGLang would start, bypass the drafter and accept nothing (accept length 1.00). Fix: set speculative-algorithm: EAGLE3',
-      });
-    }
-    for (const [name, h] of Object.entries(cfg.hosts)) {
-      if (!h.workdir.startsWith('/')) {
-        ctx.addIssue({ code: 'custom', path: ['hosts', name, 'workdir'], message: `must be an absolute path, got "${h.workdir}"` });
-      }
-    }
   });
+
+/**
+ * Checks that span fields. They run on the raw (unvalidated) document so they are reported
+ * together with every field error, not only once the rest of the file is fixed.
+ */
+export function crossFieldProblems(raw: unknown): { path: string[]; message: string }[] {
+  const out: { path: string[]; message: string }[] = [];
+  const doc = (raw ?? {}) as Record<string, any>;
+  const hosts = doc.hosts && typeof doc.hosts === 'object' ? (doc.hosts as Record<string, any>) : {};
+  const targetHost = doc.target?.host;
+  if (typeof targetHost === 'string' && !(targetHost in hosts)) {
+    out.push({
+      path: ['target', 'host'],
+      message: `names no host: "${targetHost}" is not one of hosts (${Object.keys(hosts).join(', ') || 'none defined'})`,
+    });
+  }
+  for (const [name, h] of Object.entries(hosts)) {
+    if (typeof h?.workdir === 'string' && !h.workdir.startsWith('/')) {
+      out.push({ path: ['hosts', name, 'workdir'], message: `must be an absolute path, got "${h.workdir}"` });
+    }
+  }
+  // The train stage always produces an EAGLE-3 drafter; serving it with EAGLE starts fine
+  // and accepts nothing (incident 3), so the combination is refused before any launch.
+  const deploy = doc.stages?.deploy ?? {};
+  if (deploy['speculative-algorithm'] === 'EAGLE' && !deploy['draft-model-path']) {
+    out.push({
+      path: ['stages', 'deploy', 'speculative-algorithm'],
+      message:
+        'EAGLE cannot serve the EAGLE-3 drafter (LlamaForCausalLMEagle3) that the train stage produces: ' +
+        'SGLang would start, bypass the drafter and accept nothing (accept length 1.00). Fix: set speculative-algorithm: EAGLE3',
+    });
+  }
+  return out;
+}
 
 export type ConfigInput = z.input<typeof configSchema>;
 export type Config = z.output<typeof configSchema>;

@@ -6,7 +6,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { loadClientConnectConfig, loadClientConfigProfile } from '@temporalio/envconfig';
 import { NativeConnection } from '@temporalio/worker';
-import { temporal } from '@temporalio/proto';
+import proto from '@temporalio/proto';
 import { SEARCH_ATTRIBUTES } from '../shared.js';
 import { ensureDevServer, type DevServerRecord } from './dev-server.js';
 
@@ -63,7 +63,7 @@ export async function ensureSearchAttributes(connection: Connection, namespace: 
   const have = new Set(Object.keys(existing.customAttributes ?? {}));
   const missing = want.filter(([name]) => !have.has(name));
   if (missing.length === 0) return;
-  const type = temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD;
+  const type = proto.temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD;
   await connection.operatorService.addSearchAttributes({
     namespace,
     searchAttributes: Object.fromEntries(missing.map(([name]) => [name, type])),

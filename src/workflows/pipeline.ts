@@ -173,7 +173,7 @@ export async function pipeline(input: PipelineInput): Promise<PipelineResult> {
       }
       const baseline = config.stages.benchmark.baseline ? (await withServer('baseline', (b) => sweep(b, 'baseline'))).records : undefined;
       report = await acts.writeReport.executeWithOptions({ ...quick, summary: 'write report.md and results.jsonl' }, [
-        { ...base, speculative, baseline, notes: [...gate.notes, ...srv.notes] },
+        { ...base, speculative, baseline, notes: gate.notes },
       ]);
       await acts.writeLedger.executeWithOptions({ ...quick, summary: 'ledger: record benchmark' }, [
         { ...base, stage: 'benchmark', inputsHash: benchCheck.inputsHash, outputs: report.paths, result: report, note: 'report written' },

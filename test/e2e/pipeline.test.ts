@@ -1,0 +1,101 @@
+/**
+ * The whole pipeline through a real Temporal dev server, real worker, real processes
+ * (the simulator standing in for SGLang and SpecForge), real files.
+ */
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { WorkflowFailedError } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseJsonLine } from '../../src/bench/jsonl.js';
+import { HostPool } from '../../src/hosts/index.js';
+import { TASK_QUEUE, WORKFLOW_TYPE, type PipelineInput, type PipelineResult } from '../../src/shared.js';
+import { freePort } from '../../src/temporal/dev-server.js';
+import { createWorker } from '../../src/worker.js';
+import { demoConfig } from '../support/demo-config.js';
+import { startTestTemporal, type TestTemporal } from '../support/temporal.js';
+
+let t: TestTemporal;
+let work: string;
+
+beforeAll(async () => {
+  t = await startTestTemporal();
+  work = await mkdtemp(join(tmpdir(), 'aerie-e2e-'));
+}, 120_000);
+
+afterAll(async () => {
+  await t?.stop();
+  if (work) await rm(work, { recursive: true, force: true });
+});
+
+async function withWorker<T>(fn: () => Promise<T>): Promise<T> {
+  const hosts = new HostPool();
+  const { worker } = await createWorker({ connection: t.nativeConnection, workflowBundle: t.bundle, hosts, taskQueue: TASK_QUEUE });
+  try {
+    return await worker.runUntil(fn());
+  } finally {
+    await hosts.closeAll();
+  }
+}
+
+async function launchRecords(workdir: string): Promise<string[]> {
+  const files = await readdir(join(workdir, '.aerie', 'procs')).catch(() => [] as string[]);
+  return files.filter((f) => f.endsWith('.json')).map((f) => f.slice(0, -5)).sort();
+}
+
+describe('pipeline end to end on the simulator', () => {
+  it('runs every stage, writes a report, and a second run of the same id redoes nothing', async () => {
+    const workdir = join(work, 'full');
+    const config = demoConfig(workdir, await freePort());
+    const runId = `e2e-full-${Date.now()}`;
+    const input: PipelineInput = { runId, config, configPath: 'test' };
+    const result = (await withWorker(() => t.client.workflow.execute(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] }))) as PipelineResult;
+
+    expect(result.stages.map((s) => [s.stage, s.state])).toEqual([
+      ['preflight', 'done'],
+      ['generate', 'done'],
+      ['extract', 'done'],
+      ['train', 'done'],
+      ['deploy', 'done'],
+      ['benchmark', 'done'],
+    ]);
+    expect(result.report?.table).toMatch(/speedup/i);
+    const results = (await readFile(join(workdir, 'runs', runId, 'bench', 'results.jsonl'), 'utf8')).trim().split('\n').map((l) => parseJsonLine(l) as Record<string, any>);
+    expect(results).toHaveLength(6);
+    const eagle = results.filter((r) => r.aerie_variant === 'eagle3');
+    expect(eagle.map((r) => r.max_concurrency)).toEqual([1, 4, 16]);
+    for (const r of eagle) expect(r.accept_length).toBeGreaterThan(1.3);
+    const launchesAfterFirst = await launchRecords(workdir);
+    expect(launchesAfterFirst).toEqual(
+      [`${runId}.server-generate.0`, `${runId}.server-extract.0`, `${runId}.train.0`, `${runId}.server-deploy.0`, `${runId}.server-baseline.0`].sort(),
+    );
+
+    // Same run id again (what `aerie resume` does after a failure): every stage is a ledger hit.
+    const again = (await withWorker(() => t.client.workflow.execute(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] }))) as PipelineResult;
+    expect(again.stages.map((s) => s.state)).toEqual(['done', 'skipped', 'skipped', 'skipped', 'skipped', 'skipped']);
+    expect(await launchRecords(workdir)).toEqual(launchesAfterFirst);
+  }, 300_000);
+
+  it('refuses EAGLE with an EAGLE-3 drafter before any server starts', async () => {
+    const workdir = join(work, 'eagle');
+    const config = demoConfig(workdir, await freePort(), (c) => {
+      c.stages.deploy['speculative-algorithm'] = 'EAGLE';
+      // A drafter given explicitly passes config validation; preflight reads its config.json.
+      c.stages.deploy['draft-model-path'] = join(process.cwd(), 'test', 'fixtures', 'eagle3-drafter');
+    });
+    const runId = `e2e-eagle-${Date.now()}`;
+    const err = await withWorker(() =>
+      t.client.workflow.execute(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args: [{ runId, config, configPath: 'test' }] }).then(
+        () => undefined,
+        (e: unknown) => e,
+      ),
+    );
+    expect(err).toBeInstanceOf(WorkflowFailedError);
+    const message = String((err as Error & { cause?: Error }).cause?.message);
+    expect(message).toMatch(/preflight failed/);
+    expect(message).toMatch(/EAGLE/);
+    expect(message).toMatch(/EAGLE3/);
+    expect(message).toMatch(/LlamaForCausalLMEagle3/);
+    expect(await launchRecords(workdir)).toEqual([]);
+  }, 120_000);
+});

@@ -1,0 +1,67 @@
+/**
+ * A real Temporal dev server per test file: its own state dir, free ports, stopped by its
+ * recorded process group in afterAll. Workflows are bundled once per file.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { ensureSearchAttributes } from '../../src/temporal/connect.js';
+import { ensureDevServer, freePort, stopDevServer, type DevServerRecord } from '../../src/temporal/dev-server.js';
+import { WORKFLOWS_PATH } from '../../src/worker.js';
+
+export interface TestTemporal {
+  dir: string;
+  server: DevServerRecord;
+  client: Client;
+  nativeConnection: NativeConnection;
+  bundle: WorkflowBundleWithSourceMap;
+  stop(): Promise<void>;
+}
+
+export async function startTestTemporal(): Promise<TestTemporal> {
+  quietRuntime();
+  const dir = await mkdtemp(join(tmpdir(), 'aerie-temporal-'));
+  const server = await ensureDevServer({ dir, port: await freePort(), uiPort: await freePort(), headless: false });
+  const connection = await Connection.connect({ address: server.address });
+  await ensureSearchAttributes(connection, 'default');
+  const client = new Client({ connection, namespace: 'default' });
+  const nativeConnection = await NativeConnection.connect({ address: server.address });
+  const bundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
+  return {
+    dir,
+    server,
+    client,
+    nativeConnection,
+    bundle,
+    async stop() {
+      await nativeConnection.close().catch(() => undefined);
+      await connection.close().catch(() => undefined);
+      await stopDevServer(dir);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+const noop = () => undefined;
+const quietLogger = { log: noop, trace: noop, debug: noop, info: noop, warn: noop, error: console.error };
+
+/** Poll until cond() returns a value, or fail naming what was awaited. */
+export async function waitUntil<T>(cond: () => Promise<T | undefined | false>, what: string, timeoutMs = 120_000, everyMs = 250): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await cond();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+let runtimeInstalled = false;
+/** Worker logs at WARN: expected failures in tests would otherwise bury the test output. */
+function quietRuntime(): void {
+  if (runtimeInstalled) return;
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  runtimeInstalled = true;
+}
