@@ -1,0 +1,107 @@
+/**
+ * Kill the worker with SIGKILL while the drafter trains, start another, and check the run
+ * completes with no finished stage redone and no second trainer launched — from the host's
+ * process records, the ledger and the workflow history.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, open, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AERIE_HOME } from '../../src/config/load.js';
+import { TASK_QUEUE, WORKFLOW_TYPE, type PipelineResult } from '../../src/shared.js';
+import { freePort } from '../../src/temporal/dev-server.js';
+import { demoConfig } from '../support/demo-config.js';
+import { startTestTemporal, waitUntil, type TestTemporal } from '../support/temporal.js';
+
+let t: TestTemporal;
+let work: string;
+const workers: number[] = [];
+
+beforeAll(async () => {
+  t = await startTestTemporal();
+  work = await mkdtemp(join(tmpdir(), 'aerie-crash-'));
+}, 120_000);
+
+afterAll(async () => {
+  for (const pgid of workers) {
+    try {
+      process.kill(-pgid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  await t?.stop();
+  if (work) await rm(work, { recursive: true, force: true });
+});
+
+/** A real `aerie worker` process in its own process group; returns its pgid. */
+async function startWorker(name: string): Promise<number> {
+  const log = await open(join(work, `${name}.log`), 'a');
+  const child = spawn(process.execPath, [join(AERIE_HOME, 'bin', 'aerie.mjs'), 'worker'], {
+    env: { ...process.env, TEMPORAL_ADDRESS: t.server.address, TEMPORAL_NAMESPACE: 'default' },
+    detached: true,
+    stdio: ['ignore', log.fd, log.fd],
+  });
+  await log.close();
+  workers.push(child.pid!);
+  return child.pid!;
+}
+
+const records = async (workdir: string) =>
+  (await readdir(join(workdir, '.aerie', 'procs')).catch(() => [] as string[])).filter((f) => f.endsWith('.json')).sort();
+
+describe('worker SIGKILL during training', () => {
+  it('re-attaches to the running trainer and redoes nothing', async () => {
+    const workdir = join(work, 'host');
+    const config = demoConfig(workdir, await freePort(), (c) => {
+      // Slow enough that the trainer outlives the 30 s heartbeat timeout after the kill.
+      c.stages.train.env.AERIE_SIM_TIME_SCALE = '0.6';
+    });
+    const runId = `crash-${Date.now()}`;
+    const handle = await t.client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args: [{ runId, config, configPath: 'test' }] });
+    const first = await startWorker('worker-1');
+
+    const trainLog = join(workdir, 'runs', runId, 'train', 'train-0.log');
+    await waitUntil(async () => /\| *[1-9]\d*\/\d+ \[/.test(await readFile(trainLog, 'utf8').catch(() => '')), 'the trainer to make progress', 180_000);
+    const ledgerDir = join(workdir, 'runs', runId, '.aerie', 'ledger');
+    const ledgerBefore = Object.fromEntries(
+      await Promise.all(['generate', 'extract'].map(async (s) => [s, await readFile(join(ledgerDir, `${s}.json`), 'utf8')] as const)),
+    );
+    const trainRecord = JSON.parse(await readFile(join(workdir, '.aerie', 'procs', `${runId}.train.0.json`), 'utf8')) as { pid: number };
+
+    process.kill(-first, 'SIGKILL');
+    await startWorker('worker-2');
+    const result = (await handle.result()) as PipelineResult;
+
+    expect(result.stages.every((s) => s.state === 'done')).toBe(true);
+    // One trainer, one launch per server role: nothing launched twice.
+    expect(await records(workdir)).toEqual(
+      [`${runId}.server-generate.0`, `${runId}.server-extract.0`, `${runId}.train.0`, `${runId}.server-deploy.0`, `${runId}.server-baseline.0`].map((r) => `${r}.json`).sort(),
+    );
+    const trainAfter = JSON.parse(await readFile(join(workdir, '.aerie', 'procs', `${runId}.train.0.json`), 'utf8')) as { pid: number };
+    expect(trainAfter.pid).toBe(trainRecord.pid);
+    // Stages finished before the kill keep their ledger records untouched.
+    for (const [stage, text] of Object.entries(ledgerBefore)) expect(await readFile(join(ledgerDir, `${stage}.json`), 'utf8')).toBe(text);
+
+    // The history agrees: each data stage ran once; training needed a second attempt (the kill) but one scheduling.
+    const history = await handle.fetchHistory();
+    const scheduled = new Map<string, number>();
+    let trainAttempts = 0;
+    const typeById = new Map<string, string>();
+    for (const e of history.events ?? []) {
+      const s = e.activityTaskScheduledEventAttributes;
+      if (s) {
+        const type = s.activityType?.name ?? '';
+        scheduled.set(type, (scheduled.get(type) ?? 0) + 1);
+        typeById.set(String(e.eventId), type);
+      }
+      const started = e.activityTaskStartedEventAttributes;
+      if (started && typeById.get(String(started.scheduledEventId)) === 'trainDrafter') trainAttempts = started.attempt ?? 0;
+    }
+    expect(scheduled.get('generateData')).toBe(1);
+    expect(scheduled.get('extractHiddenStates')).toBe(1);
+    expect(scheduled.get('trainDrafter')).toBe(1);
+    expect(trainAttempts).toBeGreaterThanOrEqual(2);
+  }, 420_000);
+});
