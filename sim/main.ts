@@ -1,0 +1,35 @@
+/**
+ * aerie-sim: `aerie-sim sglang <launch_server flags>` or `aerie-sim train <trainer flags>`.
+ * Each subcommand is imported only when used, so the server does not depend on the trainer.
+ */
+
+const USAGE = 'usage: aerie-sim {sglang,train} [flags...]\n' +
+  '  sglang  an SGLang-compatible server (python -m sglang.launch_server flags)\n' +
+  '  train   a SpecForge-compatible trainer\n';
+
+interface TrainerModule {
+  runTrainer(args: string[]): Promise<number>;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'sglang': {
+      const { runSglang } = await import('./sglang/server.js');
+      return runSglang(rest);
+    }
+    case 'train': {
+      // A specifier in a variable keeps the type check independent of the trainer's presence.
+      const trainer = './train/main.js';
+      const { runTrainer } = (await import(trainer)) as TrainerModule;
+      return runTrainer(rest);
+    }
+    case '-h':
+    case '--help':
+      process.stdout.write(USAGE);
+      return 0;
+    default:
+      process.stderr.write(USAGE + `aerie-sim: error: unknown command ${command === undefined ? '(none)' : `'${command}'`}\n`);
+      return 2;
+  }
+}

@@ -1,0 +1,166 @@
+/**
+ * The OpenAI-compatible routes: /v1/chat/completions and /v1/completions, with SGLang's
+ * stream order (role chunk, content deltas, a finish_reason chunk, an optional usage chunk
+ * with `choices: []`, then `data: [DONE]`).
+ */
+import { randomUUID } from 'node:crypto';
+import type { FinishReason, GenRequest, ReqState } from './engine.js';
+import { type Exchange, HttpError, sendJson, sseData, startSse } from './http.js';
+import { checkLength } from './api-native.js';
+import { SamplingError, type SamplingParams, parseSamplingParams } from './sampling.js';
+import { type ChatMessage, countPromptTokens, renderChat, seedKey, splitWords } from './text.js';
+
+type Body = Record<string, unknown>;
+
+function openaiError(message: string): HttpError {
+  return new HttpError(400, message);
+}
+
+function contentText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) {
+    return content
+      .map((part) => (part && typeof part === 'object' && (part as Body).type === 'text' ? String((part as Body).text ?? '') : ''))
+      .join(' ');
+  }
+  if (content === null || content === undefined) return '';
+  throw openaiError('messages: content must be a string or a list of content parts');
+}
+
+function chatMessages(body: Body): ChatMessage[] {
+  const raw = body.messages;
+  if (!Array.isArray(raw) || raw.length === 0) throw openaiError("1 validation error for ChatCompletionRequest\nmessages\n  Field required");
+  return raw.map((m, i) => {
+    if (!m || typeof m !== 'object' || typeof (m as Body).role !== 'string') {
+      throw openaiError(`messages.${i}: each message needs a string role`);
+    }
+    return { role: (m as Body).role as string, content: contentText((m as Body).content) };
+  });
+}
+
+/** OpenAI request fields → SGLang sampling params (SGLang's own extras pass through). */
+function samplingFrom(body: Body, defaultMax: number | null): SamplingParams {
+  const p: Body = {};
+  const copy = (from: string, to = from) => {
+    if (body[from] !== undefined && body[from] !== null) p[to] = body[from];
+  };
+  copy('max_tokens', 'max_new_tokens');
+  copy('max_completion_tokens', 'max_new_tokens');
+  copy('min_tokens', 'min_new_tokens');
+  copy('seed', 'sampling_seed');
+  for (const k of ['temperature', 'top_p', 'top_k', 'min_p', 'frequency_penalty', 'presence_penalty', 'repetition_penalty',
+    'stop', 'stop_token_ids', 'ignore_eos', 'skip_special_tokens', 'no_stop_trim', 'n']) copy(k);
+  try {
+    return parseSamplingParams(p, defaultMax);
+  } catch (e) {
+    if (e instanceof SamplingError) throw openaiError(e.message);
+    throw e;
+  }
+}
+
+function finishName(f: FinishReason | null): string | null {
+  if (!f) return null;
+  return f.type === 'length' ? 'length' : f.type === 'abort' ? 'abort' : 'stop';
+}
+
+function matchedStop(f: FinishReason | null): number | string | null {
+  return f && f.type === 'stop' ? f.matched : null;
+}
+
+function usage(states: ReqState[]) {
+  const prompt = states[0]?.req.promptTokens ?? 0;
+  const completion = states.reduce((s, r) => s + r.outputIds.length, 0);
+  return { prompt_tokens: prompt, total_tokens: prompt + completion, completion_tokens: completion, prompt_tokens_details: null, reasoning_tokens: 0 };
+}
+
+interface Plan {
+  prompt: string;
+  promptTokens: number;
+  params: SamplingParams;
+}
+
+async function run(x: Exchange, body: Body, plan: Plan, chat: boolean): Promise<void> {
+  const { ctx } = x;
+  const id = randomUUID().replace(/-/g, '');
+  const created = Math.floor(Date.now() / 1000);
+  const model = typeof body.model === 'string' ? body.model : ctx.resolved.args.served_model_name;
+  const object = chat ? 'chat.completion' : 'text_completion';
+  const chunkObject = chat ? 'chat.completion.chunk' : 'text_completion';
+  const streaming = Boolean(body.stream);
+  const maxNew = plan.params.max_new_tokens ?? ctx.resolved.contextLen - plan.promptTokens - 1;
+  const base = (): Omit<GenRequest, 'rid' | 'key'> => ({
+    promptTokens: plan.promptTokens,
+    promptUnits: splitWords(plan.prompt),
+    params: { ...plan.params, max_new_tokens: maxNew },
+    kind: 'real',
+  });
+  const states: ReqState[] = [];
+  const sentText: string[] = [];
+  if (streaming) startSse(x);
+  const chunk = (choices: unknown[], extra: Body = {}) => ({ id, object: chunkObject, created, model, choices, ...extra });
+  for (let i = 0; i < plan.params.n; i++) {
+    const req: GenRequest = { ...base(), rid: `${id}${plan.params.n > 1 ? `_${i}` : ''}`, key: seedKey(plan.prompt, plan.params.sampling_seed, i) };
+    sentText.push('');
+    if (streaming) {
+      if (chat) sseData(x, chunk([{ index: i, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null, matched_stop: null }], { usage: null }));
+      req.onProgress = (r) => {
+        const delta = r.text.slice(sentText[i].length);
+        if (delta === '') return;
+        sentText[i] = r.text;
+        const choice = chat
+          ? { index: i, delta: { role: null, content: delta, reasoning_content: null, tool_calls: null }, logprobs: null, finish_reason: null, matched_stop: null }
+          : { index: i, text: delta, logprobs: null, finish_reason: null, matched_stop: null };
+        sseData(x, chunk([choice], { usage: null }));
+      };
+    }
+    states.push(ctx.engine.submit(req));
+  }
+  x.res.on('close', () => {
+    for (const s of states) if (!s.finishReason) ctx.engine.abort(s, 'The client disconnected.');
+  });
+  await Promise.all(states.map(async (s, i) => {
+    await s.done;
+    if (!streaming) return;
+    const choice = chat
+      ? { index: i, delta: {}, logprobs: null, finish_reason: finishName(s.finishReason), matched_stop: matchedStop(s.finishReason) }
+      : { index: i, text: '', logprobs: null, finish_reason: finishName(s.finishReason), matched_stop: matchedStop(s.finishReason) };
+    sseData(x, chunk([choice], { usage: null }));
+  }));
+  if (streaming) {
+    const opts = body.stream_options as Body | undefined;
+    if (opts && opts.include_usage) sseData(x, chunk([], { usage: usage(states) }));
+    sseData(x, '[DONE]');
+    x.res.end();
+    return;
+  }
+  const choices = states.map((s, i) =>
+    chat
+      ? { index: i, message: { role: 'assistant', content: s.text, reasoning_content: null, tool_calls: null }, logprobs: null, finish_reason: finishName(s.finishReason), matched_stop: matchedStop(s.finishReason) }
+      : { index: i, text: s.text, logprobs: null, finish_reason: finishName(s.finishReason), matched_stop: matchedStop(s.finishReason) },
+  );
+  sendJson(x, 200, { id, object, created, model, choices, usage: usage(states), metadata: { weight_version: ctx.resolved.args.weight_version } });
+}
+
+export async function handleChat(x: Exchange): Promise<void> {
+  const body = (x.body ?? {}) as Body;
+  const messages = chatMessages(body);
+  const prompt = renderChat(messages);
+  const promptTokens = countPromptTokens(prompt);
+  const params = samplingFrom(body, null);
+  checkLength(x.ctx, promptTokens, params.max_new_tokens);
+  await run(x, body, { prompt, promptTokens, params }, true);
+}
+
+export async function handleCompletion(x: Exchange): Promise<void> {
+  const body = (x.body ?? {}) as Body;
+  let prompt = body.prompt;
+  if (Array.isArray(prompt)) {
+    if (prompt.length !== 1) throw openaiError('The simulator serves one prompt per /v1/completions request; send a string prompt.');
+    prompt = prompt[0];
+  }
+  if (typeof prompt !== 'string') throw openaiError("1 validation error for CompletionRequest\nprompt\n  Field required");
+  const promptTokens = countPromptTokens(prompt);
+  const params = samplingFrom(body, 16);
+  checkLength(x.ctx, promptTokens, params.max_new_tokens);
+  await run(x, body, { prompt, promptTokens, params }, false);
+}

@@ -1,0 +1,158 @@
+/**
+ * ServerArgs.__post_init__, simulated: the defaults SGLang fills in, the speculative-decoding
+ * rewrites and their warnings (the 48-request cap, topk-1 draft tokens), and the memory
+ * figures the startup log reports. Also the simulator's own environment variables.
+ */
+import type { Parsed, ServerArgs } from './args.js';
+import type { SpecShape } from './latency.js';
+import { type ModelConfig, isDeepseekLike, kvBytesPerToken, weightGiB } from './model.js';
+import { PyError, specParamsAssertion } from './tracebacks.js';
+
+export const FAULTS = ['missing-module', 'exit-during-load', 'oom-during-load', 'never-ready', 'crash-first-decode'] as const;
+export type Fault = (typeof FAULTS)[number];
+
+export interface SimEnv {
+  /** Multiplies every startup phase (load, graphs, warmup). */
+  timeScale: number;
+  /** Multiplies every model step (prefill, decode); 0 = no model delay. */
+  decodeScale: number;
+  fault: Fault | null;
+  faultOnce: string | null;
+  dumpDir: string | null;
+  specV2: boolean;
+  healthGeneration: boolean;
+  healthTimeoutS: number;
+}
+
+export class SimEnvError extends Error {}
+
+function scale(env: NodeJS.ProcessEnv, name: string): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return 1;
+  const v = Number(raw);
+  if (!Number.isFinite(v) || v < 0) throw new SimEnvError(`${name} must be a number >= 0, got '${raw}'`);
+  return v;
+}
+
+const truthy = (v: string | undefined, d: boolean) => (v === undefined || v === '' ? d : ['1', 'true', 'yes', 'on'].includes(v.toLowerCase()));
+
+export function readSimEnv(env: NodeJS.ProcessEnv): SimEnv {
+  const fault = env.AERIE_SIM_FAULT || null;
+  if (fault !== null && !(FAULTS as readonly string[]).includes(fault)) {
+    throw new SimEnvError(`AERIE_SIM_FAULT must be one of ${FAULTS.join(', ')}; got '${fault}'`);
+  }
+  return {
+    timeScale: scale(env, 'AERIE_SIM_TIME_SCALE'),
+    decodeScale: scale(env, 'AERIE_SIM_DECODE_SCALE'),
+    fault: fault as Fault | null,
+    faultOnce: env.AERIE_SIM_FAULT_ONCE || null,
+    dumpDir: env.SGLANG_HS_DUMP_DIR || null,
+    specV2: truthy(env.SGLANG_ENABLE_SPEC_V2, false),
+    healthGeneration: truthy(env.SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION, true),
+    healthTimeoutS: Number(env.SGLANG_HEALTH_CHECK_TIMEOUT) > 0 ? Number(env.SGLANG_HEALTH_CHECK_TIMEOUT) : 20,
+  };
+}
+
+export const GPU_TOTAL_GIB = 79.1;
+export const CUDA_GRAPH_GIB = 0.54;
+
+export interface Resolved {
+  args: ServerArgs;
+  warnings: string[];
+  /** After NEXTN → EAGLE; null when not speculative. */
+  algorithm: string | null;
+  spec: SpecShape | null;
+  contextLen: number;
+  maxRunning: number;
+  maxTotalTokens: number;
+  maxReqInputLen: number;
+  cudaGraphMaxBs: number;
+  memory: { availStart: number; weights: number; availAfterLoad: number; kvGiB: number; availAfterPool: number };
+}
+
+/** Apply SGLang's post-init rules; throws PyError where SGLang would raise. */
+export function resolveServerArgs(parsed: Parsed, target: ModelConfig, env: SimEnv): Resolved {
+  const a: ServerArgs = { ...parsed.args };
+  const warnings: string[] = [];
+  a.tokenizer_path ??= a.model_path;
+  a.served_model_name ??= a.model_path;
+  a.mem_fraction_static ??= 0.88;
+  a.chunked_prefill_size ??= 8192;
+  a.page_size ??= 1;
+  a.device ??= 'cuda';
+  a.attention_backend ??= 'fa3';
+  a.sampling_backend ??= 'flashinfer';
+  a.random_seed ??= Math.floor(Math.random() * 2 ** 30);
+
+  let algorithm = (a.speculative_algorithm as string | null) ?? null;
+  let spec: SpecShape | null = null;
+  if (algorithm === 'NEXTN') algorithm = a.speculative_algorithm = 'EAGLE';
+  if (algorithm === 'EAGLE' || algorithm === 'EAGLE3' || algorithm === 'STANDALONE') {
+    if (a.max_running_requests === null) {
+      a.max_running_requests = 48;
+      warnings.push('Max running requests is reset to 48 for speculative decoding. You can override this by explicitly setting --max-running-requests.');
+    }
+    if (env.specV2 && algorithm !== 'STANDALONE') {
+      a.disable_overlap_schedule = false;
+      warnings.push('Spec v2 is enabled for eagle/eagle3 speculative decoding and overlap schedule is turned on.');
+    } else {
+      a.disable_overlap_schedule = true;
+      warnings.push('Overlap scheduler is disabled because of using eagle3 or standalone speculative decoding.');
+    }
+    if (a.enable_mixed_chunk) {
+      a.enable_mixed_chunk = false;
+      warnings.push('Mixed chunked prefill is disabled because of using eagle speculative decoding.');
+    }
+    if (isDeepseekLike(target)) {
+      if (a.speculative_draft_model_path === null) a.speculative_draft_model_path = a.model_path;
+      else warnings.push('DeepSeek MTP does not require setting speculative_draft_model_path.');
+    }
+    if (a.speculative_num_steps === null) {
+      if (a.speculative_eagle_topk !== null || a.speculative_num_draft_tokens !== null) throw new PyError(specParamsAssertion());
+      [a.speculative_num_steps, a.speculative_eagle_topk, a.speculative_num_draft_tokens] = isDeepseekLike(target) ? [3, 1, 4] : [5, 4, 8];
+    }
+    a.speculative_eagle_topk ??= 1;
+    const steps = a.speculative_num_steps as number;
+    if (a.speculative_eagle_topk === 1 && a.speculative_num_draft_tokens !== steps + 1) {
+      warnings.push('speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when speculative_eagle_topk == 1');
+      a.speculative_num_draft_tokens = steps + 1;
+    }
+    spec = { numSteps: steps, topk: a.speculative_eagle_topk as number, numDraftTokens: a.speculative_num_draft_tokens as number };
+  } else if (algorithm === 'NGRAM') {
+    if (a.max_running_requests === null) {
+      a.max_running_requests = 48;
+      warnings.push('Max running requests is reset to 48 for speculative decoding. You can override this by explicitly setting --max-running-requests.');
+    }
+    a.disable_overlap_schedule = true;
+    a.enable_mixed_chunk = false;
+    a.speculative_eagle_topk = 10;
+    a.speculative_num_draft_tokens ??= 12;
+    warnings.push('The overlap scheduler and mixed chunked prefill are disabled because of using ngram speculative decoding.');
+    // The n-gram table lookup runs on the CPU: no draft forwards to pay for.
+    spec = { numSteps: 0, topk: 1, numDraftTokens: a.speculative_num_draft_tokens as number };
+  }
+
+  const tp = a.tp_size as number;
+  const contextLen = (a.context_length as number | null) ?? target.maxPositionEmbeddings;
+  const availStart = GPU_TOTAL_GIB - 0.55;
+  const weights = weightGiB(target, tp);
+  const availAfterLoad = availStart - weights;
+  const kvGiB = Math.max(0.5, GPU_TOTAL_GIB * (a.mem_fraction_static as number) - weights - 0.6);
+  let maxTotalTokens = Math.floor((kvGiB * 2 ** 30) / kvBytesPerToken(target, tp));
+  if (typeof a.max_total_tokens === 'number') maxTotalTokens = Math.min(maxTotalTokens, a.max_total_tokens);
+  const maxRunning = (a.max_running_requests as number | null) ??
+    Math.min(4096, Math.max(2048, Math.floor((maxTotalTokens / contextLen) * 512)));
+  const cudaGraphMaxBs = (a.cuda_graph_max_bs as number | null) ?? Math.min(256, maxRunning);
+  return {
+    args: a,
+    warnings,
+    algorithm,
+    spec,
+    contextLen,
+    maxRunning,
+    maxTotalTokens,
+    maxReqInputLen: Math.min(contextLen - 1, maxTotalTokens - 1),
+    cudaGraphMaxBs,
+    memory: { availStart, weights, availAfterLoad, kvGiB, availAfterPool: availAfterLoad - kvGiB },
+  };
+}

@@ -1,0 +1,165 @@
+/**
+ * The startup sequence: SGLang's log lines in SGLang's order, with realistic durations
+ * (scaled by AERIE_SIM_TIME_SCALE), the load-time faults, the draft model, then uvicorn and
+ * the internal warmup request that flips /health from 503 to 200.
+ */
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { FaultGate } from './faults.js';
+import { type ServerContext, WARMUP_HEADER } from './http.js';
+import type { ModelConfig } from './model.js';
+import { CUDA_GRAPH_GIB } from './settings.js';
+import {
+  type PyError,
+  draftConfigFrames,
+  draftNotFound,
+  loadAbortError,
+  loadFrames,
+  oomError,
+  schedulerException,
+} from './tracebacks.js';
+
+/** Nominal durations in seconds at AERIE_SIM_TIME_SCALE=1 (8B target, local NVMe, one H100). */
+export const PHASE_SECONDS = {
+  initDistributed: 2,
+  loadWeights: 30,
+  memoryPool: 1,
+  cudaGraph: 15,
+  draftLoad: 3,
+  draftCudaGraph: 8,
+  draftExtendCudaGraph: 4,
+  firstRequestCompile: 2,
+};
+
+export interface StartupDeps {
+  ctx: ServerContext;
+  faults: FaultGate;
+  drafter: { cfg: ModelConfig | null; error: PyError | null };
+  host: string;
+  port: number;
+  /** Print a traceback and end the process with exit code 1. */
+  fail(text: string): void;
+}
+
+const gb = (v: number) => v.toFixed(2);
+
+function cudaGraphBatchSizes(max: number): number[] {
+  const all = [1, 2, 4, 8, 12];
+  for (let b = 16; b <= 256; b += 8) all.push(b);
+  return all.filter((b) => b <= max);
+}
+
+function clock(seconds: number): string {
+  const s = Math.max(0, Math.round(seconds));
+  return `${String(Math.floor(s / 60)).padStart(2, '0')}:${String(s % 60).padStart(2, '0')}`;
+}
+
+/** The address the warmup request uses to reach this server. */
+function selfHost(host: string): string {
+  if (host === '0.0.0.0' || host === '') return '127.0.0.1';
+  if (host === '::') return '[::1]';
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+/** Resolves when ready; stays pending forever under never-ready; calls fail() on a load fault. */
+export async function runStartup(d: StartupDeps): Promise<void> {
+  const { ctx, faults } = d;
+  const { log, env, resolved: r, target } = ctx;
+  const args = r.args;
+  const tp = args.tp_size as number;
+  const wait = (sec: number) => sleep(sec * 1000 * env.timeScale);
+  const all = (msg: string) => log.infoAllRanks(tp, msg);
+  const graphs = !args.disable_cuda_graph;
+  const m = r.memory;
+
+  log.info('Using default HuggingFace chat template with detected content format: string');
+  all('Init torch distributed begin.');
+  await wait(PHASE_SECONDS.initDistributed);
+  all('Init torch distributed ends. mem usage=0.55 GB');
+
+  all(`Load weight begin. avail mem=${gb(m.availStart)} GB`);
+  const loadSeconds = typeof target.sim.load_seconds === 'number' ? target.sim.load_seconds : PHASE_SECONDS.loadWeights;
+  const shards = 4;
+  const t0 = performance.now();
+  log.raw(`Loading safetensors checkpoint shards:   0% Completed | 0/${shards} [00:00<?, ?it/s]`);
+  for (let s = 1; s <= shards; s++) {
+    await wait(loadSeconds / shards);
+    if (s === 2 && faults.fire('exit-during-load')) return d.fail(schedulerException(log.stamp(0), loadFrames(), loadAbortError()));
+    if (s === 3 && faults.fire('oom-during-load')) return d.fail(schedulerException(log.stamp(0), loadFrames(), oomError(0)));
+    const el = (performance.now() - t0) / 1000;
+    const rate = el > 0 ? s / el : 0;
+    const pct = String(Math.round((100 * s) / shards)).padStart(3);
+    log.raw(`Loading safetensors checkpoint shards: ${pct}% Completed | ${s}/${shards} [${clock(el)}<${clock(rate > 0 ? (shards - s) / rate : 0)}, ${rate.toFixed(2)}it/s]`);
+  }
+  log.raw('');
+  all(`Load weight end. type=${target.architectures[0] ?? 'LlamaForCausalLM'}, dtype=torch.bfloat16, avail mem=${gb(m.availAfterLoad)} GB, mem usage=${gb(m.weights)} GB.`);
+
+  await wait(PHASE_SECONDS.memoryPool);
+  all(`KV Cache is allocated. #tokens: ${r.maxTotalTokens}, K size: ${gb(m.kvGiB / 2)} GB, V size: ${gb(m.kvGiB / 2)} GB`);
+  all(`Memory pool end. avail mem=${gb(m.availAfterPool)} GB`);
+  let avail = m.availAfterPool;
+  const capture = async (what: string, seconds: number, memGiB: number) => {
+    all(`Capture ${what} begin. This can take up to several minutes. avail mem=${gb(avail)} GB`);
+    if (what === 'cuda graph') log.info(`Capture cuda graph bs ${JSON.stringify(cudaGraphBatchSizes(r.cudaGraphMaxBs)).replace(/,/g, ', ')}`, 0);
+    const start = performance.now();
+    await wait(seconds);
+    avail -= memGiB;
+    all(`Capture ${what} end. Time elapsed: ${((performance.now() - start) / 1000).toFixed(2)} s. mem usage=${gb(memGiB)} GB. avail mem=${gb(avail)} GB.`);
+  };
+  if (graphs) await capture('cuda graph', PHASE_SECONDS.cudaGraph, CUDA_GRAPH_GIB);
+
+  if (r.algorithm === 'EAGLE' || r.algorithm === 'EAGLE3' || r.algorithm === 'STANDALONE') {
+    const draftPath = (args.speculative_draft_model_path as string | null) ?? null;
+    if (!d.drafter.cfg) {
+      const error = d.drafter.error ? d.drafter.error.message : draftNotFound(draftPath);
+      return d.fail(schedulerException(log.stamp(0), draftConfigFrames(), error));
+    }
+    const drafter = d.drafter.cfg;
+    all(`Load weight begin. avail mem=${gb(avail)} GB`);
+    await wait(PHASE_SECONDS.draftLoad);
+    const draftGiB = Math.max(0.01, (drafter.numLayers * 12 * drafter.hiddenSize ** 2 * 2) / 2 ** 30 / tp);
+    avail -= draftGiB;
+    all(`Load weight end. type=${drafter.architectures[0] ?? 'LlamaForCausalLM'}, dtype=torch.bfloat16, avail mem=${gb(avail)} GB, mem usage=${gb(draftGiB)} GB.`);
+    if (graphs) {
+      await capture('draft cuda graph', PHASE_SECONDS.draftCudaGraph, 0.21);
+      await capture('draft extend cuda graph', PHASE_SECONDS.draftExtendCudaGraph, 0.12);
+    }
+  }
+
+  log.info(
+    `max_total_num_tokens=${r.maxTotalTokens}, chunked_prefill_size=${args.chunked_prefill_size}, ` +
+      `max_prefill_tokens=${args.max_prefill_tokens}, max_running_requests=${r.maxRunning}, ` +
+      `context_len=${r.contextLen}, available_gpu_mem=${gb(avail)} GB`,
+    0,
+  );
+  // A scheduler stuck in its first batch: the warmup request never returns.
+  if (!faults.fire('never-ready')) ctx.engine.start();
+
+  log.uvicorn(`Started server process [${process.pid}]`);
+  log.uvicorn('Waiting for application startup.');
+  log.uvicorn('Application startup complete.');
+  log.uvicorn(`Uvicorn running on http://${d.host}:${d.port} (Press CTRL+C to quit)`);
+
+  if (!args.skip_server_warmup) await warmup(d);
+  if (ctx.status !== 'starting') return;
+  ctx.status = 'up';
+  log.info('The server is fired up and ready to roll!');
+}
+
+async function warmup(d: StartupDeps): Promise<void> {
+  const base = `http://${selfHost(d.host)}:${d.port}`;
+  const headers = { [WARMUP_HEADER]: '1', 'content-type': 'application/json' };
+  const info = await fetch(`${base}/get_model_info`, { headers });
+  await info.arrayBuffer();
+  await sleep(PHASE_SECONDS.firstRequestCompile * 1000 * d.ctx.env.timeScale);
+  const res = await fetch(`${base}/generate`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ text: 'The capital city of France is', sampling_params: { temperature: 0, max_new_tokens: 8 } }),
+  });
+  const text = await res.text();
+  if (res.status !== 200) {
+    d.ctx.log.error(`Initialization failed. warmup error: ${text}`);
+    d.fail('');
+  }
+}

@@ -1,0 +1,117 @@
+import fs from 'node:fs/promises';
+import net from 'node:net';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MODEL, Sim, freePort, makeDrafter, runToExit, tempDir, until } from './sglang-harness.js';
+
+describe('simulated SGLang server: launch failures and injected faults', () => {
+  let scratch: string;
+  let drafter: string;
+  beforeAll(async () => {
+    scratch = await tempDir('aerie-sim-faults-');
+    drafter = await makeDrafter(2.5);
+  });
+  afterAll(async () => {
+    await fs.rm(scratch, { recursive: true, force: true });
+    await fs.rm(drafter, { recursive: true, force: true });
+  });
+
+  it('missing-module: the interpreter has no sglang; exit 1 at once with its message', async () => {
+    const sim = await runToExit(['--model-path', MODEL], { AERIE_SIM_FAULT: 'missing-module' });
+    expect(sim.exitCode).toBe(1);
+    expect(sim.stderr.trim()).toBe(
+      "/usr/bin/python3: Error while finding module specification for 'sglang.launch_server' (ModuleNotFoundError: No module named 'sglang')",
+    );
+  });
+
+  it('an unknown flag is an argparse error: exit 2', async () => {
+    const sim = await runToExit(['--model-path', MODEL, '--no-such-flag', '3']);
+    expect(sim.exitCode).toBe(2);
+    expect(sim.stderr).toContain('launch_server.py: error: unrecognized arguments: --no-such-flag 3');
+  });
+
+  it('a model path without config.json and a missing draft path both end in a traceback, exit 1', async () => {
+    const [noModel, noDraft] = await Promise.all([
+      runToExit(['--model-path', path.join(scratch, 'nowhere')]),
+      runToExit(['--model-path', MODEL, '--speculative-algorithm', 'EAGLE3', '--speculative-draft-model-path', path.join(scratch, 'no-draft')]),
+    ]);
+    expect(noModel.exitCode).toBe(1);
+    expect(noModel.stderr).toMatch(/^Traceback \(most recent call last\):/);
+    expect(noModel.stderr).toContain("OSError: Can't load the configuration of");
+    expect(noDraft.exitCode).toBe(1);
+    expect(noDraft.stderr).toContain('Scheduler hit an exception: Traceback (most recent call last):');
+    expect(noDraft.stderr).toContain(`OSError: Can't load the configuration of '${path.join(scratch, 'no-draft')}'`);
+  });
+
+  it('exit-during-load and oom-during-load die mid weight-load with their tracebacks', async () => {
+    const [exit, oom] = await Promise.all([
+      runToExit(['--model-path', MODEL], { AERIE_SIM_FAULT: 'exit-during-load' }),
+      runToExit(['--model-path', MODEL], { AERIE_SIM_FAULT: 'oom-during-load' }),
+    ]);
+    for (const sim of [exit, oom]) {
+      expect(sim.exitCode).toBe(1);
+      expect(sim.stderr).toContain('Load weight begin.');
+      expect(sim.stderr).not.toContain('Load weight end.');
+      expect(sim.stderr).toContain('Traceback (most recent call last):');
+    }
+    expect(oom.stderr).toContain('torch.OutOfMemoryError: CUDA out of memory. Tried to allocate');
+  });
+
+  it('a taken port fails like uvicorn: [Errno 98] address already in use, exit 1', async () => {
+    const port = await freePort();
+    const holder = net.createServer();
+    await new Promise<void>((r) => holder.listen(port, '127.0.0.1', r));
+    try {
+      const sim = await Sim.start(['--model-path', MODEL], {}, port);
+      await sim.waitExit();
+      expect(sim.exitCode).toBe(1);
+      expect(sim.stderr).toContain(`[Errno 98] error while attempting to bind on address ('127.0.0.1', ${port}): address already in use`);
+    } finally {
+      await new Promise<void>((r) => holder.close(() => r()));
+    }
+  });
+
+  it('never-ready: uvicorn is up, model info answers, /health stays 503', async () => {
+    const sim = await Sim.start(['--model-path', MODEL], { AERIE_SIM_FAULT: 'never-ready' });
+    try {
+      await until('the uvicorn line', 15_000, () => (sim.stderr.includes('Uvicorn running on') ? true : undefined));
+      const end = Date.now() + 600;
+      while (Date.now() < end) {
+        expect(await sim.status('/health')).toBe(503);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(await sim.status('/get_model_info')).toBe(200);
+      expect(sim.stderr).not.toContain('fired up');
+    } finally {
+      expect(await sim.stop()).toBe(0);
+    }
+  });
+
+  it('crash-first-decode: healthy, then the first real generation kills the server; one-shot via AERIE_SIM_FAULT_ONCE', async () => {
+    const marker = path.join(scratch, 'crash-once');
+    const env = { AERIE_SIM_FAULT: 'crash-first-decode', AERIE_SIM_FAULT_ONCE: marker };
+    const args = ['--model-path', MODEL, '--speculative-algorithm', 'EAGLE3', '--speculative-draft-model-path', drafter];
+    const first = await Sim.start(args, env);
+    try {
+      await first.ready();
+      const answer = await first.json('/generate', { text: 'first real request', sampling_params: { max_new_tokens: 8 } }).catch((e: Error) => e);
+      expect(answer).toBeInstanceOf(Error);
+      expect(await first.waitExit()).toBe(1);
+      expect(first.stderr).toContain("AttributeError: 'EAGLEWorkerV2' object has no attribute 'spec_disable_batch_threshold'");
+      expect(first.stderr).toContain('Scheduler hit an exception: Traceback (most recent call last):');
+      await fs.access(marker);
+    } finally {
+      await first.stop();
+    }
+    const second = await Sim.start(args, env);
+    try {
+      await second.ready();
+      const ok = await second.json('/generate', { text: 'first real request', sampling_params: { max_new_tokens: 8 } });
+      expect(ok.status).toBe(200);
+      expect(ok.body.meta_info.completion_tokens).toBe(8);
+      expect(second.alive).toBe(true);
+    } finally {
+      expect(await second.stop()).toBe(0);
+    }
+  });
+});
