@@ -9,10 +9,8 @@ import { TASK_QUEUE } from '../shared.js';
 import { connectClient, connectWorker, resolveTemporal, webUiUrl } from '../temporal/connect.js';
 import { ensureDevServer, stopDevServer, stateDir } from '../temporal/dev-server.js';
 import { createWorker } from '../worker.js';
-import { renderStageTable } from '../workflows/status.js';
-import { describeActivity } from './phase.js';
 import { resumeCommand, runCommand } from './run.js';
-import { pendingActivities, queryStatus } from './watch.js';
+import { statusCommand } from './status.js';
 
 const USAGE = `aerie — EAGLE-3 drafter pipelines for SGLang, as one durable Temporal workflow
 
@@ -74,38 +72,6 @@ async function main(argv: string[]): Promise<number> {
 function usage(problem: string): number {
   process.stderr.write(`aerie: ${problem}\n\n${USAGE}\n`);
   return 2;
-}
-
-async function statusCommand(runId: string): Promise<number> {
-  const target = await resolveTemporal();
-  const client = await connectClient(target);
-  try {
-    const handle = client.workflow.getHandle(runId);
-    const desc = await handle.describe();
-    process.stdout.write(`run ${runId}: ${desc.status.name.toLowerCase()}\n`);
-    const status = await queryStatus(handle, 3000);
-    const pending = await pendingActivities(handle);
-    const phase = pending.length ? pending.map(describeActivity).join('; ') : undefined;
-    if (status) process.stdout.write(renderStageTable(status, phase) + '\n');
-    else {
-      const stage = desc.typedSearchAttributes.getAll().find((p) => p.key.name === 'AerieStage')?.value;
-      process.stdout.write(`  stage: ${String(stage ?? '?')}${phase ? ` — ${phase}` : ''}\n  (no worker is running, so the full stage table is not available: start one with \`aerie worker\`)\n`);
-    }
-    if (desc.status.name === 'FAILED') {
-      try {
-        await handle.result();
-      } catch (err) {
-        let e = err as { message?: string; cause?: unknown };
-        while (e.cause) e = e.cause as typeof e;
-        process.stdout.write(`  failed: ${e.message}\n`);
-      }
-    }
-    const ui = webUiUrl(target, runId);
-    if (ui) process.stdout.write(`Web UI: ${ui}\n`);
-    return 0;
-  } finally {
-    await client.connection.close();
-  }
 }
 
 async function workerCommand(): Promise<number> {

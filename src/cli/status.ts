@@ -1,0 +1,44 @@
+/** `aerie status <run>`: what a run is doing or how it ended, with or without a worker. */
+import type { PipelineResult, RunStatus } from '../shared.js';
+import { connectClient, resolveTemporal, webUiUrl } from '../temporal/connect.js';
+import { renderStageTable } from '../workflows/status.js';
+import { describeActivity } from './phase.js';
+import { pendingActivities, queryStatus } from './watch.js';
+
+export async function statusCommand(runId: string, out: NodeJS.WritableStream = process.stdout): Promise<number> {
+  const target = await resolveTemporal();
+  const client = await connectClient(target);
+  try {
+    const handle = client.workflow.getHandle(runId);
+    const desc = await handle.describe();
+    const state = desc.status.name.toLowerCase();
+    out.write(`run ${runId}: ${state}\n`);
+    if (desc.status.name === 'RUNNING') {
+      // Queries need a worker; without one, the search attribute and heartbeats still tell a lot.
+      const [status, pending] = await Promise.all([queryStatus(handle, 3000), pendingActivities(handle)]);
+      const phase = pending.length ? pending.map(describeActivity).join('; ') : undefined;
+      if (status) out.write(renderStageTable(status, phase) + '\n');
+      else {
+        const stage = desc.typedSearchAttributes.getAll().find((p) => p.key.name === 'AerieStage')?.value;
+        out.write(`  stage: ${String(stage ?? '?')}${phase ? ` — ${phase}` : ''}\n  (no worker is polling this run: start one with \`aerie worker\` or \`aerie resume ${runId}\`)\n`);
+      }
+    } else if (desc.status.name === 'COMPLETED') {
+      const result = (await handle.result()) as PipelineResult;
+      out.write(renderStageTable({ runId, label: '', stages: result.stages } as RunStatus) + '\n');
+      if (result.report) out.write(`\n${result.report.table}\nreport: ${result.report.paths.join(', ')}\n`);
+    } else {
+      try {
+        await handle.result();
+      } catch (err) {
+        let e = err as { message?: string; cause?: unknown };
+        while (e.cause) e = e.cause as typeof e;
+        out.write(`  ${state}: ${e.message}\n  after fixing the cause: aerie resume ${runId}\n`);
+      }
+    }
+    const ui = webUiUrl(target, runId);
+    if (ui) out.write(`Web UI: ${ui}\n`);
+    return 0;
+  } finally {
+    await client.connection.close();
+  }
+}

@@ -1,0 +1,86 @@
+/** The aerie command as a researcher meets it: a real process, real files. */
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AERIE_HOME } from '../../src/config/load.js';
+import { devServerArgv } from '../../src/temporal/dev-server.js';
+
+const run = promisify(execFile);
+let dir: string;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'aerie-cli-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function aerie(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const r = await run(process.execPath, [join(AERIE_HOME, 'bin', 'aerie.mjs'), ...args], {
+      cwd: dir,
+      // Never reach a real server from these tests: a config error must stop before Temporal.
+      env: { ...process.env, AERIE_STATE_DIR: join(dir, 'state'), TEMPORAL_ADDRESS: '127.0.0.1:9' },
+      timeout: 60_000,
+    });
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+describe('aerie CLI', () => {
+  it('prints every config mistake with its field path and exits 2 before touching Temporal', async () => {
+    const path = join(dir, 'bad.yaml');
+    await writeFile(
+      path,
+      `hosts: { gpu: { kind: local, workdir: relative/dir } }
+target: { model-path: /m, host: gpu-b }
+server: { port: 0 }
+stages:
+  generate: { input: /d.jsonl, concurency: 8 }
+  extract: { dump-dir: /dev/shm/x }
+  train: { draft-model-config: /c.json }
+  deploy: { speculative-algorithm: EAGLE }
+`,
+    );
+    const r = await aerie(['run', path]);
+    expect(r.code).toBe(2);
+    const lines = r.stderr.split('\n').filter((l) => l.startsWith('  - '));
+    expect(lines).toHaveLength(5);
+    expect(r.stderr).toContain('hosts.gpu.workdir: must be an absolute path');
+    expect(r.stderr).toContain('target.host: names no host');
+    expect(r.stderr).toContain('server.port:');
+    expect(r.stderr).toContain('stages.generate.concurency: unknown key — did you mean "concurrency"?');
+    expect(r.stderr).toContain('stages.deploy.speculative-algorithm: EAGLE cannot serve the EAGLE-3 drafter');
+  });
+
+  it('writes the JSON Schema for editor completion', async () => {
+    const out = join(dir, 'schema.json');
+    const r = await aerie(['schema', out]);
+    expect(r.code).toBe(0);
+    const schema = JSON.parse(await readFile(out, 'utf8')) as { properties: Record<string, unknown> };
+    expect(Object.keys(schema.properties)).toContain('stages');
+  });
+
+  it('explains usage for an unknown command', async () => {
+    const r = await aerie(['frobnicate']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('unknown command "frobnicate"');
+    expect(r.stderr).toContain('aerie run <config.yaml>');
+  });
+});
+
+describe('dev server argv', () => {
+  it('persists to SQLite, binds loopback and registers aerie search attributes', () => {
+    expect(devServerArgv({ port: 7233, uiPort: 8233, dbPath: '/s/aerie.sqlite' })).toEqual([
+      'server', 'start-dev', '--ip', '127.0.0.1', '--port', '7233', '--db-filename', '/s/aerie.sqlite', '--log-level', 'warn',
+      '--ui-port', '8233',
+      '--search-attribute', 'AerieStage=Keyword', '--search-attribute', 'AerieTarget=Keyword', '--search-attribute', 'AerieLabel=Keyword',
+    ]);
+  });
+});
