@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // The fault matrix has its own config and command: npm run test:faults.
+    exclude: ['test/faults/**', 'node_modules/**'],
     // Files run in separate processes; two at a time fits a 2-core machine that also
     // runs Temporal servers and simulators for the integration tests.
     pool: 'forks',

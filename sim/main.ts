@@ -3,9 +3,11 @@
  * Each subcommand is imported only when used, so the server does not depend on the trainer.
  */
 
-const USAGE = 'usage: aerie-sim {sglang,train} [flags...]\n' +
-  '  sglang  an SGLang-compatible server (python -m sglang.launch_server flags)\n' +
-  '  train   a SpecForge-compatible trainer\n';
+const USAGE = 'usage: aerie-sim {sglang,train,specforge,prepare-hidden-states} [flags...]\n' +
+  '  sglang                 an SGLang-compatible server (python -m sglang.launch_server flags)\n' +
+  '  train                  SpecForge v0.2 scripts/train_eagle3.py\n' +
+  '  specforge              the current SpecForge CLI: specforge train -c cfg.yaml k=v ..., specforge export --to sglang ...\n' +
+  '  prepare-hidden-states  SpecForge v0.2 scripts/prepare_hidden_states.py\n';
 
 interface TrainerModule {
   runTrainer(args: string[]): Promise<number>;
@@ -23,6 +25,14 @@ export async function main(argv: string[]): Promise<number> {
       const trainer = './train/main.js';
       const { runTrainer } = (await import(trainer)) as TrainerModule;
       return runTrainer(rest);
+    }
+    case 'specforge': {
+      const { runSpecforge } = await import('./specforge/main.js');
+      return runSpecforge(rest);
+    }
+    case 'prepare-hidden-states': {
+      const { runPrepare } = await import('./specforge/prepare.js');
+      return runPrepare(rest);
     }
     case '-h':
     case '--help':

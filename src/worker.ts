@@ -31,6 +31,9 @@ export async function createWorker(opts: AerieWorkerOptions): Promise<{ worker: 
     maxConcurrentActivityTaskExecutions: 32,
     // Finished in-flight heartbeats should reach the server before a graceful stop.
     shutdownGraceTime: '5s',
+    // Heartbeats carry the live phase the CLI and the UI show: send them within a second,
+    // not at the default 0.8 × heartbeatTimeout (24 s).
+    maxHeartbeatThrottleInterval: '1s',
   });
   return { worker, hosts };
 }

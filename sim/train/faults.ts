@@ -53,7 +53,7 @@ function stamp(d: Date): string {
 }
 
 /** torchrun's own report after its only worker exited non-zero. */
-export function torchrunSummary(exitcode: number, now = new Date()): string {
+export function torchrunSummary(exitcode: number, now = new Date(), script = SCRIPT): string {
   const workerPid = process.pid + 1;
   return [
     `E0000 00:00:00.000000 ${process.pid} torch/distributed/elastic/multiprocessing/api.py:874] failed (exitcode: ${exitcode}) local_rank: 0 (pid: ${workerPid}) of binary: /usr/bin/python3`,
@@ -66,7 +66,7 @@ export function torchrunSummary(exitcode: number, now = new Date()): string {
     '    raise ChildFailedError(',
     'torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ',
     '============================================================',
-    `${SCRIPT} FAILED`,
+    `${script} FAILED`,
     '------------------------------------------------------------',
     'Failures:',
     '  <NO_OTHER_FAILURES>',

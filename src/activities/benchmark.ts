@@ -1,102 +1,223 @@
 /**
- * The benchmark sweep and the report. Each finished level is saved on the host, so a
- * retried sweep continues at the first level that has no result yet.
+ * The benchmark stage's activities: one concurrency sweep per variant (the drafter, the
+ * target alone), and the report. Each finished level is stored on the host under a key
+ * of everything that shapes its numbers, so a retried or resumed sweep continues at the
+ * first level without a result, and a baseline measured on the generate stage's server
+ * is found again by the benchmark stage.
  */
 import { Context } from '@temporalio/activity';
-import { formatJsonLine, parseJsonLine } from '../bench/jsonl.js';
-import { runLevel } from '../bench/loadgen.js';
-import { summarizeLevel, type BenchServingRecord } from '../bench/metrics.js';
-import { randomPrompts } from '../bench/prompts.js';
-import { renderReportMarkdown, renderReportTable } from '../bench/report.js';
+import { benchServingBackend, benchServingDriver, defaultBenchServingLauncher } from '../bench/bench-serving.js';
+import { benchServingDatasetName, DatasetError, largestLevel, levelPrompts, loadPromptPool, promptsPerLevel, type PromptPool } from '../bench/dataset.js';
+import type { BenchServingRecord } from '../bench/metrics.js';
+import { REPORT_FILES, renderReport } from '../bench/report-files.js';
+import { aerieDriver, hostLevelStore, levelKey, runSweep, type MeasureLevel, type SweepProgress, type Variant } from '../bench/sweep.js';
+import type { Config } from '../config/schema.js';
+import type { Host } from '../hosts/host.js';
 import { SglangClient, avgSpecAcceptLength } from '../sglang/client.js';
-import { runPaths, type ActivityDeps, type RunRef } from './context.js';
+import { fatal, keepHeartbeating, runPaths, type ActivityDeps, type RunRef } from './context.js';
 import type { ServerLaunch } from './server.js';
 import { whileServerLives } from './watch.js';
 
-export type Variant = 'eagle3' | 'baseline';
+export type { Variant } from '../bench/sweep.js';
+export { promptsPerLevel } from '../bench/dataset.js';
 
-export function promptsPerLevel(concurrency: number, configured?: number): number {
-  return configured ?? Math.max(16, 2 * concurrency);
+export interface SweepResult {
+  records: BenchServingRecord[];
+  /** What the report should say about how this sweep was taken. */
+  notes: string[];
+}
+
+export interface ReportResult {
+  markdown: string;
+  table: string;
+  /** report.md, report.html, results.jsonl on the host. */
+  paths: string[];
+  host: string;
+  dir: string;
+}
+
+/** Everything that shapes a level's numbers, apart from the concurrency itself. */
+async function levelSettingsKey(host: Host, config: Config, variant: Variant, drafterDir?: string): Promise<string> {
+  const b = config.stages.benchmark;
+  const s = config.server;
+  const drafter = drafterDir ? { path: drafterDir, mtimeMs: (await host.stat(drafterDir).catch(() => null))?.mtimeMs ?? null } : null;
+  return levelKey({
+    variant,
+    model: config.target['model-path'],
+    server: { launcher: s.launcher, tp: s['tp-size'], mem: s['mem-fraction-static'] ?? null, extra: s['extra-args'], env: s.env },
+    deploy: variant === 'eagle3' ? config.stages.deploy : null,
+    drafter,
+    driver: b.driver,
+    benchServing: b.driver === 'bench-serving' ? b['bench-serving'] : null,
+    api: b.api,
+    dataset: b.dataset,
+    datasetPath: b['dataset-path'] ?? null,
+    heldOut: b.dataset === 'held-out' ? { input: config.stages.generate.input, skip: config.stages.generate['num-samples'] ?? null } : null,
+    inputLen: b['input-len'],
+    outputLen: b['output-len'],
+    warmup: b.warmup,
+    seed: b.seed,
+    perLevel: b['prompts-per-level'] ?? null,
+  });
+}
+
+async function promptPool(host: Host, config: Config): Promise<PromptPool> {
+  try {
+    return await loadPromptPool(host, config);
+  } catch (err) {
+    if (err instanceof DatasetError) throw fatal('ConfigError', err.message);
+    throw err;
+  }
+}
+
+function poolNotes(pool: PromptPool, config: Config): string[] {
+  const need = largestLevel(config.stages.benchmark);
+  if (pool.kind === 'random' || pool.prompts.length >= need) return [];
+  return [`The ${pool.kind} prompt set has ${pool.prompts.length} distinct prompts; levels needing more (up to ${need}) repeat them in order.`];
+}
+
+function measureFor(host: Host, config: Config, launch: ServerLaunch, variant: Variant, dir: string, baseUrl: string, pool: PromptPool): MeasureLevel {
+  const b = config.stages.benchmark;
+  const client = new SglangClient(baseUrl, { timeoutMs: 60_000 });
+  if (b.driver === 'bench-serving') {
+    const launcher = b['bench-serving'].launcher ?? defaultBenchServingLauncher(config.server.launcher);
+    if (!launcher) {
+      throw fatal(
+        'ConfigError',
+        `driver bench-serving: cannot tell how to run bench_serving from server.launcher ${JSON.stringify(config.server.launcher)}; set stages.benchmark.bench-serving.launcher, e.g. [/opt/venv/bin/python, -m, sglang.bench_serving]`,
+      );
+    }
+    return benchServingDriver({
+      host,
+      dir,
+      variant,
+      control: client,
+      timeoutMs: b['bench-serving'].timeout,
+      level: {
+        launcher,
+        api: b.api,
+        port: launch.port,
+        outputLen: b['output-len'],
+        inputLen: b['input-len'],
+        datasetName: benchServingDatasetName(pool.kind),
+        warmup: b.warmup,
+        seed: b.seed,
+        model: config.target['model-path'],
+        extraArgs: b['bench-serving']['extra-args'],
+      },
+    });
+  }
+  return aerieDriver({
+    baseUrl,
+    api: b.api,
+    outputLen: b['output-len'],
+    warmup: b.warmup,
+    model: config.target['model-path'],
+    control: client,
+    acceptLengthFrom: variant === 'eagle3' ? avgSpecAcceptLength : undefined,
+    meta: {
+      backend: benchServingBackend(b.api),
+      datasetName: benchServingDatasetName(pool.kind),
+      randomInputLen: b['input-len'],
+      randomOutputLen: b['output-len'],
+      randomRangeRatio: pool.kind === 'random' ? 1 : undefined,
+      sharegptOutputLen: pool.kind === 'random' ? undefined : b['output-len'],
+    },
+  });
+}
+
+function settingsLines(config: Config, pool: PromptPool): string[] {
+  const b = config.stages.benchmark;
+  const d = config.stages.deploy;
+  const load =
+    b.driver === 'bench-serving'
+      ? `Load: python -m sglang.bench_serving on the host per level (--request-rate inf --max-concurrency C), its JSONL ingested; /flush_cache before each level.`
+      : `Load: aerie's closed loop (C requests in flight until the level's prompts run out), ${b.warmup} uncounted warmup request(s), then /flush_cache, per level.`;
+  return [
+    load,
+    `API: ${b.api === 'generate' ? '/generate (bench_serving backend sglang)' : '/v1/chat/completions (bench_serving backend sglang-oai-chat)'}, greedy, EOS ignored, ${b['output-len']} output tokens per request.`,
+    `Prompts: ${pool.kind} — ${pool.source}; ${b['prompts-per-level'] ?? 'max(16, 2 × concurrency)'} requests per level, the same for both variants.`,
+    `Target ${config.target['model-path']} on ${config.target.host}, tp ${config.server['tp-size']}; speculative: ${d['speculative-algorithm']}${d['num-steps'] ? `, steps ${d['num-steps']}` : ''}${d['eagle-topk'] ? `, topk ${d['eagle-topk']}` : ''}${d['num-draft-tokens'] ? `, draft tokens ${d['num-draft-tokens']}` : ''}.`,
+  ];
 }
 
 export function benchmarkActivities({ hosts }: ActivityDeps) {
   return {
-    async benchmarkSweep(input: RunRef & { launch: ServerLaunch; variant: Variant }): Promise<{ records: BenchServingRecord[] }> {
+    /** One variant's sweep against a ready server; levels stored by an earlier attempt are not measured again. */
+    async benchmarkSweep(input: RunRef & { launch: ServerLaunch; variant: Variant }): Promise<SweepResult> {
       const { config, runId, launch, variant } = input;
       const b = config.stages.benchmark;
       const host = hosts.get(config);
       const dir = runPaths(host, runId).bench;
       await host.mkdirp(dir);
+      const pool = await promptPool(host, config);
+      const key = await levelSettingsKey(host, config, variant, variant === 'eagle3' ? launch.speculative?.draftModelPath : undefined);
       const baseUrl = await host.httpBase(launch.port);
-      const client = new SglangClient(baseUrl, { timeoutMs: 60_000 });
+      let beat: SweepProgress | { variant: Variant } = { variant };
+      const stopBeat = keepHeartbeating(() => beat);
       const ctx = Context.current();
-      const records: BenchServingRecord[] = [];
-      let beat: Record<string, unknown> = { variant };
-      const timer = setInterval(() => ctx.heartbeat(beat), 5000);
+      // A level starting or ending is worth a heartbeat now; request counts ride the 5 s beat.
+      const onProgress = (p: SweepProgress): void => {
+        const prev = beat as Partial<SweepProgress>;
+        beat = p;
+        if (p.level !== prev.level || p.finished.length !== prev.finished?.length) ctx.heartbeat(p);
+      };
       try {
-        for (const concurrency of b.concurrencies) {
-          const path = `${dir}/${variant}-c${concurrency}.json`;
-          if (await host.stat(path)) {
-            records.push(parseJsonLine((await host.readFile(path)).toString('utf8').trim()) as BenchServingRecord);
-            continue;
-          }
-          const n = promptsPerLevel(concurrency, b['prompts-per-level']);
-          const prompts = randomPrompts(n, b['input-len'], b.seed + concurrency);
-          beat = { variant, concurrency, done: 0, total: n };
-          ctx.heartbeat(beat);
-          const record = await whileServerLives(host, launch, async (signal) => {
-            // A flush before each level makes the server's running accept length cover this level only.
-            await client.flushCache(signal).catch(() => undefined);
-            const run = await runLevel({
-              baseUrl,
-              api: b.api,
-              prompts,
-              concurrency,
-              outputLen: b['output-len'],
-              warmup: b.warmup,
-              signal,
-              model: config.target['model-path'],
-              onProgress: (done, total) => (beat = { variant, concurrency, done, total }),
-            });
-            const info = await client.serverInfo(signal).catch(() => ({}));
-            return summarizeLevel(run, {
-              backend: 'sglang',
-              datasetName: 'random',
-              randomInputLen: b['input-len'],
-              randomOutputLen: b['output-len'],
-              acceptLength: variant === 'eagle3' ? avgSpecAcceptLength(info) : undefined,
-            });
-          });
-          await host.writeFileAtomic(path, formatJsonLine(record) + '\n');
-          records.push(record);
-          ctx.heartbeat({ variant, concurrency, finished: true, outputThroughput: record.output_throughput });
-        }
-        return { records };
+        const records = await whileServerLives(host, launch, (signal) =>
+          runSweep({
+            variant,
+            concurrencies: b.concurrencies,
+            promptsFor: (c) => levelPrompts(pool, promptsPerLevel(c, b['prompts-per-level']), b['input-len'], b.seed + c),
+            store: hostLevelStore(host, dir, variant, key),
+            measure: measureFor(host, config, launch, variant, dir, baseUrl, pool),
+            signal,
+            onProgress,
+          }),
+        );
+        return { records, notes: poolNotes(pool, config) };
       } finally {
-        clearInterval(timer);
+        stopBeat();
       }
     },
 
-    async writeReport(
-      input: RunRef & { speculative: BenchServingRecord[]; baseline?: BenchServingRecord[]; notes: string[] },
-    ): Promise<{ markdown: string; table: string; paths: string[] }> {
+    /** The levels of a variant already stored (e.g. a baseline taken on the generate server), and the ones still missing. */
+    async storedSweep(input: RunRef & { variant: Variant; drafterDir?: string }): Promise<{ records: BenchServingRecord[]; missing: number[] }> {
+      const { config, runId, variant } = input;
+      const host = hosts.get(config);
+      const dir = runPaths(host, runId).bench;
+      const store = hostLevelStore(host, dir, variant, await levelSettingsKey(host, config, variant, input.drafterDir));
+      const records: BenchServingRecord[] = [];
+      const missing: number[] = [];
+      for (const c of config.stages.benchmark.concurrencies) {
+        const r = await store.read(c);
+        if (r) records.push(r);
+        else missing.push(c);
+      }
+      return { records, missing };
+    },
+
+    /** report.md, report.html and results.jsonl in the run's bench folder on the host. */
+    async writeReport(input: RunRef & { speculative: BenchServingRecord[]; baseline?: BenchServingRecord[]; notes: string[] }): Promise<ReportResult> {
       const { config, runId } = input;
       const host = hosts.get(config);
       const dir = runPaths(host, runId).bench;
-      const report = {
-        title: `aerie run ${runId}: ${config.stages.deploy['speculative-algorithm']} vs target alone`,
+      await host.mkdirp(dir);
+      const label = config.stages.deploy['speculative-algorithm'];
+      const pool = await promptPool(host, config).catch(() => ({ kind: config.stages.benchmark.dataset, prompts: [], source: '(unreadable now)' }) as PromptPool);
+      const report = await renderReport({
+        title: `aerie run ${runId}: ${label} drafter vs the target alone`,
+        speculativeLabel: label,
         speculative: input.speculative,
         baseline: input.baseline,
-        notes: input.notes,
-      };
-      const markdown = renderReportMarkdown(report);
-      const table = renderReportTable(report);
-      // Payloads carry JSON, where bench_serving's request_rate=Infinity became null: restore it.
-      const line = (r: BenchServingRecord, variant: string) => formatJsonLine({ ...r, request_rate: r.request_rate ?? Infinity, aerie_variant: variant });
-      const lines = [...(input.baseline ?? []).map((r) => line(r, 'baseline')), ...input.speculative.map((r) => line(r, 'eagle3'))];
-      await host.writeFileAtomic(`${dir}/report.md`, markdown);
-      await host.writeFileAtomic(`${dir}/results.jsonl`, lines.join('\n') + '\n');
-      return { markdown, table, paths: [`${dir}/report.md`, `${dir}/results.jsonl`] };
+        notes: [...new Set(input.notes)],
+        settings: settingsLines(config, pool),
+      });
+      const paths: string[] = [];
+      for (const name of REPORT_FILES) {
+        await host.writeFileAtomic(`${dir}/${name}`, report.files[name]);
+        paths.push(`${dir}/${name}`);
+      }
+      return { markdown: report.files['report.md'], table: report.table, paths, host: host.name, dir };
     },
   };
 }

@@ -1,11 +1,21 @@
 /**
- * Data activities: regenerate the training conversations with the target, then extract
- * the target's hidden states for them with the patched server. Both resume by sample id.
+ * Data activities: regenerate the training conversations with the target, then extract the
+ * target's hidden states for them — with the patched server (aerie's dump layout) or with
+ * SpecForge's prepare_hidden_states.py (SpecForge's layout, which its trainers read). Both
+ * resume by sample id; both refuse to start when the destination cannot hold the estimate.
  */
 import { Context } from '@temporalio/activity';
+import type { Config } from '../config/schema.js';
+import type { Host } from '../hosts/host.js';
+import { runExtract, InsufficientSpaceError } from '../stages/extract.js';
+import { estimateRows, offlineHooks, type OfflineResult } from '../stages/extract-offline.js';
+import { prepareSpec, type HiddenStates } from '../stages/launch-specs.js';
+import { estimatedBytesPerToken, formatBytes } from '../stages/extract-plan.js';
 import { runGenerate } from '../stages/generate.js';
-import { runExtract } from '../stages/extract.js';
-import { fatal, keepHeartbeating, runPaths, type ActivityDeps, type RunRef } from './context.js';
+import { JobFailure, superviseJob } from '../stages/job-supervise.js';
+import type { TrainProgress } from '../stages/train-progress.js';
+import { TrainLaunchError } from '../stages/train.js';
+import { cancelRequested, expandEnv, fatal, keepHeartbeating, runPaths, type ActivityDeps, type RunRef } from './context.js';
 import type { ServerLaunch } from './server.js';
 import { whileServerLives } from './watch.js';
 
@@ -20,9 +30,35 @@ export interface GenerateOutcome extends StageOutcome {
 }
 
 export interface ExtractOutcome extends StageOutcome {
-  hiddenStatesDir: string;
+  hidden: HiddenStates;
   count: number;
   bytes: number;
+  argv?: string[];
+}
+
+/** Errors a retry cannot fix become non-retryable failures with the stage's own words. */
+function asFailure(err: unknown): unknown {
+  if (err instanceof InsufficientSpaceError) return fatal('InsufficientSpace', err.message, { neededBytes: err.neededBytes, freeBytes: err.freeBytes });
+  if (err instanceof TrainLaunchError) return fatal('ConfigError', err.message);
+  if (err instanceof JobFailure) return fatal(err.type, err.message, err.logTail ? { logTail: err.logTail } : undefined);
+  return err;
+}
+
+export async function modelHiddenSize(host: Host, modelPath: string): Promise<number> {
+  try {
+    const cfg = JSON.parse((await host.readFile(`${modelPath}/config.json`)).toString('utf8')) as { hidden_size?: number };
+    if (typeof cfg.hidden_size === 'number') return cfg.hidden_size;
+  } catch {
+    // fall through to the error below
+  }
+  throw fatal('ConfigError', `cannot read hidden_size from ${modelPath}/config.json on ${host.name}; set stages.extract.hidden-size`);
+}
+
+/** Bytes already under dir (what a resumed extraction does not need again), measured on the host. */
+async function bytesUnder(host: Host, dir: string): Promise<number> {
+  if (!(await host.stat(dir))) return 0;
+  const r = await host.exec(['find', dir, '-type', 'f', '-printf', '%s\\n']);
+  return r.code === 0 ? r.stdout.split('\n').filter(Boolean).reduce((s, n) => s + Number(n), 0) : 0;
 }
 
 export function dataActivities({ hosts }: ActivityDeps) {
@@ -47,8 +83,9 @@ export function dataActivities({ hosts }: ActivityDeps) {
             concurrency: g.concurrency,
             numSamples: g['num-samples'],
             retries: g['request-retries'],
+            shardSize: g['shard-size'],
             signal,
-            onProgress: (p) => (progress = { phase: 'regenerating', ...p }),
+            onProgress: (p) => (progress = p),
           }),
         );
         const c = summary.counts;
@@ -56,17 +93,50 @@ export function dataActivities({ hosts }: ActivityDeps) {
           dataPath: `${outDir}/train.jsonl`,
           counts: { ...c },
           outputs: [`${outDir}/train.jsonl`, `${outDir}/manifest.json`],
-          note: `${c.ok} ok, ${c.error} errors, ${c.skipped} skipped, ${c.rejected} rejected of ${c.input}`,
+          note: `${c.ok} ok, ${c.error} errors, ${c.skipped} skipped, ${c.rejected} rejected of ${c.input}${summary.resumed ? ` (${summary.resumed} from before a resume)` : ''}`,
         };
       } finally {
         stopBeat();
       }
     },
 
+    /**
+     * Before any extraction launch: will the hidden states fit? The estimate is tokens × 8 × H
+     * (whitespace words of each sample as the token count) minus what is already extracted.
+     */
+    async checkExtractSpace(input: RunRef & { dataPath: string }): Promise<{ neededBytes: number; freeBytes: number; note: string }> {
+      const { config, runId } = input;
+      const host = hosts.get(config);
+      const e = config.stages.extract;
+      const hiddenSize = e['hidden-size'] ?? (await modelHiddenSize(host, config.target['model-path']));
+      const outDir = runPaths(host, runId).hidden;
+      const stopBeat = keepHeartbeating(() => ({ phase: 'estimating' }));
+      let rows: number[];
+      try {
+        rows = await estimateRows(host, input.dataPath, e.driver === 'specforge-offline' ? e['max-length'] : Infinity);
+      } finally {
+        stopBeat();
+      }
+      const tokens = rows.reduce((a, b) => a + b, 0);
+      const needed = Math.max(0, tokens * estimatedBytesPerToken(hiddenSize) - (await bytesUnder(host, outDir)));
+      await host.mkdirp(outDir);
+      const free = await host.freeBytes(outDir);
+      if (needed > free) {
+        throw fatal(
+          'InsufficientSpace',
+          `extract needs about ${formatBytes(needed)} (${needed} bytes: ${rows.length} samples, ~${tokens} tokens × 8 × hidden ${hiddenSize}) in ${outDir} on ${host.name}, ` +
+            `but only ${formatBytes(free)} (${free} bytes) are free; free space or point the extraction at a larger disk`,
+          { neededBytes: needed, freeBytes: free },
+        );
+      }
+      return { neededBytes: needed, freeBytes: free, note: `~${formatBytes(needed)} needed, ${formatBytes(free)} free` };
+    },
+
     async extractHiddenStates(input: RunRef & { launch: ServerLaunch; dataPath: string }): Promise<ExtractOutcome> {
       const { config, runId, launch } = input;
       const host = hosts.get(config);
       const e = config.stages.extract;
+      if (e.driver !== 'patched-server') throw fatal('ConfigError', `extractHiddenStates runs the patched-server driver, not ${e.driver}`);
       const hiddenSize = e['hidden-size'] ?? (await modelHiddenSize(host, config.target['model-path']));
       const outDir = runPaths(host, runId).hidden;
       let progress: unknown = { phase: 'starting' };
@@ -86,26 +156,95 @@ export function dataActivities({ hosts }: ActivityDeps) {
           }),
         );
         return {
-          hiddenStatesDir: outDir,
+          hidden: { dir: outDir, layout: 'aerie-dumps' },
           count: summary.counts.ok,
           bytes: summary.totalBytes,
           outputs: [outDir],
-          note: `${summary.counts.ok} sequences, ${(summary.totalBytes / 2 ** 20).toFixed(1)} MiB of hidden states${summary.counts.error ? `, ${summary.counts.error} errors` : ''}`,
+          note: `${summary.counts.ok} sequences, ${(summary.totalBytes / 2 ** 20).toFixed(1)} MiB of hidden states (aerie dump layout)${summary.counts.error ? `, ${summary.counts.error} errors` : ''}`,
         };
+      } catch (err) {
+        throw asFailure(err);
       } finally {
         stopBeat();
-        void Context.current();
+      }
+    },
+
+    /** SpecForge's prepare_hidden_states.py, launched detached and followed like training. */
+    async extractOffline(input: RunRef & { dataPath: string }): Promise<ExtractOutcome> {
+      const { config, runId } = input;
+      const host = hosts.get(config);
+      const e = config.stages.extract;
+      if (e.driver !== 'specforge-offline') throw fatal('ConfigError', `extractOffline runs the specforge-offline driver, not ${e.driver}`);
+      const ctx = Context.current();
+      const paths = runPaths(host, runId);
+      const outDir = paths.hidden;
+      // Checking 100k files or estimating a large set takes longer than a heartbeat timeout:
+      // beat from a timer with the latest details, not only from the job's log polls.
+      let details: Record<string, unknown> = { phase: 'estimating' };
+      const stopBeat = keepHeartbeating(() => details);
+      try {
+        const hiddenSize = e['hidden-size'] ?? (await modelHiddenSize(host, config.target['model-path']));
+        const launch = prepareSpec(config, input.dataPath, outDir);
+        const rowTokens = await estimateRows(host, input.dataPath, e['max-length']);
+        details = { phase: 'checking files' };
+        let verified = '';
+        const { result, launches, argv } = await superviseJob<OfflineResult, TrainProgress>(
+          {
+            host,
+            prefix: `${runId}.extract.`,
+            logPath: (gen) => `${paths.logs}/extract-${gen}.log`,
+            cwd: paths.root,
+            env: expandEnv(e.env),
+            crashRetries: e['crash-retries'],
+            pollMs: 2000,
+            signal: ctx.cancellationSignal,
+            stopJob: cancelRequested,
+            heartbeat: (d) => {
+              const p = d.progress;
+              details = { phase: 'extracting', launchId: d.launchId, pid: d.pid, argv: d.argv, done: p?.step, total: p?.totalSteps ?? rowTokens.length, verified };
+            },
+            what: 'prepare_hidden_states.py',
+            crashType: 'ExtractCrashed',
+          },
+          offlineHooks({
+            host,
+            launch,
+            hiddenSize,
+            python: e.python,
+            rowTokens,
+            redoLimit: e['crash-retries'],
+            onVerified: (r, removed) => (verified = `${r.ok.size} files good${removed ? `, ${removed} bad removed` : ''}`),
+          }),
+        );
+        const manifest = {
+          samples: input.dataPath,
+          layout: `specforge: rows_{k*${e['file-group-size']}}-{(k+1)*${e['file-group-size']}}/data_{i}.ckpt${e.compress ? '.gz' : ''}, i = row of the data file`,
+          hiddenSize,
+          counts: { input: result.samples, ok: result.ok, dropped: result.dropped.length },
+          dropped: result.dropped.slice(0, 1000),
+          totalBytes: result.totalBytes,
+          totalTokens: result.totalTokens,
+          argv,
+          launches,
+        };
+        await host.writeFileAtomic(`${outDir}/manifest.json`, JSON.stringify(manifest, null, 2) + '\n');
+        return {
+          hidden: { dir: outDir, layout: 'specforge' },
+          count: result.ok,
+          bytes: result.totalBytes,
+          argv,
+          outputs: [outDir],
+          note:
+            `${result.ok} of ${result.samples} samples, ${(result.totalBytes / 2 ** 20).toFixed(1)} MiB in SpecForge's layout` +
+            (result.dropped.length ? `; ${result.dropped.length} rows dropped by prepare_hidden_states.py (listed in manifest.json)` : '') +
+            (launches > 1 ? `; ${launches} launches` : ''),
+        };
+      } catch (err) {
+        throw asFailure(err);
+      } finally {
+        stopBeat();
       }
     },
   };
 }
 
-async function modelHiddenSize(host: import('../hosts/host.js').Host, modelPath: string): Promise<number> {
-  try {
-    const cfg = JSON.parse((await host.readFile(`${modelPath}/config.json`)).toString('utf8')) as { hidden_size?: number };
-    if (typeof cfg.hidden_size === 'number') return cfg.hidden_size;
-  } catch {
-    // fall through to the error below
-  }
-  throw fatal('ConfigError', `cannot read hidden_size from ${modelPath}/config.json on ${host.name}; set stages.extract.hidden-size`);
-}

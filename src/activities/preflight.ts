@@ -1,10 +1,25 @@
 /**
  * Preflight: everything that can be known to be wrong before a model spends ten minutes
- * loading. All problems are reported at once, each saying what to change.
+ * loading — the host reachable with a verified key, the interpreters (incident 1), the
+ * port, foreign GPU users (incident 4), the paths, the disk, the drafter against the
+ * algorithm (incident 3). All problems are reported at once, each saying what to change.
+ * `aerie doctor` runs the same checks without Temporal.
  */
+import type { Config } from '../config/schema.js';
+import { portHolderOf } from './watch.js';
 import type { Host } from '../hosts/host.js';
+import { SshConnectError, SshTrustError } from '../hosts/ssh-connect.js';
+import { SshHost } from '../hosts/ssh.js';
 import { checkDrafterCompat } from '../sglang/drafter-check.js';
-import { fatal, runPaths, type ActivityDeps, type RunRef } from './context.js';
+import { expectedDumpBytes, estimatedBytesPerToken, formatBytes } from '../stages/extract-plan.js';
+import { runDir } from '../shared.js';
+import { fatal, type ActivityDeps, type RunRef } from './context.js';
+
+export interface PreflightReport {
+  host: string;
+  checks: string[];
+  problems: string[];
+}
 
 /** `python -m pkg.mod` launchers: the interpreter must be able to import the module (incident 1). */
 export function moduleLaunch(launcher: readonly string[]): { interpreter: string; module: string } | null {
@@ -13,27 +28,106 @@ export function moduleLaunch(launcher: readonly string[]): { interpreter: string
   return { interpreter: launcher[0]!, module: launcher[i + 1]! };
 }
 
-async function checkProgram(host: Host, launcher: readonly string[], what: string, problems: string[]): Promise<void> {
+/** The Python script a launcher runs (`torchrun ... train.py`, `python train.py`), if any. */
+export function launcherScript(launcher: readonly string[]): string | null {
+  if (moduleLaunch(launcher)) return null;
+  // Template placeholders ({output_dir}/...) are filled in at launch; only literal paths are checked.
+  return launcher.slice(1).find((a) => /\.py$/.test(a) && !a.startsWith('-') && !a.includes('{')) ?? null;
+}
+
+export interface DiskEstimate {
+  tokens: number;
+  /** Hidden states kept for training: tokens × 8 × hidden bytes. */
+  hiddenBytes: number;
+  /** The generated data set, about the size of the input. */
+  dataBytes: number;
+  /** What the dump dir holds at once: one longest sample per in-flight request. */
+  dumpBytes: number;
+}
+
+/**
+ * The disk a run needs, from the generate input: about 4 bytes of JSONL per token, only the
+ * samples the run takes, and never more than max-length tokens per sample.
+ */
+export function estimateDisk(a: {
+  inputBytes: number;
+  inputLines: number;
+  numSamples?: number;
+  maxLength: number;
+  hiddenSize: number;
+  extractConcurrency: number;
+}): DiskEstimate {
+  const lines = Math.max(1, a.inputLines);
+  const samples = Math.min(lines, a.numSamples ?? lines);
+  const tokens = Math.min(Math.ceil((a.inputBytes * samples) / lines / 4), samples * a.maxLength);
+  return {
+    tokens,
+    hiddenBytes: tokens * estimatedBytesPerToken(a.hiddenSize),
+    dataBytes: Math.ceil((a.inputBytes * samples) / lines),
+    dumpBytes: a.extractConcurrency * expectedDumpBytes(a.maxLength, a.hiddenSize),
+  };
+}
+
+async function run(host: Host, argv: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return host.exec(argv, { timeoutMs: 60_000 }).catch((e: Error) => ({ code: -1, stdout: '', stderr: e.message }));
+}
+
+/** The absolute path a program name resolves to on the host, or null. */
+async function which(host: Host, program: string): Promise<string | null> {
+  const r = await run(host, ['sh', '-c', 'command -v -- "$1"', 'sh', program]);
+  return r.code === 0 && r.stdout.trim() ? r.stdout.trim() : null;
+}
+
+async function canImport(host: Host, interpreter: string, module: string): Promise<boolean> {
+  const probe = 'import importlib.util, sys\nsys.exit(0 if importlib.util.find_spec(sys.argv[1]) else 3)';
+  return (await run(host, [interpreter, '-c', probe, module])).code === 0;
+}
+
+/** The interpreter on a launcher script's `#!` line (torchrun, accelerate, ...), when it is a Python. */
+async function shebangPython(host: Host, path: string): Promise<string | null> {
+  const r = await run(host, ['head', '-n', '1', '--', path]);
+  const m = /^#!\s*(\S+)(?:\s+(\S+))?/.exec(r.stdout);
+  if (!m) return null;
+  const interp = m[1]!.endsWith('/env') ? m[2] : m[1];
+  return interp && /python/.test(interp) ? interp : null;
+}
+
+async function checkLauncher(
+  host: Host, launcher: readonly string[], field: string, expectModule: string | null, cwd: string, out: PreflightReport,
+): Promise<void> {
   const program = launcher[0]!;
-  const found = await host.exec(['sh', '-c', 'command -v -- "$1"', 'sh', program]);
-  if (found.code !== 0) {
-    problems.push(`${what}: "${program}" is not an executable on ${host.name} (check the path or the PATH of the host)`);
+  const resolved = await which(host, program);
+  if (!resolved) {
+    out.problems.push(`${field}: "${program}" is not an executable on ${host.name}. Fix: use the absolute path of the program in the environment where it is installed`);
     return;
   }
   const mod = moduleLaunch(launcher);
-  if (!mod) return;
-  const probe = await host.exec([
-    mod.interpreter,
-    '-c',
-    'import importlib.util, sys\nsys.exit(0 if importlib.util.find_spec(sys.argv[1]) else 3)',
-    mod.module,
-  ]);
-  if (probe.code !== 0) {
-    problems.push(
-      `${what}: ${mod.interpreter} cannot import ${mod.module} on ${host.name} — the wrong interpreter? ` +
-        `Point the launcher at the Python of the environment where SGLang is installed`,
-    );
+  if (mod) {
+    if (!(await canImport(host, mod.interpreter, mod.module))) {
+      out.problems.push(
+        `${field}: ${resolved} cannot import ${mod.module} on ${host.name} — the wrong interpreter (incident 1: "No module named ${mod.module}"). ` +
+          `Fix: point ${field} at the Python of the environment where ${mod.module.split('.')[0]} is installed, e.g. /opt/venv/bin/python`,
+      );
+    } else out.checks.push(`${field}: ${resolved} imports ${mod.module}`);
+    return;
   }
+  const script = launcherScript(launcher);
+  if (script) {
+    const path = script.startsWith('/') ? script : `${cwd}/${script}`;
+    if (!(await host.stat(path))) {
+      out.problems.push(
+        `${field}: the entry point ${script} does not exist on ${host.name}${script.startsWith('/') ? '' : ` (relative paths resolve in the run's ${cwd})`}. Fix: give its absolute path, e.g. /opt/SpecForge/scripts/train_eagle3.py`,
+      );
+      return;
+    }
+    const python = /python[\d.]*$/.test(program) ? resolved : await shebangPython(host, resolved);
+    if (python && !(await canImport(host, python, 'torch'))) {
+      out.problems.push(`${field}: ${python} (the interpreter behind ${program}) cannot import torch on ${host.name}. Fix: use the ${program} of the environment where the trainer is installed`);
+      return;
+    }
+    out.checks.push(`${field}: ${resolved} runs ${path}`);
+  } else if (expectModule) out.checks.push(`${field}: ${resolved} exists (not a python -m launcher: ${expectModule} not probed)`);
+  else out.checks.push(`${field}: ${resolved} exists`);
 }
 
 async function readJson(host: Host, path: string): Promise<unknown | undefined> {
@@ -44,68 +138,154 @@ async function readJson(host: Host, path: string): Promise<unknown | undefined> 
   }
 }
 
+/** Free bytes where path is or will be (the nearest existing ancestor). */
+async function freeAt(host: Host, path: string): Promise<{ at: string; free: number } | null> {
+  for (let p = path; p.length > 0; p = p.slice(0, Math.max(p.lastIndexOf('/'), 0))) {
+    const at = p || '/';
+    if (await host.stat(at)) return { at, free: await host.freeBytes(at) };
+    if (at === '/') break;
+  }
+  return null;
+}
+
+async function checkDisk(host: Host, config: Config, root: string, hiddenSize: number | undefined, out: PreflightReport): Promise<void> {
+  const gen = config.stages.generate;
+  const maxLength = (config.stages.train as { 'max-length'?: number })['max-length'] ?? 2048;
+  const input = await host.stat(gen.input);
+  if (!input || hiddenSize === undefined) return;
+  const wc = await run(host, ['wc', '-l', '--', gen.input]);
+  const lines = Number(/^\s*(\d+)/.exec(wc.stdout)?.[1] ?? 1);
+  const extract = config.stages.extract as { concurrency?: number; 'dump-dir'?: string };
+  const est = estimateDisk({
+    inputBytes: input.size,
+    inputLines: lines,
+    numSamples: gen['num-samples'],
+    maxLength,
+    hiddenSize,
+    extractConcurrency: extract.concurrency ?? 1,
+  });
+  const work = await freeAt(host, root);
+  const need = est.hiddenBytes + est.dataBytes;
+  if (work && work.free < need) {
+    out.problems.push(
+      `disk: the run needs about ${formatBytes(need)} in ${root} on ${host.name} (hidden states ≈ ${est.tokens} tokens × 8 × hidden ${hiddenSize} = ${formatBytes(est.hiddenBytes)}, plus the data), ` +
+        `but ${work.at} has ${formatBytes(work.free)} free. Fix: free space, or point hosts.${host.name}.workdir at a larger disk`,
+    );
+  } else if (work) out.checks.push(`disk: ${formatBytes(work.free)} free in ${work.at}, about ${formatBytes(need)} needed`);
+  const dumpDir = extract['dump-dir'];
+  if (dumpDir) {
+    const dump = await freeAt(host, dumpDir);
+    if (dump && dump.free < est.dumpBytes) {
+      out.problems.push(
+        `stages.extract.dump-dir: ${dumpDir} on ${host.name} needs room for ${extract.concurrency ?? 1} in-flight dumps of up to ${maxLength} tokens ` +
+          `(${formatBytes(est.dumpBytes)}), but ${dump.at} has ${formatBytes(dump.free)} free. Fix: lower stages.extract.concurrency or use a larger RAM disk`,
+      );
+    } else if (dump) out.checks.push(`dump dir: ${formatBytes(dump.free)} free in ${dump.at}`);
+  }
+}
+
+/** Can the host be reached at all? An SSH host says through which key. */
+async function checkReachable(host: Host, out: PreflightReport): Promise<boolean> {
+  const where = host instanceof SshHost ? await host.describe().catch(() => host.name) : host.name;
+  try {
+    const r = await host.exec(['true'], { timeoutMs: 60_000 });
+    if (r.code !== 0) throw new Error(`\`true\` exited ${r.code}: ${r.stderr.trim()}`);
+  } catch (err) {
+    const e = err as Error;
+    if (err instanceof SshTrustError) out.problems.push(`hosts.${host.name}.ssh: ${e.message}`);
+    else if (err instanceof SshConnectError) {
+      out.problems.push(`hosts.${host.name}: ${e.message}. Fix: check ssh.host (${where}), that sshd runs there, and the network path (ProxyJump)`);
+    } else out.problems.push(`hosts.${host.name}: cannot run commands on ${where}: ${e.message}`);
+    return false;
+  }
+  if (host instanceof SshHost) {
+    const keys = host.link.lastKeys.map((k) => `${k.host} ${k.keyType} ${k.fingerprint}${k.added ? ' (recorded on first use)' : ''}`);
+    out.checks.push(`host ${host.name} reachable over SSH: ${where}; host key${keys.length > 1 ? 's' : ''} verified: ${keys.join(', ')}`);
+  } else out.checks.push(`host ${host.name} reachable`);
+  return true;
+}
+
+/** Every check against one host; never throws for a problem, only lists it. */
+export async function runPreflight(host: Host, config: Config, runId: string): Promise<PreflightReport> {
+  const out: PreflightReport = { host: host.name, checks: [], problems: [] };
+  if (!(await checkReachable(host, out))) return out;
+
+  const root = runDir(host.workdir, runId);
+  try {
+    await host.mkdirp(root);
+    await host.writeFileAtomic(`${root}/.aerie-write-test`, 'ok\n');
+    await host.remove(`${root}/.aerie-write-test`);
+    out.checks.push(`run folder ${root} writable`);
+  } catch (err) {
+    out.problems.push(`hosts.${host.name}.workdir: cannot write ${root}: ${(err as Error).message}. Fix: choose a workdir the login user can write`);
+  }
+
+  await checkLauncher(host, config.server.launcher, 'server.launcher', 'sglang.launch_server', root, out);
+  await checkLauncher(host, config.stages.train.launcher, 'stages.train.launcher', null, `${root}/train`, out);
+
+  const model = config.target['model-path'];
+  const modelConfig = await readJson(host, `${model}/config.json`);
+  if (modelConfig === undefined) out.problems.push(`target.model-path: ${model}/config.json does not exist or is not JSON on ${host.name}. Fix: point target.model-path at the model directory on the host`);
+  else out.checks.push(`model ${model} present`);
+  const input = config.stages.generate.input;
+  if (!(await host.stat(input))) out.problems.push(`stages.generate.input: ${input} does not exist on ${host.name}. Fix: copy the prompts there or correct the path`);
+
+  const deploy = config.stages.deploy;
+  const draftPath = deploy['draft-model-path'] ? `${deploy['draft-model-path']}/config.json` : config.stages.train['draft-model-config'];
+  const draftField = deploy['draft-model-path'] ? 'stages.deploy.draft-model-path' : 'stages.train.draft-model-config';
+  const draft = await readJson(host, draftPath);
+  if (draft === undefined) {
+    out.problems.push(`${draftField}: cannot read ${draftPath} as JSON on ${host.name}. Fix: correct the path to the drafter's config.json`);
+  } else {
+    const refusal = checkDrafterCompat(deploy['speculative-algorithm'], draft);
+    if (refusal && (deploy as { 'allow-algorithm-mismatch'?: boolean })['allow-algorithm-mismatch']) {
+      // An experiment the user asked for; the acceptance gate still measures it.
+      out.checks.push(`drafter/algorithm mismatch allowed by stages.deploy.allow-algorithm-mismatch (experiments only): ${refusal}`);
+    } else if (refusal) out.problems.push(`stages.deploy.speculative-algorithm: ${refusal}`);
+    else out.checks.push(`drafter config fits ${deploy['speculative-algorithm']}`);
+  }
+
+  const hiddenFromModel = (modelConfig as { hidden_size?: unknown } | undefined)?.hidden_size;
+  const extract = config.stages.extract as { 'hidden-size'?: number };
+  const hiddenSize = extract['hidden-size'] ?? (typeof hiddenFromModel === 'number' ? hiddenFromModel : undefined);
+  await checkDisk(host, config, root, hiddenSize, out);
+
+  const port = config.server.port;
+  const holder = await portHolderOf(host, port);
+  if (holder.listening) {
+    // A resumed run's own server (still up from before) holds the port through a child of the
+    // recorded wrapper: match by process group, not by pid.
+    const ours = (await host.listLaunches()).find((r) => holder.pgid !== undefined && r.pgid === holder.pgid && r.launchId.startsWith(`${runId}.`));
+    if (!ours) {
+      const who = holder.pid ? `pid ${holder.pid}${holder.command ? ` (${holder.command})` : ''}` : 'a process aerie cannot see';
+      out.problems.push(`server.port: ${port} on ${host.name} is held by ${who}; aerie will not stop it. Fix: stop that process yourself or set server.port to a free port`);
+    }
+  } else out.checks.push(`port ${port} free`);
+
+  const gpus = await host.gpuInventory();
+  if (!gpus.available) out.checks.push(`GPU check skipped: ${gpus.reason}`);
+  else {
+    const foreign = gpus.processes.filter((p) => !p.ours);
+    if (foreign.length > 0) {
+      out.problems.push(
+        `GPUs on ${host.name} are in use by processes aerie did not start: ${foreign.map((p) => `pid ${p.pid} (${p.usedMemoryMiB} MiB)`).join(', ')}. ` +
+          `aerie never stops them (incident 4). Fix: ask their owner to stop them, or wait until the GPUs are free`,
+      );
+    } else out.checks.push(`${gpus.gpus.length} GPUs free`);
+  }
+  return out;
+}
+
+export function renderProblems(problems: readonly string[]): string {
+  return `preflight found ${problems.length} problem${problems.length === 1 ? '' : 's'}:\n${problems.map((p) => `  - ${p}`).join('\n')}`;
+}
+
 export function preflightActivities({ hosts }: ActivityDeps) {
   return {
     async preflight({ runId, config }: RunRef): Promise<{ note: string; checks: string[] }> {
-      const host = hosts.get(config);
-      const problems: string[] = [];
-      const checks: string[] = [];
-      const ping = await host.exec(['true']).catch((e: Error) => ({ code: -1, stderr: e.message }));
-      if (ping.code !== 0) throw fatal('PreflightFailed', `host ${host.name} cannot run commands: ${ping.stderr}`);
-      checks.push(`host ${host.name} reachable`);
-
-      const paths = runPaths(host, runId);
-      try {
-        await host.mkdirp(paths.root);
-        await host.writeFileAtomic(`${paths.root}/.aerie-write-test`, 'ok\n');
-        await host.remove(`${paths.root}/.aerie-write-test`);
-        checks.push(`run folder ${paths.root} writable`);
-      } catch (err) {
-        problems.push(`hosts.${host.name}.workdir: cannot write ${paths.root}: ${(err as Error).message}`);
-      }
-
-      await checkProgram(host, config.server.launcher, 'server.launcher', problems);
-      await checkProgram(host, config.stages.train.launcher, 'stages.train.launcher', problems);
-
-      const model = config.target['model-path'];
-      if (!(await host.stat(`${model}/config.json`))) problems.push(`target.model-path: ${model}/config.json does not exist on ${host.name}`);
-      const input = config.stages.generate.input;
-      if (!(await host.stat(input))) problems.push(`stages.generate.input: ${input} does not exist on ${host.name}`);
-
-      const deploy = config.stages.deploy;
-      const draftPath = deploy['draft-model-path'] ? `${deploy['draft-model-path']}/config.json` : config.stages.train['draft-model-config'];
-      const draft = await readJson(host, draftPath);
-      if (draft === undefined) {
-        problems.push(`${deploy['draft-model-path'] ? 'stages.deploy.draft-model-path' : 'stages.train.draft-model-config'}: cannot read ${draftPath} as JSON on ${host.name}`);
-      } else {
-        const refusal = checkDrafterCompat(deploy['speculative-algorithm'], draft);
-        if (refusal) problems.push(`stages.deploy.speculative-algorithm: ${refusal}`);
-        else checks.push(`drafter config fits ${deploy['speculative-algorithm']}`);
-      }
-
-      const port = config.server.port;
-      const holder = await host.portHolder(port);
-      if (holder.listening) {
-        const ours = (await host.listLaunches()).find((r) => r.pid === holder.pid && r.launchId.startsWith(`${runId}.`));
-        if (!ours) {
-          const who = holder.pid ? `pid ${holder.pid}${holder.command ? ` (${holder.command})` : ''}` : 'a process aerie cannot see';
-          problems.push(`server.port: ${port} on ${host.name} is held by ${who}; free it or choose another port`);
-        }
-      } else checks.push(`port ${port} free`);
-
-      const gpus = await host.gpuInventory();
-      if (!gpus.available) checks.push(`GPU check skipped: ${gpus.reason}`);
-      else {
-        const foreign = gpus.processes.filter((p) => !p.ours);
-        if (foreign.length > 0) {
-          problems.push(`GPUs on ${host.name} are in use by processes aerie did not start: ${foreign.map((p) => `pid ${p.pid} (${p.usedMemoryMiB} MiB)`).join(', ')} — aerie never stops them; free the GPUs first`);
-        } else checks.push(`${gpus.gpus.length} GPUs free`);
-      }
-
-      if (problems.length > 0) {
-        throw fatal('PreflightFailed', `preflight found ${problems.length} problem${problems.length === 1 ? '' : 's'}:\n${problems.map((p) => `  - ${p}`).join('\n')}`, { problems });
-      }
-      return { note: checks.join('; '), checks };
+      const report = await runPreflight(hosts.get(config), config, runId);
+      if (report.problems.length > 0) throw fatal('PreflightFailed', renderProblems(report.problems), { problems: report.problems });
+      return { note: report.checks.join('; '), checks: report.checks };
     },
   };
 }

@@ -1,36 +1,207 @@
 /**
- * While a stage uses a model server, watch our process: if it dies mid-stage the stage
- * fails at once with the server's log tail, instead of waiting out request timeouts.
+ * Is our model server alive, and is it ours? If the process dies — while it loads, on its
+ * first request, or mid-stage — the waiting activity fails within one poll interval with
+ * the server's log tail and a classification, instead of waiting out request timeouts
+ * (incidents 2 and 5). And an answer on the port counts only if it comes from the process
+ * group aerie launched and names what aerie launched (incident 1).
  */
-import { Context } from '@temporalio/activity';
-import type { Host } from '../hosts/host.js';
-import { deathReport, type ServerLaunch } from './server.js';
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { Host, ProcRecord, ProcStatus } from '../hosts/host.js';
+import { parseProcStat } from '../hosts/proc-stat.js';
+import { SglangConnectionError, type SglangClient } from '../sglang/client.js';
+import { checkServerIdentity } from '../sglang/identity.js';
+import { classifyServerFailure, lastLines } from '../sglang/log-phase.js';
+import { deathFailureType, deathMessage } from '../sglang/readiness.js';
+import { fatal } from './context.js';
+import type { ServerLaunch } from './server.js';
 
-export async function whileServerLives<T>(
-  host: Host,
-  launch: ServerLaunch,
-  work: (signal: AbortSignal) => Promise<T>,
-  pollMs = 2000,
-): Promise<T> {
+/** What the watcher needs to know about a launched server. */
+export interface WatchedServer {
+  role: string;
+  pid: number;
+  logPath: string;
+  record: ProcRecord;
+  /** How often the process is checked; the readiness poll interval from the config. */
+  watchMs?: number;
+}
+
+/** The end of the log is read, not all of it: a server that served for hours has a long log. */
+const TAIL_BYTES = 256 * 1024;
+const TAIL_LINES = 50;
+
+async function logTail(host: Host, path: string): Promise<string> {
+  try {
+    const size = (await host.stat(path))?.size ?? 0;
+    const { data } = await host.tailFrom(path, Math.max(0, size - TAIL_BYTES));
+    return lastLines(data, TAIL_LINES);
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * Our process's status once it has had up to waitMs to finish exiting. A request can fail
+ * a moment before the process is gone (connections drop first), so "alive" right after a
+ * failed request is not yet an answer.
+ */
+export async function settledStatus(host: Host, record: ProcRecord, waitMs: number): Promise<ProcStatus> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const s = await host.procStatus(record);
+    if (s.state !== 'alive' || Date.now() >= deadline) return s;
+    await new Promise((r) => setTimeout(r, Math.min(100, Math.max(1, deadline - Date.now()))));
+  }
+}
+
+/**
+ * The failure for a server process that is gone: classified from its log tail, the last 50
+ * lines in the details. nonRetryable, because retrying the activity cannot revive the
+ * process; details.relaunch (and the type) tell the workflow whether a new launch can help.
+ */
+export async function deathReport(host: Host, server: WatchedServer, what: string): Promise<ApplicationFailure> {
+  const status = await host.procStatus(server.record).catch((): ProcStatus => ({ state: 'gone' }));
+  const tail = await logTail(host, server.logPath);
+  const failure = classifyServerFailure(tail);
+  const { type, relaunch } = deathFailureType(failure);
+  const exitCode = status.state === 'exited' ? status.code : status.state === 'gone' ? null : undefined;
+  const message = deathMessage({ role: server.role, pid: server.pid, what, exitCode, failure });
+  return ApplicationFailure.create({
+    type,
+    message,
+    nonRetryable: true,
+    details: [{ kind: failure.kind, relaunch, interpreter: failure.interpreter, exitCode, logPath: server.logPath, logTail: tail }],
+  });
+}
+
+export interface WatchOptions {
+  pollMs: number;
+  /** How the death is described, e.g. "exited while loading weights", evaluated when it happens. */
+  what: () => string | Promise<string>;
+}
+
+/**
+ * Runs work(signal) while checking our process every pollMs. When the process dies the
+ * signal aborts and the call fails with the death report; when work fails for any other
+ * reason and the process turns out to be dead, the death report wins too.
+ */
+export async function watchServer<T>(host: Host, server: WatchedServer, opts: WatchOptions, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const stop = new AbortController();
+  const done = new AbortController();
   const cancel = Context.current().cancellationSignal;
   const onCancel = () => stop.abort(cancel.reason);
   cancel.addEventListener('abort', onCancel, { once: true });
-  let died: Error | undefined;
-  const timer = setInterval(() => {
-    void host.procStatus(launch.record).then(async (s) => {
-      if (s.state !== 'alive' && !died && !stop.signal.aborted) {
-        died = await deathReport(host, launch, 'died while in use');
+  let died: ApplicationFailure | undefined;
+
+  const watcher = (async () => {
+    while (!done.signal.aborted) {
+      await pause(opts.pollMs, done.signal);
+      if (done.signal.aborted) return;
+      const s = await host.procStatus(server.record).catch(() => null);
+      if (s && s.state !== 'alive') {
+        died = await deathReport(host, server, await opts.what());
         stop.abort(died);
+        return;
       }
-    }, () => undefined);
-  }, pollMs);
+    }
+  })();
+
   try {
     return await work(stop.signal);
   } catch (err) {
-    throw died ?? err;
+    if (died) throw died;
+    // Our own verdicts (not ready, not ours, a cancel) are already the answer.
+    if (err instanceof ApplicationFailure || cancel.aborted) throw err;
+    // A dropped connection may be a process on its way out: give its exit a moment to be recorded.
+    const settle = err instanceof SglangConnectionError ? Math.min(10_000, Math.max(2000, 2 * opts.pollMs)) : 0;
+    if ((await settledStatus(host, server.record, settle)).state !== 'alive') throw died ?? (await deathReport(host, server, await opts.what()));
+    throw err;
   } finally {
-    clearInterval(timer);
+    done.abort();
     cancel.removeEventListener('abort', onCancel);
+    await watcher.catch(() => undefined);
   }
 }
+
+/** For stages that use a server: its death fails the stage at once (and the workflow may relaunch it). */
+export async function whileServerLives<T>(
+  host: Host,
+  launch: WatchedServer,
+  work: (signal: AbortSignal) => Promise<T>,
+  pollMs = launch.watchMs ?? 2000,
+): Promise<T> {
+  return watchServer(host, launch, { pollMs, what: () => 'died while in use' }, work);
+}
+
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+// ---- is it ours? -------------------------------------------------------------------
+
+export interface PortHolder {
+  listening: boolean;
+  pid?: number;
+  command?: string;
+  /** The holder's process group, when /proc/<pid>/stat was readable. */
+  pgid?: number;
+}
+
+/** Who listens on the port, with its process group so "ours" can be told from "someone else's". */
+export async function portHolderOf(host: Host, port: number): Promise<PortHolder> {
+  const h = await host.portHolder(port);
+  if (!h.listening || h.pid === undefined) return h;
+  const pgid = await pgidOf(host, h.pid);
+  return pgid === undefined ? h : { ...h, pgid };
+}
+
+export function describeHolder(h: PortHolder): string {
+  if (h.pid === undefined) return 'a process aerie cannot see (no permission to read its sockets)';
+  const cmd = h.command ? ` (${h.command.length > 160 ? `${h.command.slice(0, 159)}…` : h.command})` : '';
+  return `pid ${h.pid}${cmd}`;
+}
+
+/** The process group of a pid on the host, read from /proc (works the same over SSH). */
+export async function pgidOf(host: Host, pid: number): Promise<number | undefined> {
+  const stat = await host.exec(['cat', `/proc/${pid}/stat`], { timeoutMs: 10_000 }).catch(() => null);
+  return stat && stat.code === 0 ? parseProcStat(stat.stdout.trim())?.pgrp : undefined;
+}
+
+/**
+ * A 200 is only "ready" from the process we launched: the port's holder must be in our
+ * process group, and server_info must name what we launched (incident 1).
+ */
+export async function confirmOurs(host: Host, client: SglangClient, launch: ServerLaunch, signal: AbortSignal): Promise<void> {
+  const holder = await portHolderOf(host, launch.port);
+  if (holder.pgid !== undefined && holder.pgid !== launch.pgid) {
+    throw fatal(
+      'PortInUseError',
+      `port ${launch.port} on ${host.name} answers, but the answer comes from ${describeHolder(holder)}, not from the ${launch.role} server aerie launched ` +
+        `(pid ${launch.pid}, process group ${launch.pgid}); it is not ready and aerie will not stop that process`,
+      { holderPid: holder.pid, holderCommand: holder.command },
+    );
+  }
+  const info = await client.serverInfo(signal);
+  const problems = checkServerIdentity(info, {
+    modelPath: launch.modelPath,
+    port: launch.port,
+    tpSize: launch.tpSize,
+    speculativeAlgorithm: launch.speculative?.algorithm,
+    draftModelPath: launch.speculative?.draftModelPath,
+  });
+  if (problems.length > 0) {
+    const who = holder.pid !== undefined ? describeHolder(holder) : 'an unidentified process';
+    throw fatal('ServerMismatch', `port ${launch.port} answers (${who}) but not as the ${launch.role} server aerie launched: ${problems.join('; ')}`, {
+      holderPid: holder.pid,
+    });
+  }
+}
+

@@ -5,15 +5,16 @@
 // so there is no batch barrier (bench_serving with request-rate inf and
 // --max-concurrency C behaves the same way through its semaphore).
 //
-// Uses node:http with its own keep-alive Agent sized to the concurrency rather than
-// global fetch: fetch's pool and body streams add per-chunk overhead and their own
-// connection limits, which cap achieved concurrency at 100+ streams on a busy client.
+// Each slot owns one keep-alive HTTP/1.1 connection (http1.ts) and the body bytes go
+// straight to a byte-level SSE framer (sse-bytes.ts) and the tally: no fetch or
+// node:http stream machinery per frame, and the cumulative /generate text is never
+// decoded. At 250 streams that is what keeps the client off the critical path
+// (bench/client-overhead.ts measures it).
 
-import * as http from 'node:http';
-import * as https from 'node:https';
 import { performance } from 'node:perf_hooks';
-import { SseParser } from './sse.js';
-import { errorMessage, finishTally, newTally, tallyEvent } from './tally.js';
+import { Http1Connection, type Http1Error } from './http1.js';
+import { SseByteFramer, type FramedEvent } from './sse-bytes.js';
+import { errorMessage, finishTally, newTally, tallyFramed } from './tally.js';
 import type { BenchApi, LevelRun, RequestResult } from './types.js';
 
 export type { BenchApi, LevelRun, RequestResult } from './types.js';
@@ -36,12 +37,17 @@ export interface RunLevelOptions {
   model?: string;
   /** A request that receives no bytes for this long fails. Default 30 min: a queued request is silent until its first token. */
   idleTimeoutMs?: number;
+  /**
+   * Runs after the warmup and before the first measured request, e.g. a /flush_cache so
+   * the server's running accept length covers the measured requests only.
+   */
+  beforeMeasure?: () => Promise<void>;
 }
 
 /** bench_serving caps warmup output at 32 tokens. */
 export const WARMUP_MAX_OUTPUT = 32;
 const DEFAULT_IDLE_TIMEOUT_MS = 30 * 60_000;
-/** After `[DONE]` the server should end the response at once; don't let a stuck one hold a pooled socket. */
+/** After `[DONE]` the server should end the response at once; don't let a stuck one hold the slot's connection. */
 const END_AFTER_DONE_GRACE_MS = 1000;
 const MAX_ERROR_BODY = 4096;
 
@@ -53,11 +59,13 @@ export async function runLevel(opts: RunLevelOptions): Promise<LevelRun> {
     throw new RangeError(`outputLen must be a positive integer, got ${opts.outputLen}`);
   }
   const target = endpointFor(opts.baseUrl, opts.api);
-  const agent = new target.mod.Agent({
-    keepAlive: true,
-    maxSockets: opts.concurrency,
-    maxFreeSockets: opts.concurrency,
-  });
+  const idleTimeoutMs = opts.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+  const connections = new Set<Http1Connection>();
+  const connection = (): Http1Connection => {
+    const c = new Http1Connection(target, idleTimeoutMs);
+    connections.add(c);
+    return c;
+  };
   // One abort listener for the level, not one per request: hundreds of listeners on
   // one signal trip Node's MaxListeners leak warning.
   const inFlightAborts = new Set<() => void>();
@@ -65,16 +73,15 @@ export async function runLevel(opts: RunLevelOptions): Promise<LevelRun> {
     for (const abort of [...inFlightAborts]) abort();
   };
   opts.signal?.addEventListener('abort', abortAll, { once: true });
-  const send = (prompt: string, outputLen: number, index: number, levelStart: number) =>
+  const send = (conn: Http1Connection, prompt: string, outputLen: number, index: number, levelStart: number) =>
     sendOne({
-      target,
-      agent,
+      conn,
+      path: target.path,
       api: opts.api,
       body: requestBody(opts.api, prompt, outputLen, opts.model),
       index,
       levelStart,
       aborts: inFlightAborts,
-      idleTimeoutMs: opts.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
     });
   try {
     opts.signal?.throwIfAborted();
@@ -82,8 +89,10 @@ export async function runLevel(opts: RunLevelOptions): Promise<LevelRun> {
     const warmupOutput = Math.min(opts.outputLen, WARMUP_MAX_OUTPUT);
     const warmupStart = performance.now();
     const warmup = total === 0 ? [] : await Promise.all(
-      Array.from({ length: Math.max(0, opts.warmup) }, (_, i) => send(opts.prompts[0], warmupOutput, i, warmupStart)),
+      Array.from({ length: Math.max(0, opts.warmup) }, (_, i) => send(connection(), opts.prompts[0], warmupOutput, i, warmupStart)),
     );
+    opts.signal?.throwIfAborted();
+    if (total > 0) await opts.beforeMeasure?.();
     opts.signal?.throwIfAborted();
 
     const results: RequestResult[] = new Array(total);
@@ -94,11 +103,12 @@ export async function runLevel(opts: RunLevelOptions): Promise<LevelRun> {
     const startedAt = new Date().toISOString();
     const levelStart = performance.now();
     const worker = async (): Promise<void> => {
+      const conn = connection();
       while (next < total && !opts.signal?.aborted) {
         const i = next++;
         inFlight++;
         if (inFlight > maxInFlight) maxInFlight = inFlight;
-        results[i] = await send(opts.prompts[i], opts.outputLen, i, levelStart);
+        results[i] = await send(conn, opts.prompts[i], opts.outputLen, i, levelStart);
         inFlight--;
         done++;
         try {
@@ -114,12 +124,12 @@ export async function runLevel(opts: RunLevelOptions): Promise<LevelRun> {
     return { results, durationMs, startedAt, concurrency: opts.concurrency, warmup, maxInFlight };
   } finally {
     opts.signal?.removeEventListener('abort', abortAll);
-    agent.destroy();
+    for (const c of connections) c.destroy();
   }
 }
 
 interface Target {
-  mod: typeof http | typeof https;
+  tls: boolean;
   hostname: string;
   port: number;
   path: string;
@@ -130,8 +140,8 @@ export function endpointFor(baseUrl: string, api: BenchApi): Target {
   if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`unsupported base URL: ${baseUrl}`);
   const prefix = u.pathname.replace(/\/+$/, '');
   return {
-    mod: u.protocol === 'https:' ? https : http,
-    // URL keeps IPv6 brackets; http.request wants them off.
+    tls: u.protocol === 'https:',
+    // URL keeps IPv6 brackets; sockets want them off.
     hostname: u.hostname.replace(/^\[(.*)\]$/, '$1'),
     port: u.port ? Number(u.port) : u.protocol === 'https:' ? 443 : 80,
     path: prefix + (api === 'generate' ? '/generate' : '/v1/chat/completions'),
@@ -161,15 +171,14 @@ export function requestBody(api: BenchApi, prompt: string, outputLen: number, mo
 }
 
 interface SendArgs {
-  target: Target;
-  agent: http.Agent;
+  conn: Http1Connection;
+  path: string;
   api: BenchApi;
   body: Record<string, unknown>;
   index: number;
   levelStart: number;
   /** Registry the level's abort listener walks; each request adds itself while in flight. */
   aborts: Set<() => void>;
-  idleTimeoutMs: number;
 }
 
 /** One streamed request. Never rejects: every failure becomes `error` on the result. */
@@ -178,8 +187,11 @@ function sendOne(a: SendArgs): Promise<RequestResult> {
     const payload = Buffer.from(JSON.stringify(a.body));
     const sentAt = performance.now();
     const tally = newTally(a.api, sentAt);
+    const framer = new SseByteFramer();
     let settled = false;
     let graceTimer: NodeJS.Timeout | undefined;
+    let errorStatus: string | undefined;
+    let errorBody = '';
 
     const finish = (failure?: string): void => {
       if (settled) return;
@@ -190,78 +202,59 @@ function sendOne(a: SendArgs): Promise<RequestResult> {
     };
     const onAbort = (): void => {
       finish('aborted');
-      req.destroy();
+      a.conn.destroy();
     };
-
-    const req = a.target.mod.request(
-      {
-        agent: a.agent,
-        method: 'POST',
-        hostname: a.target.hostname,
-        port: a.target.port,
-        path: a.target.path,
-        headers: {
-          'content-type': 'application/json',
-          'content-length': payload.length,
-          accept: 'text/event-stream',
-        },
-      },
-      (res) => {
-        if (res.statusCode !== 200) {
-          collectErrorBody(res, (text) => finish(httpError(res, text)));
+    const onEvents = (events: FramedEvent[], now: number): void => {
+      for (const ev of events) {
+        if (settled || tally.done || tally.error !== undefined) return;
+        if (tallyFramed(tally, ev, now)) {
+          if (tally.error !== undefined) {
+            finish();
+            a.conn.destroy();
+          } else {
+            graceTimer = setTimeout(() => {
+              finish();
+              a.conn.destroy();
+            }, END_AFTER_DONE_GRACE_MS);
+          }
           return;
         }
-        const parser = new SseParser();
-        const onEvents = (events: ReturnType<SseParser['push']>, now: number): void => {
-          for (const ev of events) {
-            if (settled || tally.done || tally.error !== undefined) return;
-            if (tallyEvent(tally, ev, now)) {
-              if (tally.error !== undefined) {
-                finish();
-                req.destroy();
-              } else {
-                graceTimer = setTimeout(() => {
-                  finish();
-                  req.destroy();
-                }, END_AFTER_DONE_GRACE_MS);
-              }
-              return;
-            }
-          }
-        };
-        res.on('data', (chunk: Buffer) => {
-          if (!settled) onEvents(parser.push(chunk), performance.now());
-        });
-        res.on('end', () => {
-          if (!settled) onEvents(parser.end(), performance.now());
-          finish();
-        });
-        res.on('error', (err) => finish(tally.done ? undefined : `response error: ${err.message}`));
-        res.on('close', () => finish(tally.done ? undefined : 'connection closed before [DONE]'));
-      },
-    );
-    req.setTimeout(a.idleTimeoutMs, () => {
-      finish(`no data for ${a.idleTimeoutMs} ms`);
-      req.destroy();
-    });
-    req.on('error', (err) => finish(`request error: ${err.message}`));
+      }
+    };
+
     a.aborts.add(onAbort);
-    req.end(payload);
+    a.conn.request('POST', a.path, { 'Content-Type': 'application/json', Accept: 'text/event-stream' }, payload, {
+      onHead: (status, message) => {
+        if (status !== 200) errorStatus = `HTTP ${status}${message ? ` ${message}` : ''}`;
+      },
+      onBody: (chunk) => {
+        if (settled) return;
+        if (errorStatus !== undefined) {
+          if (errorBody.length < MAX_ERROR_BODY) errorBody += chunk.toString('utf8').slice(0, MAX_ERROR_BODY - errorBody.length);
+          return;
+        }
+        onEvents(framer.push(chunk), performance.now());
+      },
+      onEnd: () => {
+        if (errorStatus !== undefined) return finish(httpError(errorStatus, errorBody));
+        if (!settled) onEvents(framer.end(), performance.now());
+        finish();
+      },
+      onError: (err) => {
+        if (errorStatus !== undefined) return finish(httpError(errorStatus, errorBody));
+        finish(tally.done ? undefined : transportError(err));
+      },
+    });
   });
 }
 
-function collectErrorBody(res: http.IncomingMessage, done: (text: string) => void): void {
-  let text = '';
-  res.setEncoding('utf8');
-  res.on('data', (s: string) => {
-    if (text.length < MAX_ERROR_BODY) text += s.slice(0, MAX_ERROR_BODY - text.length);
-  });
-  res.on('end', () => done(text));
-  res.on('error', () => done(text));
-  res.on('close', () => done(text));
+function transportError(err: Http1Error): string {
+  if (err.kind === 'timeout') return err.message;
+  if (err.kind === 'closed') return err.afterHead ? 'connection closed before [DONE]' : `request error: ${err.message}`;
+  return `${err.afterHead ? 'response error' : 'request error'}: ${err.message}`;
 }
 
-function httpError(res: http.IncomingMessage, body: string): string {
+function httpError(status: string, body: string): string {
   let detail = body.trim();
   try {
     const parsed: unknown = JSON.parse(detail);
@@ -270,6 +263,5 @@ function httpError(res: http.IncomingMessage, body: string): string {
   } catch {
     // Not JSON: keep the text.
   }
-  const status = `HTTP ${res.statusCode}${res.statusMessage ? ` ${res.statusMessage}` : ''}`;
   return detail ? `${status}: ${detail.slice(0, 500)}` : status;
 }

@@ -55,13 +55,14 @@ export type BenchServingCore = { [K in BenchServingNumberKey]: number } & {
   accept_length: number | null;
 };
 
+/** Figures aerie adds; null where a source (an ingested bench_serving line) does not have them. */
 export interface AerieExtras {
-  p90_e2e_latency_ms: number;
-  p90_ttft_ms: number;
-  p90_tpot_ms: number;
-  p90_itl_ms: number;
+  p90_e2e_latency_ms: number | null;
+  p90_ttft_ms: number | null;
+  p90_tpot_ms: number | null;
+  p90_itl_ms: number | null;
   /** bench_serving prints this but does not write it. */
-  max_itl_ms: number;
+  max_itl_ms: number | null;
   /** Failed requests (left out of every latency figure, as bench_serving does). */
   errors: number;
   /** Up to 5 distinct error messages, to say why without a log dive. */
@@ -71,7 +72,7 @@ export interface AerieExtras {
   /** Mean of meta_info.e2e_latency (server side), null when the server does not report it. */
   mean_server_e2e_latency_ms: number | null;
   /** Most requests the client had in flight at once. */
-  max_in_flight: number;
+  max_in_flight: number | null;
   started_at: string;
 }
 

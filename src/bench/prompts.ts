@@ -72,7 +72,14 @@ export function promptsFromConversations(lines: readonly string[], n: number): s
   return out;
 }
 
-function firstUserTurn(row: unknown): string | undefined {
+/** `n` prompts from a fixed set, in order, starting over when the set runs out. */
+export function cyclePrompts(pool: readonly string[], n: number): string[] {
+  if (pool.length === 0) throw new RangeError('cyclePrompts: the prompt set is empty');
+  return Array.from({ length: n }, (_, i) => pool[i % pool.length]!);
+}
+
+/** The first user turn of one SpecForge / ShareGPT row, or undefined when the row has none. */
+export function firstUserTurn(row: unknown): string | undefined {
   if (typeof row !== 'object' || row === null) return undefined;
   const turns = (row as { conversations?: unknown }).conversations;
   if (!Array.isArray(turns)) return undefined;

@@ -11,6 +11,8 @@ export interface ReportInput {
   notes?: string[];
   /** Column label for the speculative runs. Default "EAGLE3". */
   speculativeLabel?: string;
+  /** How the numbers were taken (dataset, lengths, api, driver), one line each. */
+  settings?: string[];
 }
 
 const DASH = '—';
@@ -48,7 +50,7 @@ export function reportedAcceptLength(r: BenchServingRecord | undefined): number 
   return r.mean_accept_length_per_request ?? r.accept_length ?? undefined;
 }
 
-function headers(label: string): string[] {
+export function headers(label: string): string[] {
   return [
     'Concurrency',
     'Baseline out tok/s',
@@ -62,10 +64,10 @@ function headers(label: string): string[] {
   ];
 }
 
-const fixed = (v: number | undefined | null, digits: number): string =>
+export const fixed = (v: number | undefined | null, digits: number): string =>
   v === undefined || v === null || !Number.isFinite(v) ? DASH : v.toFixed(digits);
 
-function cells(row: ReportRow): string[] {
+export function cells(row: ReportRow): string[] {
   const sp = speedup(row);
   return [
     row.concurrency === null ? DASH : String(row.concurrency),
@@ -81,7 +83,7 @@ function cells(row: ReportRow): string[] {
 }
 
 /** Notes the numbers themselves require: failed requests make a row's figures partial. */
-function derivedNotes(rows: ReportRow[], label: string): string[] {
+export function derivedNotes(rows: ReportRow[], label: string): string[] {
   const out: string[] = [];
   for (const r of rows) {
     for (const [name, rec] of [['baseline', r.baseline], [label, r.speculative]] as const) {
@@ -100,20 +102,70 @@ function derivedNotes(rows: ReportRow[], label: string): string[] {
 export function renderReportMarkdown(input: ReportInput): string {
   const label = input.speculativeLabel ?? 'EAGLE3';
   const rows = pairByConcurrency(input);
-  const head = headers(label);
   const lines = [
     `# ${input.title}`,
     '',
-    `| ${head.join(' | ')} |`,
-    `|${head.map(() => ' ---: ').join('|')}|`,
-    ...rows.map((r) => `| ${cells(r).map(escapeCell).join(' | ')} |`),
+    ...markdownTable(headers(label), rows.map(cells)),
     '',
     `Speedup = ${label} output tok/s ÷ baseline output tok/s at the same concurrency. ` +
       'Accept length = mean of per-request meta_info values (server average when absent).',
   ];
   const notes = [...derivedNotes(rows, label), ...(input.notes ?? [])];
   if (notes.length > 0) lines.push('', ...notes.map((n) => `- ${n}`));
+  if (input.settings && input.settings.length > 0) lines.push('', '## Settings', '', ...input.settings.map((n) => `- ${n}`));
+  for (const [name, records] of [[label, input.speculative], ['Baseline', input.baseline]] as const) {
+    if (!records || records.length === 0) continue;
+    const sorted = [...records].sort((a, b) => (a.max_concurrency ?? Infinity) - (b.max_concurrency ?? Infinity));
+    lines.push('', `## ${name}: every level`, '', ...markdownTable(DETAIL_HEADERS, sorted.map(detailCells)));
+  }
+  lines.push('', METRIC_DEFINITIONS);
   return lines.join('\n') + '\n';
+}
+
+/** Definitions, as bench_serving computes them, printed under every report. */
+export const METRIC_DEFINITIONS =
+  'Definitions (bench_serving\'s): throughput = tokens or requests ÷ level duration; TTFT = send → first token; ' +
+  'TPOT = (E2E − TTFT) ÷ (output tokens − 1); ITL = gap between chunks ÷ tokens in the chunk, pooled over requests; ' +
+  'E2E = send → end of stream; achieved concurrency = Σ E2E ÷ duration. Only successful requests count.';
+
+export const DETAIL_HEADERS = [
+  'Concurrency',
+  'Completed',
+  'Failed',
+  'Req/s',
+  'Out tok/s',
+  'Mean TTFT (ms)',
+  'p99 TTFT (ms)',
+  'Mean TPOT (ms)',
+  'p99 TPOT (ms)',
+  'Mean ITL (ms)',
+  'p99 ITL (ms)',
+  'p99 E2E (ms)',
+  'Achieved concurrency',
+  'Accept length',
+];
+
+export function detailCells(r: BenchServingRecord): string[] {
+  return [
+    r.max_concurrency === null ? DASH : String(r.max_concurrency),
+    String(r.completed),
+    String(r.errors ?? 0),
+    fixed(r.request_throughput, 2),
+    fixed(r.output_throughput, 1),
+    fixed(r.mean_ttft_ms, 1),
+    fixed(r.p99_ttft_ms, 1),
+    fixed(r.mean_tpot_ms, 2),
+    fixed(r.p99_tpot_ms, 2),
+    fixed(r.mean_itl_ms, 2),
+    fixed(r.p99_itl_ms, 2),
+    fixed(r.p99_e2e_latency_ms, 1),
+    fixed(r.concurrency, 1),
+    fixed(reportedAcceptLength(r), 2),
+  ];
+}
+
+function markdownTable(head: string[], rows: string[][]): string[] {
+  return [`| ${head.join(' | ')} |`, `|${head.map(() => ' ---: ').join('|')}|`, ...rows.map((r) => `| ${r.map(escapeCell).join(' | ')} |`)];
 }
 
 export function renderReportTable(input: ReportInput): string {

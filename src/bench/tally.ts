@@ -4,8 +4,10 @@
 // are golden-testable. Each event costs one JSON.parse and O(new tokens) work; the
 // cumulative text SGLang resends in every chunk is looked at only for emptiness.
 
+import { firstKeyIs, objectValueRange, stringValueState } from './json-scan.js';
 import type { SseEvent } from './sse.js';
 import { SSE_DONE } from './sse.js';
+import type { FramedEvent } from './sse-bytes.js';
 import type { BenchApi, RequestResult } from './types.js';
 
 type Json = Record<string, unknown>;
@@ -72,15 +74,46 @@ export function tallyEvent(t: StreamTally, ev: SseEvent, now: number): boolean {
 
 function tallyGenerate(t: StreamTally, data: Json, now: number): void {
   const meta = isObject(data.meta_info) ? data.meta_info : undefined;
+  applyGenerate(t, meta, typeof data.text === 'string' && data.text.length > 0, now);
+}
+
+function applyGenerate(t: StreamTally, meta: Json | undefined, hasText: boolean, now: number): void {
   if (meta) {
     t.meta = meta;
     if (isNum(meta.completion_tokens)) t.completionTokens = meta.completion_tokens;
     if (isNum(meta.prompt_tokens)) t.promptTokens = meta.prompt_tokens;
   }
-  const text = data.text;
-  if (typeof text !== 'string' || text.length === 0) return;
+  if (!hasText) return;
   const count = meta && isNum(meta.completion_tokens) ? meta.completion_tokens : t.lastCount + 1;
   onText(t, count, now);
+}
+
+const DONE_BYTES = Buffer.from(SSE_DONE);
+
+/**
+ * tallyEvent for an event framed by SseByteFramer. A /generate frame is read without
+ * decoding its cumulative text: only meta_info is parsed and the text is checked for
+ * emptiness (json-scan.ts). Error frames (first key "error") and frames of any other
+ * shape take the full-parse path, so the result is the same as tallyEvent's.
+ */
+export function tallyFramed(t: StreamTally, ev: FramedEvent, now: number): boolean {
+  if (!Buffer.isBuffer(ev)) return tallyEvent(t, ev, now);
+  if (t.api !== 'generate' || ev[0] !== 0x7b /* { */ || firstKeyIs(ev, 'error')) {
+    if (ev.length === DONE_BYTES.length && ev.equals(DONE_BYTES)) return tallyEvent(t, { data: SSE_DONE }, now);
+    return tallyEvent(t, { data: ev.toString('utf8') }, now);
+  }
+  const range = objectValueRange(ev, 'meta_info', true);
+  const text = stringValueState(ev, 'text');
+  if (!range || text === 'not-a-string') return tallyEvent(t, { data: ev.toString('utf8') }, now);
+  let meta: unknown;
+  try {
+    meta = JSON.parse(ev.toString('utf8', range[0], range[1]));
+  } catch {
+    return tallyEvent(t, { data: ev.toString('utf8') }, now);
+  }
+  t.lastEventAt = now;
+  applyGenerate(t, isObject(meta) ? meta : undefined, text === 'non-empty', now);
+  return false;
 }
 
 function tallyChat(t: StreamTally, data: Json, now: number): void {

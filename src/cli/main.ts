@@ -9,14 +9,19 @@ import { TASK_QUEUE } from '../shared.js';
 import { connectClient, connectWorker, resolveTemporal, webUiUrl } from '../temporal/connect.js';
 import { ensureDevServer, stopDevServer, stateDir } from '../temporal/dev-server.js';
 import { createWorker } from '../worker.js';
+import { doctorCommand } from './doctor.js';
+import { reportCommand } from './report.js';
 import { resumeCommand, runCommand } from './run.js';
 import { statusCommand } from './status.js';
 
 const USAGE = `aerie — EAGLE-3 drafter pipelines for SGLang, as one durable Temporal workflow
 
   aerie run <config.yaml> [--no-worker]   start a run: preflight → generate → extract → train → deploy → benchmark
+  aerie plan <config.yaml>                every command and environment each stage would run, per host; runs nothing
   aerie resume <run> [--config <file>]    continue a failed or interrupted run; finished stages are not redone
   aerie status <run>                      stages, current phase, failure
+  aerie report <run>                      the benchmark table and where report.html, report.md, results.jsonl are
+  aerie doctor <config.yaml>              check the target host (SSH, interpreters, port, GPUs, paths, disk) without starting a run
   aerie demo                              the whole pipeline on the bundled simulator (examples/demo.yaml)
   aerie worker                            run a worker for the aerie task queue
   aerie dev-server [--stop]               run (or stop) aerie's local Temporal dev server with the Web UI
@@ -45,15 +50,26 @@ async function main(argv: string[]): Promise<number> {
     case 'run':
       if (!positionals[0]) return usage('run needs a config file');
       return runCommand(positionals[0], { worker: !values['no-worker'] });
+    case 'plan': {
+      if (!positionals[0]) return usage('plan needs a config file');
+      const { planCommand } = await import('./plan.js');
+      return planCommand(positionals[0]);
+    }
     case 'demo':
       process.stdout.write('aerie demo: the full pipeline against the simulator (sim/) on this machine\n');
       return runCommand(join(AERIE_HOME, 'examples', 'demo.yaml'), { worker: true });
     case 'resume':
       if (!positionals[0]) return usage('resume needs a run id');
       return resumeCommand(positionals[0], { worker: !values['no-worker'], configPath: values.config });
+    case 'doctor':
+      if (!positionals[0]) return usage('doctor needs a config file');
+      return doctorCommand(positionals[0]);
     case 'status':
       if (!positionals[0]) return usage('status needs a run id');
       return statusCommand(positionals[0]);
+    case 'report':
+      if (!positionals[0]) return usage('report needs a run id');
+      return reportCommand(positionals[0]);
     case 'worker':
       return workerCommand();
     case 'dev-server':

@@ -2,6 +2,7 @@
  * One line about what the running activity is doing, from its latest heartbeat details.
  * Pure: the CLI's live table and `aerie status` share it.
  */
+import { renderSweepProgress } from '../bench/progress.js';
 
 export interface PendingActivity {
   activityType: string;
@@ -41,7 +42,7 @@ export function describeActivity(a: PendingActivity): string {
       break;
     }
     case 'benchmarkSweep':
-      text = d.concurrency !== undefined ? `${String(d.variant)} concurrency ${String(d.concurrency)}: ${num('done') ?? '…'}/${num('total') ?? '…'}` : `${String(d.variant ?? '')} starting`;
+      text = renderSweepProgress(a.details);
       break;
     default:
       text = a.activityType;

@@ -22,16 +22,51 @@ const port = z.number().int().min(1).max(65535);
 
 export const SPECULATIVE_ALGORITHMS = ['EAGLE', 'EAGLE3', 'NEXTN', 'STANDALONE', 'NGRAM'] as const;
 
-export const hostSchema = z.strictObject({
-  kind: z.literal('local').describe('Where the GPU work runs. "local": this machine (SSH hosts arrive with kind "ssh").'),
-  workdir: nonEmpty.describe('Absolute directory on the host for run folders, process records and ledgers.'),
+const workdir = nonEmpty.describe('Absolute directory on the host for run folders, process records and ledgers.');
+
+export const localHostSchema = z.strictObject({
+  kind: z.literal('local').describe('Where the GPU work runs. "local": this machine; "ssh": a remote host over SSH.'),
+  workdir,
 });
 
+export const sshTargetSchema = z.strictObject({
+  host: nonEmpty.describe('An alias from the ssh config file (HostName, User, Port, IdentityFile, ProxyJump apply) or a hostname.'),
+  user: nonEmpty.optional().describe('Login name; default: User from the ssh config, else the local user.'),
+  port: port.optional().describe('Default: Port from the ssh config, else 22.'),
+  'identity-file': nonEmpty.optional().describe('Private key file (~ allowed). Default: IdentityFile from the ssh config, else ~/.ssh/id_*; ssh-agent (SSH_AUTH_SOCK) is tried first.'),
+  'proxy-jump': nonEmpty.optional().describe('Jump hosts, as ssh -J takes them: [user@]host[:port][,...]. Default: ProxyJump from the ssh config.'),
+  'config-file': nonEmpty.optional().describe('ssh config file to read aliases from. Default: ~/.ssh/config.'),
+  'strict-host-key-checking': z
+    .enum(['yes', 'accept-new'])
+    .default('yes')
+    .describe('"yes": the host key must already be in known_hosts. "accept-new": trust and record a host seen for the first time; a changed key is refused either way.'),
+  'known-hosts-file': nonEmpty.optional().describe('known_hosts file. Default: UserKnownHostsFile from the ssh config, else ~/.ssh/known_hosts.'),
+});
+
+export const sshHostSchema = z.strictObject({
+  kind: z.literal('ssh'),
+  ssh: sshTargetSchema,
+  'exec-prefix': z
+    .array(nonEmpty)
+    .optional()
+    .describe('argv put before every command, for hosts reached through a container runtime, e.g. [pct, exec, "129", "--"] or [docker, exec, -i, NAME]. Files are then read and written through commands too.'),
+  workdir,
+});
+
+export const hostSchema = z.discriminatedUnion('kind', [localHostSchema, sshHostSchema]);
+
 export const readinessSchema = z.strictObject({
-  endpoint: z.enum(['/health', '/health_generate']).default('/health'),
-  'poll-interval': duration.default(2000),
-  budget: duration.default(20 * 60_000).describe('How long a model load may take before the launch fails.'),
-  'smoke-tokens': z.number().int().min(1).max(64).default(8),
+  endpoint: z
+    .enum(['/health', '/health_generate'])
+    .default('/health')
+    .describe('Health endpoint polled for readiness; only exactly HTTP 200 counts. Older SGLang answers /health 200 before it can generate: use /health_generate there.'),
+  'require-ready-line': z
+    .boolean()
+    .default(true)
+    .describe('Also wait for the log line "The server is fired up and ready to roll!" (guards against /health 200 during warmup in older SGLang). Turn off only if the server log level hides info lines.'),
+  'poll-interval': duration.default(2000).describe('How often readiness is polled and a server in use is checked; a dead server is reported within one interval.'),
+  budget: duration.default(20 * 60_000).describe('How long a model load may take, from the launch, before the launch fails.'),
+  'smoke-tokens': z.number().int().min(1).max(64).default(8).describe('Tokens of the greedy smoke generation sent once the server is ready.'),
 });
 
 export const serverSchema = z.strictObject({
@@ -53,22 +88,60 @@ export const generateSchema = z.strictObject({
   concurrency: z.number().int().min(1).max(4096).default(64),
   'num-samples': z.number().int().min(1).optional(),
   'request-retries': z.number().int().min(0).max(10).default(3),
+  'shard-size': z
+    .number()
+    .int()
+    .min(1)
+    .max(100_000)
+    .default(256)
+    .describe('Finished rows per shard file: the most a crash can lose is one unwritten shard (and at most 10 s of work).'),
 });
 
-export const extractSchema = z.strictObject({
+const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name');
+
+/** The target launched with a hidden-state dump patch; aerie prefills every sample and collects the dumps. */
+export const patchedServerExtractSchema = z.strictObject({
   driver: z.literal('patched-server').default('patched-server'),
-  'dump-env': z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/).default('SGLANG_HS_DUMP_DIR'),
+  'dump-env': envName.default('SGLANG_HS_DUMP_DIR'),
   'dump-dir': nonEmpty.describe('RAM-backed directory the patched server dumps into (e.g. /dev/shm/sglang_hs).'),
   'hidden-size': z.number().int().min(1).optional().describe("Target hidden size; read from the model's config.json when absent."),
   concurrency: z.number().int().min(1).default(8),
 });
 
-export const trainSchema = z.strictObject({
-  driver: z.enum(['specforge-v0.2']).default('specforge-v0.2'),
+/** SpecForge's scripts/prepare_hidden_states.py, launched detached; writes rows_<k>/data_{i}.ckpt for offline training. */
+export const specforgeOfflineExtractSchema = z.strictObject({
+  driver: z.literal('specforge-offline'),
   launcher: argv
-    .default(['torchrun', '--standalone', '--nproc_per_node', '8', 'scripts/train_eagle3.py'])
-    .describe('argv that starts the trainer; aerie appends the SpecForge flags.'),
+    .default(['torchrun', '--standalone', '--nproc_per_node', '8', 'scripts/prepare_hidden_states.py'])
+    .describe('argv that starts prepare_hidden_states.py; aerie appends its flags.'),
+  'draft-model-config': nonEmpty.optional().describe("Draft config.json on the host; stages.train's when absent."),
+  'chat-template': z.string().default('llama3'),
+  'max-length': z.number().int().min(16).default(2048),
+  'tp-size': z.number().int().min(1).default(1),
+  'batch-size': z.number().int().min(1).default(32),
+  'file-group-size': z.number().int().min(1).default(2000),
+  compress: z.boolean().default(false).describe('--compress: data_{i}.ckpt.gz instead of .ckpt.'),
+  'is-preformatted': z.boolean().default(false),
+  'sglang-mem-fraction-static': z.number().gt(0).lt(1).optional(),
+  'dist-timeout': z.number().int().min(1).optional().describe('--dist-timeout; raise it on large datasets (NCCL barrier timeouts).'),
+  'hidden-size': z.number().int().min(1).optional().describe("Target hidden size for the disk estimate; read from the model's config.json when absent."),
+  python: nonEmpty.default('python3').describe('Interpreter on the host that checks the written files (reads their zip directories).'),
+  env: envMap.default({}),
+  'extra-args': z.array(z.string()).default([]),
+  'crash-retries': z.number().int().min(0).max(20).default(3),
+});
+
+export const extractSchema = z.discriminatedUnion('driver', [patchedServerExtractSchema, specforgeOfflineExtractSchema], {
+  error: () => 'driver must be "patched-server" (the default) or "specforge-offline"',
+});
+
+const trainCommon = {
   'draft-model-config': nonEmpty.describe('EAGLE-3 draft config.json on the host.'),
+  env: envMap.default({}),
+  'crash-retries': z.number().int().min(0).max(20).default(3).describe('Relaunches from the latest checkpoint after a trainer crash.'),
+};
+
+const hyper = {
   'chat-template': z.string().default('llama3'),
   'num-epochs': z.number().int().min(1).default(2),
   'batch-size': z.number().int().min(1).default(1),
@@ -76,11 +149,64 @@ export const trainSchema = z.strictObject({
   'max-length': z.number().int().min(16).default(2048),
   'ttt-length': z.number().int().min(1).default(7),
   'save-interval': z.number().int().min(1).default(500),
+};
+
+/** SpecForge v0.2: torchrun scripts/train_eagle3.py with flags. */
+export const specforgeV02TrainSchema = z.strictObject({
+  driver: z.literal('specforge-v0.2').default('specforge-v0.2'),
+  launcher: argv
+    .default(['torchrun', '--standalone', '--nproc_per_node', '8', 'scripts/train_eagle3.py'])
+    .describe('argv that starts the trainer; aerie appends the SpecForge flags.'),
+  ...trainCommon,
+  ...hyper,
   'tp-size': z.number().int().min(1).default(1),
-  env: envMap.default({}),
   'extra-args': z.array(z.string()).default([]),
-  'crash-retries': z.number().int().min(0).max(20).default(3).describe('Relaunches from the latest checkpoint after a trainer crash.'),
 });
+
+const dottedKey = z.string().regex(/^[a-z_]+(\.[a-z_0-9]+)+$/, 'a dotted SpecForge config key such as training.warmup_ratio');
+
+/** Current SpecForge: `specforge train -c <config.yaml> key=value ...`, then `specforge export --to sglang`. */
+export const specforgeTrainSchema = z.strictObject({
+  driver: z.literal('specforge'),
+  launcher: argv.default(['specforge']).describe('argv of the specforge CLI; aerie appends `train -c ...` and `export --to sglang ...`.'),
+  ...trainCommon,
+  ...hyper,
+  'max-steps': z.number().int().min(1).optional(),
+  'max-checkpoints': z.number().int().min(0).optional(),
+  'target-backend': z.enum(['sglang', 'hf', 'custom']).default('sglang'),
+  'run-id': z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/).default('aerie').describe("SpecForge's run_id: checkpoints are <run-id>-step<N>."),
+  overrides: z
+    .record(dottedKey, z.union([z.string(), z.number(), z.boolean()]))
+    .default({})
+    .describe('Extra config fields, written into the generated config.yaml (e.g. deployment.trainer.nproc_per_node: 8).'),
+});
+
+/**
+ * Any trainer, as an argv template. Placeholders: {target_model}, {draft_model_config},
+ * {train_data}, {hidden_states}, {hidden_states_layout}, {output_dir}, {run_dir}; in
+ * resume-args also {checkpoint}.
+ */
+export const commandTrainSchema = z.strictObject({
+  driver: z.literal('command'),
+  launcher: argv.describe('argv template of the trainer, e.g. [python3, train.py, --data, "{train_data}", --out, "{output_dir}"].'),
+  ...trainCommon,
+  'drafter-dir': z.string().default('{output_dir}').describe('Where the finished, servable drafter is (template).'),
+  'checkpoint-pattern': z
+    .string()
+    .optional()
+    .describe('Regex for checkpoint directory names under {output_dir}, its first group the step (e.g. "^checkpoint-(\\d+)$").'),
+  'resume-args': z.array(z.string()).default([]).describe('Appended on a relaunch from a checkpoint, e.g. [--resume-from, "{checkpoint}"].'),
+});
+
+export const trainSchema = z.discriminatedUnion('driver', [specforgeV02TrainSchema, specforgeTrainSchema, commandTrainSchema], {
+  error: () => 'driver must be "specforge-v0.2" (the default), "specforge" or "command"',
+});
+
+export type PatchedServerExtract = z.output<typeof patchedServerExtractSchema>;
+export type SpecforgeOfflineExtract = z.output<typeof specforgeOfflineExtractSchema>;
+export type SpecforgeV02Train = z.output<typeof specforgeV02TrainSchema>;
+export type SpecforgeTrain = z.output<typeof specforgeTrainSchema>;
+export type CommandTrain = z.output<typeof commandTrainSchema>;
 
 export const deploySchema = z.strictObject({
   'speculative-algorithm': z.enum(SPECULATIVE_ALGORITHMS).default('EAGLE3'),
@@ -91,18 +217,60 @@ export const deploySchema = z.strictObject({
   'max-running-requests': z.number().int().min(1).optional(),
   'acceptance-threshold': z.number().min(1).default(1.3),
   'acceptance-requests': z.number().int().min(1).default(4),
+  'allow-algorithm-mismatch': z
+    .boolean()
+    .default(false)
+    .describe('For experiments only: launch even when the speculative algorithm cannot use the drafter (EAGLE with an EAGLE-3 drafter). The acceptance gate still measures it, and fails it at accept length 1.00.'),
 });
 
-export const benchmarkSchema = z.strictObject({
-  concurrencies: z.array(z.number().int().min(1)).min(1).default([1, 2, 5, 10, 30, 70, 100, 250]),
-  'prompts-per-level': z.number().int().min(1).optional().describe('Requests per level; default max(16, 2 × concurrency).'),
-  'output-len': z.number().int().min(1).default(256),
-  'input-len': z.number().int().min(1).default(256).describe('Prompt length in words for generated prompts.'),
-  warmup: z.number().int().min(0).default(1),
-  api: z.enum(['generate', 'chat']).default('generate'),
-  baseline: z.boolean().default(true).describe('Also benchmark the target alone, for the speedup column.'),
-  seed: z.number().int().default(1),
-});
+export const benchmarkSchema = z
+  .strictObject({
+    concurrencies: z.array(z.number().int().min(1)).min(1).default([1, 2, 5, 10, 30, 70, 100, 250]),
+    'prompts-per-level': z.number().int().min(1).optional().describe('Requests per level; default max(16, 2 × concurrency).'),
+    'output-len': z.number().int().min(1).default(256).describe('Tokens per response (EOS ignored), like bench_serving --random-output-len / --sharegpt-output-len.'),
+    'input-len': z.number().int().min(1).default(256).describe('Prompt length in words for random prompts.'),
+    warmup: z.number().int().min(0).default(1).describe('Uncounted requests before each level (output capped at 32 tokens, as bench_serving does).'),
+    api: z
+      .enum(['generate', 'chat'])
+      .default('generate')
+      .describe('generate: SGLang native /generate (bench_serving --backend sglang); chat: /v1/chat/completions (--backend sglang-oai-chat).'),
+    dataset: z
+      .enum(['random', 'held-out', 'file'])
+      .default('random')
+      .describe(
+        'random: prompts of input-len random words; held-out: the first user turns of stages.generate.input rows after the first num-samples (never trained on); file: the first user turns of dataset-path.',
+      ),
+    'dataset-path': nonEmpty
+      .optional()
+      .describe('With dataset: file — conversations on the host: SpecForge or ShareGPT jsonl, or a ShareGPT .json array. Prompts are cycled when a level needs more.'),
+    baseline: z.boolean().default(true).describe('Also benchmark the target alone, for the speedup column.'),
+    'reuse-generate-server': z
+      .boolean()
+      .default(true)
+      .describe('Benchmark the target alone on the generate stage\'s server right after it regenerated the data (saves a model load); levels still missing later get their own baseline server.'),
+    driver: z
+      .enum(['aerie', 'bench-serving'])
+      .default('aerie')
+      .describe("aerie: aerie's own load generator; bench-serving: run `python -m sglang.bench_serving` on the host per level and ingest its JSONL."),
+    'bench-serving': z
+      .strictObject({
+        launcher: argv
+          .optional()
+          .describe("argv that runs bench_serving on the host; default: server.launcher's interpreter with -m sglang.bench_serving."),
+        'extra-args': z.array(z.string()).default([]).describe('Appended to every bench_serving command line.'),
+        timeout: duration.default(2 * 3_600_000).describe('Longest one level may run.'),
+      })
+      .prefault({}),
+    seed: z.number().int().default(1),
+  })
+  .superRefine((b, ctx) => {
+    if (b.dataset === 'file' && !b['dataset-path']) {
+      ctx.addIssue({ code: 'custom', path: ['dataset-path'], message: 'is required when dataset is "file"' });
+    }
+    if (b.dataset !== 'file' && b['dataset-path']) {
+      ctx.addIssue({ code: 'custom', path: ['dataset-path'], message: `is only read when dataset is "file" (dataset is "${b.dataset}")` });
+    }
+  });
 
 export const configSchema = z.strictObject({
     run: z
@@ -142,13 +310,26 @@ export function crossFieldProblems(raw: unknown): { path: string[]; message: str
   }
   for (const [name, h] of Object.entries(hosts)) {
     if (typeof h?.workdir === 'string' && !h.workdir.startsWith('/')) {
-      out.push({ path: ['hosts', name, 'workdir'], message: `must be an absolute path, got "${h.workdir}"` });
+      const onHost = h.kind === 'ssh' ? ' on the host (~ and relative paths are not expanded there)' : '';
+      out.push({ path: ['hosts', name, 'workdir'], message: `must be an absolute path${onHost}, got "${h.workdir}"` });
+    }
+    // Each argv word is its own element; "pct exec 129 --" as one string would be one program name.
+    const prefix = h?.['exec-prefix'];
+    if (Array.isArray(prefix)) {
+      prefix.forEach((word: unknown, i: number) => {
+        if (typeof word === 'string' && /\s/.test(word.trim())) {
+          out.push({
+            path: ['hosts', name, 'exec-prefix', String(i)],
+            message: `"${word}" holds several words; give each its own element, e.g. [${word.trim().split(/\s+/).map((w) => JSON.stringify(w)).join(', ')}]`,
+          });
+        }
+      });
     }
   }
   // The train stage always produces an EAGLE-3 drafter; serving it with EAGLE starts fine
   // and accepts nothing (incident 3), so the combination is refused before any launch.
   const deploy = doc.stages?.deploy ?? {};
-  if (deploy['speculative-algorithm'] === 'EAGLE' && !deploy['draft-model-path']) {
+  if (deploy['speculative-algorithm'] === 'EAGLE' && !deploy['draft-model-path'] && deploy['allow-algorithm-mismatch'] !== true) {
     out.push({
       path: ['stages', 'deploy', 'speculative-algorithm'],
       message:

@@ -2,6 +2,7 @@
 import type { Config, HostConfig } from '../config/schema.js';
 import type { Host } from './host.js';
 import { LocalHost } from './local.js';
+import { SshHost } from './ssh.js';
 
 export type { Host } from './host.js';
 
@@ -9,6 +10,8 @@ export function createHost(name: string, cfg: HostConfig): Host {
   switch (cfg.kind) {
     case 'local':
       return new LocalHost({ name, workdir: cfg.workdir });
+    case 'ssh':
+      return new SshHost({ name, workdir: cfg.workdir, ssh: cfg.ssh, execPrefix: cfg['exec-prefix'] });
   }
 }
 

@@ -54,7 +54,7 @@ export function stageInputs(config: Config, stage: StageName): unknown {
       return { model, generate: g };
     }
     case 'extract': {
-      const { concurrency: _c, 'dump-dir': _d, ...e } = s.extract;
+      const { concurrency: _c, 'dump-dir': _d, ...e } = s.extract as typeof s.extract & { concurrency?: number; 'dump-dir'?: string };
       return { model, extract: e };
     }
     case 'train': {

@@ -49,6 +49,7 @@ function parseTurn(raw: unknown, n: number): Turn | { reason: string } {
   if (typeof raw.role === 'string') {
     if (!SPECFORGE_ROLES.has(raw.role)) return { reason: `turn ${n}: unknown role "${raw.role}"` };
     if (typeof raw.content !== 'string') return { reason: `turn ${n}: content is not a string` };
+    if (raw.role !== 'assistant' && raw.content.trim() === '') return { reason: `turn ${n}: empty ${raw.role} content` };
     const turn: Turn = { role: raw.role as Role, content: raw.content };
     if (typeof raw.reasoning_content === 'string' && raw.reasoning_content !== '') {
       turn.reasoning_content = raw.reasoning_content;
@@ -59,12 +60,17 @@ function parseTurn(raw: unknown, n: number): Turn | { reason: string } {
     const role = SHAREGPT_ROLES[raw.from];
     if (!role) return { reason: `turn ${n}: unknown role "${raw.from}"` };
     if (typeof raw.value !== 'string') return { reason: `turn ${n}: value is not a string` };
+    if (role !== 'assistant' && raw.value.trim() === '') return { reason: `turn ${n}: empty ${role} content` };
     return { role, content: raw.value };
   }
   return { reason: `turn ${n}: no role (neither "role" nor "from")` };
 }
 
-/** One jsonl line → a sample, or the reason it cannot be one. Turn numbers in reasons are 1-based. */
+/**
+ * One jsonl line → a sample, or the reason it cannot be one. Turn numbers in reasons are 1-based.
+ * An empty system or user turn is malformed (there is nothing to answer or to condition on);
+ * an empty assistant turn is fine, since regeneration replaces it.
+ */
 export function parseSampleLine(line: string): ParsedLine {
   let obj: unknown;
   try {

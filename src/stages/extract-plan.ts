@@ -44,21 +44,35 @@ export interface ExtractError {
   error: string;
 }
 
+/** A planned sample without its text: what a resume check and the disk estimate need, kept for all samples. */
+export type ExtractRef = Omit<ExtractItem, 'text'> & { textSha256: string };
+
+/** Plans one line at a time (by its 0-based index among non-blank lines), remembering only ids seen. */
+export class ExtractPlanner {
+  private readonly seen = new Set<string>();
+
+  plan({ lineNo, text: raw }: NumberedLine, index: number): { item: ExtractItem } | { error: ExtractError } {
+    const parsed = parseSampleLine(raw);
+    if (!parsed.ok) return { error: { line: lineNo, error: parsed.reason } };
+    const { id } = parsed.sample;
+    const unsafe = unsafeIdReason(id);
+    if (unsafe) return { error: { id, line: lineNo, error: unsafe } };
+    // Two samples with one id would share one file name.
+    if (this.seen.has(id)) return { error: { id, line: lineNo, error: 'duplicate id' } };
+    this.seen.add(id);
+    const text = renderForExtraction(parsed.sample);
+    return { item: { index, lineNo, id, text, estTokens: estimateTokens(text), file: `${shardDirName(index)}/${id}.hs` } };
+  }
+}
+
 export function planExtract(lines: readonly NumberedLine[]): { items: ExtractItem[]; errors: ExtractError[] } {
   const items: ExtractItem[] = [];
   const errors: ExtractError[] = [];
-  const seen = new Set<string>();
-  lines.forEach(({ lineNo, text: raw }, index) => {
-    const parsed = parseSampleLine(raw);
-    if (!parsed.ok) return void errors.push({ line: lineNo, error: parsed.reason });
-    const { id } = parsed.sample;
-    const unsafe = unsafeIdReason(id);
-    if (unsafe) return void errors.push({ id, line: lineNo, error: unsafe });
-    // Two samples with one id would share one file name.
-    if (seen.has(id)) return void errors.push({ id, line: lineNo, error: 'duplicate id' });
-    seen.add(id);
-    const text = renderForExtraction(parsed.sample);
-    items.push({ index, lineNo, id, text, estTokens: estimateTokens(text), file: `${shardDirName(index)}/${id}.hs` });
+  const planner = new ExtractPlanner();
+  lines.forEach((line, index) => {
+    const r = planner.plan(line, index);
+    if ('item' in r) items.push(r.item);
+    else errors.push(r.error);
   });
   return { items, errors };
 }

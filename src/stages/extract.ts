@@ -19,14 +19,16 @@ import {
   expectedDumpBytes,
   formatBytes,
   isIndexEntry,
-  planExtract,
+  ExtractPlanner,
   type ExtractError,
   type ExtractItem,
+  type ExtractRef,
   type IndexEntry,
 } from './extract-plan.js';
 import { ServerUnreachableError, withRetries } from './generate-http.js';
-import { runPool, StageAbortedError } from './generate-pool.js';
-import { readShards, sha256Hex, ShardWriter, splitJsonlLines, writeJsonlFile, type FileEntry } from './jsonl.js';
+import { runPoolAsync, StageAbortedError } from './generate-pool.js';
+import { digestLines, streamLines } from './host-lines.js';
+import { readShards, sha256Hex, ShardWriter, writeJsonlFile, type FileEntry } from './jsonl.js';
 
 export interface ExtractProgress {
   done: number;
@@ -114,7 +116,7 @@ async function readIndex(host: Host, outDir: string): Promise<{ entries: Map<str
 /** Which earlier entries still hold: same file, same text, exact size on disk now. */
 async function reverify(
   job: ExtractJob,
-  items: ExtractItem[],
+  items: ExtractRef[],
   entries: Map<string, Finished>,
 ): Promise<Map<string, Finished>> {
   const sizes = new Map<string, Map<string, number>>();
@@ -134,7 +136,7 @@ async function reverify(
   const good = new Map<string, Finished>();
   for (const item of items) {
     const e = entries.get(item.id);
-    if (!e || e.file !== item.file || e.textSha256 !== sha256Hex(item.text)) continue;
+    if (!e || e.file !== item.file || e.textSha256 !== item.textSha256) continue;
     if (e.bytes !== expectedDumpBytes(e.tokens, job.hiddenSize)) continue;
     const slash = item.file.lastIndexOf('/');
     const size = (await sizesIn(item.file.slice(0, slash))).get(item.file.slice(slash + 1));
@@ -143,7 +145,7 @@ async function reverify(
   return good;
 }
 
-async function checkSpace(job: ExtractJob, todo: ExtractItem[]): Promise<void> {
+async function checkSpace(job: ExtractJob, todo: ExtractRef[]): Promise<void> {
   const tokens = todo.reduce((sum, it) => sum + it.estTokens, 0);
   const needed = tokens * estimatedBytesPerToken(job.hiddenSize);
   const free = await job.host.freeBytes(job.outDir);
@@ -159,7 +161,7 @@ async function checkSpace(job: ExtractJob, todo: ExtractItem[]): Promise<void> {
 }
 
 /** Dumps of our samples left in the dump dir by an interrupted run: RAM we must give back. */
-async function clearStaleDumps(job: ExtractJob, items: ExtractItem[]): Promise<void> {
+async function clearStaleDumps(job: ExtractJob, items: ExtractRef[]): Promise<void> {
   const st = await job.host.stat(job.dumpDir);
   if (!st?.isDirectory) return;
   const ours = new Set(items.map((it) => `${it.id}.hs`));
@@ -173,9 +175,22 @@ export async function runExtract(job: ExtractJob): Promise<ExtractSummary> {
   const { host } = job;
   if (!(job.concurrency >= 1)) throw new Error(`extract: concurrency must be at least 1 (got ${job.concurrency})`);
   if (!(job.hiddenSize >= 1)) throw new Error(`extract: hiddenSize must be at least 1 (got ${job.hiddenSize})`);
-  const samplesData = await host.readFile(job.samplesPath);
-  const lines = splitJsonlLines(samplesData);
-  const { items, errors: planErrors } = planExtract(lines);
+  // Pass 1, streamed: every sample's id, file and text hash (not its text) and the plan errors.
+  const digest = await digestLines(host, job.samplesPath);
+  const items: ExtractRef[] = [];
+  const planErrors: ExtractError[] = [];
+  {
+    const planner = new ExtractPlanner();
+    let index = 0;
+    for await (const line of streamLines(host, job.samplesPath)) {
+      const r = planner.plan(line, index++);
+      if ('error' in r) planErrors.push(r.error);
+      else {
+        const { text, ...ref } = r.item;
+        items.push({ ...ref, textSha256: sha256Hex(text) });
+      }
+    }
+  }
 
   await host.mkdirp(job.outDir);
   const previous = await readIndex(host, job.outDir);
@@ -207,7 +222,7 @@ export async function runExtract(job: ExtractJob): Promise<ExtractSummary> {
   });
 
   const runErrors: ExtractError[] = [];
-  const total = lines.length;
+  const total = planErrors.length + items.length;
   const resumed = finished.size;
   let bytes = [...finished.values()].reduce((s, e) => s + e.bytes, 0);
   let finishedThisRun = 0;
@@ -249,8 +264,18 @@ export async function runExtract(job: ExtractJob): Promise<ExtractSummary> {
     report();
   };
 
+  // Pass 2, streamed: the texts of the samples still to do, read as the workers pull them.
+  const wanted = new Set(todo.map((it) => it.index));
+  async function* todoItems(): AsyncGenerator<ExtractItem> {
+    const planner = new ExtractPlanner();
+    let index = 0;
+    for await (const line of streamLines(host, job.samplesPath)) {
+      const r = planner.plan(line, index++);
+      if ('item' in r && wanted.has(r.item.index)) yield r.item;
+    }
+  }
   try {
-    await runPool(todo, extract, { concurrency: job.concurrency, signal: job.signal });
+    await runPoolAsync(todoItems(), extract, { concurrency: job.concurrency, signal: job.signal });
   } catch (err) {
     await writer.close().catch(() => undefined);
     throw err;
@@ -262,14 +287,14 @@ export async function runExtract(job: ExtractJob): Promise<ExtractSummary> {
   if (job.signal?.aborted) {
     throw new StageAbortedError('extract', `${finished.size} of ${total} samples are saved in ${job.outDir}; rerun to resume`);
   }
-  return finish(job, samplesData, total, items, finished, [...planErrors, ...runErrors], resumed);
+  return finish(job, digest.sha256, total, items, finished, [...planErrors, ...runErrors], resumed);
 }
 
 async function finish(
   job: ExtractJob,
-  samplesData: Buffer,
+  samplesSha256: string,
   input: number,
-  items: ExtractItem[],
+  items: ExtractRef[],
   finished: Map<string, Finished>,
   errors: ExtractError[],
   resumed: number,
@@ -294,7 +319,7 @@ async function finish(
   ];
   const manifest: ExtractManifest = {
     samples: job.samplesPath,
-    samplesSha256: sha256Hex(samplesData),
+    samplesSha256,
     hiddenSize: job.hiddenSize,
     layout: 'rows_{k*2000}-{(k+1)*2000}/<id>.hs, k = sample index / 2000; prompt_tokens × 3 × hiddenSize bf16 each',
     counts,

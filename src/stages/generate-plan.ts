@@ -15,29 +15,30 @@ export type PlanEntry =
 /** Longest raw line kept in a reject row: enough to find and fix it, not a copy of the data. */
 const REJECT_TEXT_MAX = 1000;
 
-export function planGenerate(lines: readonly NumberedLine[]): PlanEntry[] {
-  const seen = new Map<string, number>();
-  const plan: PlanEntry[] = [];
-  for (const { lineNo, text } of lines) {
+/**
+ * Plans one line at a time, remembering only the ids seen so far (for duplicates): what a
+ * streamed input needs. planGenerate over the same lines gives the same entries.
+ */
+export class LinePlanner {
+  private readonly seen = new Set<string>();
+
+  plan({ lineNo, text }: NumberedLine): PlanEntry {
     const parsed = parseSampleLine(text);
     const raw = text.length > REJECT_TEXT_MAX ? text.slice(0, REJECT_TEXT_MAX) + '…' : text;
-    if (!parsed.ok) {
-      plan.push({ action: 'reject', lineNo, reason: parsed.reason, text: raw });
-      continue;
-    }
+    if (!parsed.ok) return { action: 'reject', lineNo, reason: parsed.reason, text: raw };
     const { sample } = parsed;
-    const first = seen.get(sample.id);
-    if (first !== undefined) {
-      plan.push({ action: 'reject', lineNo, id: sample.id, reason: 'duplicate id', text: raw });
-      continue;
-    }
-    seen.set(sample.id, lineNo);
+    if (this.seen.has(sample.id)) return { action: 'reject', lineNo, id: sample.id, reason: 'duplicate id', text: raw };
+    this.seen.add(sample.id);
     const unsafe = unsafeIdReason(sample.id);
-    if (unsafe) plan.push({ action: 'error', lineNo, sample, error: unsafe });
-    else if (!hasUserTurn(sample)) plan.push({ action: 'skip', lineNo, sample, reason: 'no user turn' });
-    else plan.push({ action: 'regenerate', lineNo, sample });
+    if (unsafe) return { action: 'error', lineNo, sample, error: unsafe };
+    if (!hasUserTurn(sample)) return { action: 'skip', lineNo, sample, reason: 'no user turn' };
+    return { action: 'regenerate', lineNo, sample };
   }
-  return plan;
+}
+
+export function planGenerate(lines: readonly NumberedLine[]): PlanEntry[] {
+  const planner = new LinePlanner();
+  return lines.map((l) => planner.plan(l));
 }
 
 export type Status = 'ok' | 'error' | 'skipped' | 'rejected';

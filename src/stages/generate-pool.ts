@@ -4,6 +4,8 @@
  * barriers where the slowest request of a batch idles the rest).
  */
 
+import { setMaxListeners } from 'node:events';
+
 export interface PoolOptions {
   concurrency: number;
   /** Workers stop taking new items once this is aborted (in-flight items see it too). */
@@ -22,6 +24,7 @@ export async function runPool<T>(
   const iterator = items[Symbol.iterator]();
   const stop = new AbortController();
   const signal = opts.signal ? AbortSignal.any([opts.signal, stop.signal]) : stop.signal;
+  setMaxListeners(Math.max(10, Math.floor(opts.concurrency) * 2 + 10), signal);
   let firstError: unknown = null;
   const worker = async (): Promise<void> => {
     while (!signal.aborted) {
@@ -38,6 +41,58 @@ export async function runPool<T>(
   };
   const n = Math.max(1, Math.floor(opts.concurrency));
   await Promise.all(Array.from({ length: n }, () => worker()));
+  if (firstError !== null) throw firstError;
+}
+
+/**
+ * runPool over an async source (a file streamed from a host): workers pull the next item as
+ * they free up, so the source is read only as fast as the work goes. Concurrent pulls are
+ * serialised here, so any async iterator will do.
+ */
+export async function runPoolAsync<T>(
+  items: AsyncIterable<T>,
+  work: (item: T, signal: AbortSignal) => Promise<void>,
+  opts: PoolOptions,
+): Promise<void> {
+  const iterator = items[Symbol.asyncIterator]();
+  const stop = new AbortController();
+  const signal = opts.signal ? AbortSignal.any([opts.signal, stop.signal]) : stop.signal;
+  // Every in-flight item listens for the abort: that many listeners is the design, not a leak.
+  setMaxListeners(Math.max(10, Math.floor(opts.concurrency) * 2 + 10), signal);
+  let firstError: unknown = null;
+  let pulling: Promise<unknown> = Promise.resolve();
+  const pull = (): Promise<IteratorResult<T>> => {
+    const next = pulling.then(() => iterator.next());
+    pulling = next.catch(() => undefined);
+    return next;
+  };
+  const fail = (err: unknown): void => {
+    if (firstError === null) firstError = err;
+    stop.abort(err);
+  };
+  const worker = async (): Promise<void> => {
+    while (!signal.aborted) {
+      let next: IteratorResult<T>;
+      try {
+        next = await pull();
+      } catch (err) {
+        return fail(err);
+      }
+      if (next.done || signal.aborted) return;
+      try {
+        await work(next.value, signal);
+      } catch (err) {
+        return fail(err);
+      }
+    }
+  };
+  const n = Math.max(1, Math.floor(opts.concurrency));
+  try {
+    await Promise.all(Array.from({ length: n }, () => worker()));
+  } finally {
+    // Let the source release what it holds (an open read) when we stop early.
+    await iterator.return?.().catch(() => undefined);
+  }
   if (firstError !== null) throw firstError;
 }
 

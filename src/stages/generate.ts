@@ -3,21 +3,30 @@
  * the target model, so the drafter learns the target's own distribution.
  *
  * Output layout under outDir:
- *   shards/<kind>-<seq>.jsonl   rows as they finish (kind ok|error|skipped|rejected), atomic
+ *   shards/<kind>-<seq>.jsonl   rows as they finish (kind ok|error|skipped|rejected), atomic,
+ *                               each shard sorted by input line
+ *   shards/index.jsonl          one line per shard written: {file, kind, seq, rows, bytes, sha256}
  *   shards/input.json           the input's sha256, so a resume never mixes two inputs
  *   train.jsonl                 ok rows, in input order (SpecForge conversations format)
  *   train_error.jsonl, train_skipped.jsonl, train_rejected.jsonl
- *   manifest.json               { input, inputSha256, generation, counts, files }
+ *   manifest.json               { input, inputSha256, generation, counts, files, shards }
  *
  * Resume is by id (rejects by line number): rows already in a shard are never redone, so each
  * id appears exactly once across the outputs whatever was interrupted.
+ *
+ * Everything streams: the input is read a chunk at a time as the workers pull samples, rows
+ * leave memory when their shard is written, and the outputs are a k-way merge of the shards.
+ * What stays per sample is its key and line number (a few dozen bytes), for resume and order.
  */
 import type { Host } from '../hosts/host.js';
 import type { Turn } from './conversations.js';
 import { postJson, ServerUnreachableError, withRetries } from './generate-http.js';
-import { planGenerate, regenerateTurns, rejectRow, type PlanEntry, type Status } from './generate-plan.js';
-import { runPool, StageAbortedError } from './generate-pool.js';
-import { readShards, sha256Hex, ShardWriter, splitJsonlLines, writeJsonlFile, type FileEntry } from './jsonl.js';
+import { mergeShards } from './generate-merge.js';
+import { LinePlanner, regenerateTurns, rejectRow, type PlanEntry, type Status } from './generate-plan.js';
+import { runPoolAsync, StageAbortedError } from './generate-pool.js';
+import { digestLines, streamLines } from './host-lines.js';
+import { JsonlAppender } from './jsonl-append.js';
+import { listShardFiles, readShardIndex, sha256Hex, ShardWriter, splitJsonlLines, type FileEntry, type ShardIndexEntry } from './jsonl.js';
 
 export interface GenerateProgress {
   done: number;
@@ -45,6 +54,8 @@ export interface GenerateJob {
   retries: number;
   shardSize?: number;
   flushMs?: number;
+  /** Bytes per read of the input through the host (default 4 MiB). */
+  inputChunkBytes?: number;
   /** Per-request budget (default 10 minutes); a timeout is the sample's error. */
   requestTimeoutMs?: number;
   signal?: AbortSignal;
@@ -65,6 +76,7 @@ export interface GenerateManifest {
   generation: { model: string; temperature: number; maxTokens: number };
   counts: GenerateCounts;
   files: FileEntry[];
+  shards: { dir: string; files: number; index: string };
 }
 
 export interface GenerateSummary {
@@ -88,6 +100,24 @@ function rowKey(kind: string, row: Record<string, unknown>): string | null {
   return typeof row.id === 'string' ? `id:${row.id}` : null;
 }
 
+const ID_PREFIX = /^\{"id":("(?:[^"\\]|\\.)*")[,}]/;
+const LINE_PREFIX = /^\{"line":(\d+)[,}]/;
+
+/**
+ * rowKey from a row's JSON text. Rows aerie writes start with their key ({"id": or {"line":),
+ * so the key is read from the prefix without parsing the conversation; anything else is parsed.
+ */
+function rowKeyOfText(kind: string, text: string): string | null {
+  if (kind === 'rejected') {
+    const m = LINE_PREFIX.exec(text);
+    if (m) return `line:${m[1]}`;
+  } else {
+    const m = ID_PREFIX.exec(text);
+    if (m) return `id:${JSON.parse(m[1]!) as string}`;
+  }
+  return rowKey(kind, JSON.parse(text) as Record<string, unknown>);
+}
+
 function entryKey(e: PlanEntry): string {
   return e.action === 'reject' ? `line:${e.lineNo}` : `id:${e.sample.id}`;
 }
@@ -105,6 +135,45 @@ async function checkSameInput(host: Host, shardDir: string, input: string, sha: 
     return;
   }
   await host.writeFileAtomic(path, JSON.stringify({ input, sha256: sha }) + '\n');
+}
+
+/**
+ * What earlier runs finished: each key's kind, from the shards on disk, each shard checked
+ * against the index line written with it. A shard that differs from what aerie wrote was
+ * changed from outside: stop and say so rather than trust or silently redo it.
+ */
+async function scanShards(host: Host, shardDir: string, indexPath: string): Promise<{ done: Map<string, Status>; maxSeq: number; files: number }> {
+  const { shards, maxSeq } = await listShardFiles(host, shardDir, KINDS);
+  const index = await readShardIndex(host, indexPath);
+  const done = new Map<string, Status>();
+  for (const shard of shards) {
+    const data = await host.readFile(shard.path);
+    const sha = sha256Hex(data);
+    const entry = index.get(shard.name);
+    if (entry && (entry.sha256 !== sha || entry.bytes !== data.length)) {
+      throw new Error(
+        `shard ${shard.path} is not what aerie wrote (${data.length} bytes, sha256 ${sha}; index says ${entry.bytes} bytes, ${entry.sha256}); ` +
+          `remove it to redo its rows`,
+      );
+    }
+    const rows = splitJsonlLines(data);
+    if (!entry) {
+      // Renamed into place but the index append was lost to a crash: the rename was atomic, so the shard is whole.
+      const e: ShardIndexEntry = { file: shard.name, kind: shard.kind, seq: shard.seq, rows: rows.length, bytes: data.length, sha256: sha };
+      await host.appendFile(indexPath, JSON.stringify(e) + '\n');
+    }
+    for (const { lineNo, text } of rows) {
+      let key: string | null;
+      try {
+        // A shard the index vouches for is what aerie wrote; any other is parsed in full.
+        key = entry ? rowKeyOfText(shard.kind, text) : rowKey(shard.kind, JSON.parse(text) as Record<string, unknown>);
+      } catch {
+        throw new Error(`corrupt shard ${shard.path} line ${lineNo}: not JSON; remove the file to redo its rows`);
+      }
+      if (key !== null && !done.has(key)) done.set(key, shard.kind as Status);
+    }
+  }
+  return { done, maxSeq, files: shards.length };
 }
 
 async function chatAnswer(job: GenerateJob, conversation: Turn[], signal: AbortSignal): Promise<Turn> {
@@ -128,47 +197,37 @@ async function chatAnswer(job: GenerateJob, conversation: Turn[], signal: AbortS
   return turn;
 }
 
+type Regenerate = Extract<PlanEntry, { action: 'regenerate' }>;
+
 export async function runGenerate(job: GenerateJob): Promise<GenerateSummary> {
   const { host } = job;
   if (!(job.concurrency >= 1)) throw new Error(`generate: concurrency must be at least 1 (got ${job.concurrency})`);
-  const shardSize = job.shardSize ?? 256;
-  const flushMs = job.flushMs ?? 10_000;
   const shardDir = `${job.outDir}/shards`;
+  const indexPath = `${shardDir}/index.jsonl`;
 
-  const inputData = await host.readFile(job.inputPath);
-  const inputSha = sha256Hex(inputData);
-  let lines = splitJsonlLines(inputData);
-  if (job.numSamples !== undefined) lines = lines.slice(0, job.numSamples);
-  const plan = planGenerate(lines);
-  const planned = new Map(plan.map((e) => [entryKey(e), e] as const));
-
+  const digest = await digestLines(host, job.inputPath, job.inputChunkBytes);
+  const total = job.numSamples === undefined ? digest.lines : Math.min(job.numSamples, digest.lines);
   await host.mkdirp(shardDir);
-  await checkSameInput(host, shardDir, job.inputPath, inputSha);
-  const previous = await readShards(host, shardDir, KINDS);
-  const done = new Set<string>();
-  const counts = { ok: 0, error: 0, skipped: 0, rejected: 0 };
-  for (const shard of previous.shards) {
-    for (const row of shard.rows) {
-      const key = rowKey(shard.kind, row);
-      if (key === null || done.has(key) || !planned.has(key)) continue;
-      done.add(key);
-      counts[shard.kind as Status]++;
-    }
-  }
-  const resumed = done.size;
+  await checkSameInput(host, shardDir, job.inputPath, digest.sha256);
+  const prior = await scanShards(host, shardDir, indexPath);
 
-  const writer = new ShardWriter(host, shardDir, { shardSize, flushMs, startSeq: previous.maxSeq });
-  const started = Date.now();
+  const writer = new ShardWriter(host, shardDir, {
+    shardSize: job.shardSize ?? 256,
+    flushMs: job.flushMs ?? 10_000,
+    startSeq: prior.maxSeq,
+    indexPath,
+  });
+  /** Every key of this run's input and its line: what the merge orders by. */
+  const planned = new Map<string, number>();
+  const counts = { ok: 0, error: 0, skipped: 0, rejected: 0 };
+  let resumed = 0;
   let finishedThisRun = 0;
-  const record = (kind: Status, key: string, row: unknown): void => {
-    writer.add(kind, row);
-    done.add(key);
-    counts[kind]++;
-    finishedThisRun++;
+  const started = Date.now();
+  const report = (): void => {
     const secs = (Date.now() - started) / 1000;
     job.onProgress?.({
-      done: done.size,
-      total: plan.length,
+      done: resumed + finishedThisRun,
+      total,
       ok: counts.ok,
       errors: counts.error,
       skipped: counts.skipped,
@@ -176,21 +235,36 @@ export async function runGenerate(job: GenerateJob): Promise<GenerateSummary> {
       rate: secs > 0 ? finishedThisRun / secs : 0,
     });
   };
+  const record = async (kind: Status, lineNo: number, row: unknown): Promise<void> => {
+    writer.add(kind, row, lineNo);
+    counts[kind]++;
+    finishedThisRun++;
+    report();
+    await writer.room();
+  };
 
-  const todo: Extract<PlanEntry, { action: 'regenerate' }>[] = [];
-  for (const e of plan) {
-    const key = entryKey(e);
-    if (done.has(key)) continue;
-    if (e.action === 'reject') record('rejected', key, rejectRow(e));
-    else if (e.action === 'skip') {
-      record('skipped', key, { id: e.sample.id, conversations: e.sample.turns, status: 'skipped', reason: e.reason });
-    } else if (e.action === 'error') {
-      record('error', key, { id: e.sample.id, conversations: e.sample.turns, status: 'error', error: e.error });
-    } else todo.push(e);
+  const planner = new LinePlanner();
+  async function* toRegenerate(): AsyncGenerator<Regenerate> {
+    for await (const line of streamLines(host, job.inputPath, { limit: job.numSamples, chunkBytes: job.inputChunkBytes })) {
+      const e = planner.plan(line);
+      const key = entryKey(e);
+      planned.set(key, e.lineNo);
+      const before = prior.done.get(key);
+      if (before) {
+        counts[before]++;
+        resumed++;
+        continue;
+      }
+      if (e.action === 'reject') await record('rejected', e.lineNo, rejectRow(e));
+      else if (e.action === 'skip') {
+        await record('skipped', e.lineNo, { id: e.sample.id, conversations: e.sample.turns, status: 'skipped', reason: e.reason });
+      } else if (e.action === 'error') {
+        await record('error', e.lineNo, { id: e.sample.id, conversations: e.sample.turns, status: 'error', error: e.error });
+      } else yield e;
+    }
   }
 
-  const regenerate = async (e: (typeof todo)[number], signal: AbortSignal): Promise<void> => {
-    const key = entryKey(e);
+  const regenerate = async (e: Regenerate, signal: AbortSignal): Promise<void> => {
     let turns: Turn[];
     try {
       turns = await regenerateTurns(e.sample.turns, (soFar) =>
@@ -202,64 +276,62 @@ export async function runGenerate(job: GenerateJob): Promise<GenerateSummary> {
       // A server nobody can reach is not this sample's fault: stop, record nothing, resume later.
       if (err instanceof ServerUnreachableError) throw err;
       const error = (err as Error)?.message ?? String(err);
-      record('error', key, { id: e.sample.id, conversations: e.sample.turns, status: 'error', error });
+      await record('error', e.lineNo, { id: e.sample.id, conversations: e.sample.turns, status: 'error', error });
       return;
     }
-    record('ok', key, { id: e.sample.id, conversations: turns, status: 'ok' });
+    await record('ok', e.lineNo, { id: e.sample.id, conversations: turns, status: 'ok' });
   };
 
+  report();
   try {
-    await runPool(todo, regenerate, { concurrency: job.concurrency, signal: job.signal });
+    await runPoolAsync(toRegenerate(), regenerate, { concurrency: job.concurrency, signal: job.signal });
   } catch (err) {
     await writer.close().catch(() => undefined);
     throw err;
   }
   await writer.close();
   if (job.signal?.aborted) {
-    throw new StageAbortedError('generate', `${done.size} of ${plan.length} rows are saved in ${shardDir}; rerun to resume`);
+    throw new StageAbortedError('generate', `${resumed + finishedThisRun} of ${total} rows are saved in ${shardDir}; rerun to resume`);
   }
-
-  return combine(job, plan, planned, inputSha, resumed);
+  return combine(job, planned, total, digest.sha256, resumed);
 }
 
 /** Merge all shards into the four output files (input order) and check the accounting. */
 async function combine(
   job: GenerateJob,
-  plan: PlanEntry[],
-  planned: Map<string, PlanEntry>,
+  planned: Map<string, number>,
+  input: number,
   inputSha: string,
   resumed: number,
 ): Promise<GenerateSummary> {
   const { host } = job;
   const shardDir = `${job.outDir}/shards`;
-  const { shards } = await readShards(host, shardDir, KINDS);
-  const seen = new Set<string>();
-  const byKind: Record<Status, { lineNo: number; row: Record<string, unknown> }[]> = {
-    ok: [],
-    error: [],
-    skipped: [],
-    rejected: [],
-  };
-  for (const shard of shards) {
-    for (const row of shard.rows) {
-      const key = rowKey(shard.kind, row);
-      // Rows outside this plan (e.g. a smaller numSamples than a previous run) are not outputs.
-      const entry = key === null ? undefined : planned.get(key);
-      if (!entry || seen.has(key!)) continue;
-      seen.add(key!);
-      byKind[shard.kind as Status].push({ lineNo: entry.lineNo, row });
+  const { shards } = await listShardFiles(host, shardDir, KINDS);
+  const taken = new Set<number>();
+  const outputs = new Map<Status, JsonlAppender>();
+  const written: Record<Status, number> = { ok: 0, error: 0, skipped: 0, rejected: 0 };
+  try {
+    for (const kind of KINDS) {
+      const out = new JsonlAppender(host, `${job.outDir}/${OUTPUT_NAMES[kind]}`);
+      outputs.set(kind, out);
+      const sources = shards.filter((s) => s.kind === kind).map((s) => ({ path: s.path, order: s.seq }));
+      // Rows outside this input (e.g. a smaller numSamples than a previous run) are not outputs.
+      const lineOf = (text: string): number | null => {
+        const key = rowKeyOfText(kind, text);
+        return key === null ? null : (planned.get(key) ?? null);
+      };
+      written[kind] = await mergeShards(host, sources, lineOf, taken, out, `${shardDir}/.merge`);
     }
+  } catch (err) {
+    for (const o of outputs.values()) await o.discard();
+    throw err;
   }
-  const counts: GenerateCounts = {
-    input: plan.length,
-    ok: byKind.ok.length,
-    error: byKind.error.length,
-    skipped: byKind.skipped.length,
-    rejected: byKind.rejected.length,
-  };
+  const counts: GenerateCounts = { input, ...written };
   const accounted = counts.ok + counts.error + counts.skipped + counts.rejected;
-  if (accounted !== counts.input) {
-    const missing = plan.filter((e) => !seen.has(entryKey(e))).map((e) => e.lineNo);
+  if (accounted !== counts.input || planned.size !== counts.input) {
+    for (const o of outputs.values()) await o.discard();
+    const missing: number[] = [];
+    for (const lineNo of planned.values()) if (!taken.has(lineNo) && missing.length < 11) missing.push(lineNo);
     throw new Error(
       `generate incomplete: ok ${counts.ok} + error ${counts.error} + skipped ${counts.skipped} + rejected ` +
         `${counts.rejected} = ${accounted}, but the input has ${counts.input} lines; missing lines ` +
@@ -267,16 +339,14 @@ async function combine(
     );
   }
   const files: FileEntry[] = [];
-  for (const kind of KINDS) {
-    const rows = byKind[kind].sort((a, b) => a.lineNo - b.lineNo).map((r) => r.row);
-    files.push(await writeJsonlFile(host, `${job.outDir}/${OUTPUT_NAMES[kind]}`, rows));
-  }
+  for (const kind of KINDS) files.push(await outputs.get(kind)!.commit());
   const manifest: GenerateManifest = {
     input: job.inputPath,
     inputSha256: inputSha,
     generation: { model: job.model, temperature: job.temperature, maxTokens: job.maxTokens },
     counts,
     files,
+    shards: { dir: shardDir, files: shards.length, index: `${shardDir}/index.jsonl` },
   };
   await host.writeFileAtomic(`${job.outDir}/manifest.json`, JSON.stringify(manifest, null, 2) + '\n');
   return { counts, manifest, resumed };

@@ -121,16 +121,39 @@ export interface ShardWriterOptions {
   flushMs: number;
   /** Last sequence number already used in dir. */
   startSeq: number;
+  /**
+   * Append one line per written shard here ({file, kind, seq, rows, bytes, sha256}) after its
+   * rename, so a resume can tell a shard it wrote from one damaged later.
+   */
+  indexPath?: string;
+  /** add() callers wait (room()) while more than this many flushes are queued. */
+  maxPendingFlushes?: number;
 }
 
-/** Buffers rows per kind and writes them as numbered shard files, one flush at a time. */
+/** One line of a shard index: what aerie wrote, to check what is on disk against. */
+export interface ShardIndexEntry {
+  file: string;
+  kind: string;
+  seq: number;
+  rows: number;
+  bytes: number;
+  sha256: string;
+}
+
+/**
+ * Buffers rows per kind and writes them as numbered shard files, one flush at a time. Rows
+ * given a sort key are written in key order within their shard, so every shard is a sorted
+ * run that a merge can stream.
+ */
 export class ShardWriter {
-  private buffers = new Map<string, unknown[]>();
+  private buffers = new Map<string, { key: number; json: string }[]>();
   private buffered = 0;
   private seq: number;
   private chain: Promise<void> = Promise.resolve();
+  private pending = 0;
   private failure: Error | null = null;
   private timer: NodeJS.Timeout | null = null;
+  private waiters: (() => void)[] = [];
   readonly written: { kind: string; seq: number; path: string; rows: number }[] = [];
 
   constructor(
@@ -144,13 +167,21 @@ export class ShardWriter {
   }
 
   /** Buffer one row; triggers a flush when the buffer reaches shardSize. Throws a past flush failure. */
-  add(kind: string, row: unknown): void {
+  add(kind: string, row: unknown, sortKey = 0): void {
     if (this.failure) throw this.failure;
     let buf = this.buffers.get(kind);
     if (!buf) this.buffers.set(kind, (buf = []));
-    buf.push(row);
+    // Serialised now, so the row's object graph dies young instead of waiting in the buffer.
+    buf.push({ key: sortKey, json: JSON.stringify(row) });
     this.buffered++;
     if (this.buffered >= this.opts.shardSize) void this.flush().catch(() => undefined);
+  }
+
+  /** Resolves once the queue of flushes is short enough: backpressure for fast producers. */
+  room(): Promise<void> {
+    if (this.failure) return Promise.reject(this.failure);
+    if (this.pending <= (this.opts.maxPendingFlushes ?? 4)) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push(resolve));
   }
 
   /** Write everything buffered so far; resolves when it (and any earlier flush) is on disk. */
@@ -158,20 +189,38 @@ export class ShardWriter {
     const batches = [...this.buffers.entries()].filter(([, rows]) => rows.length > 0);
     this.buffers.clear();
     this.buffered = 0;
-    this.chain = this.chain.then(async () => {
-      if (this.failure) throw this.failure;
-      for (const [kind, rows] of batches) {
-        const seq = ++this.seq;
-        const path = joinPath(this.dir, shardFileName(kind, seq));
-        try {
-          await this.host.writeFileAtomic(path, toJsonl(rows));
-        } catch (err) {
-          this.failure = new Error(`writing shard ${path} failed: ${(err as Error).message}`);
-          throw this.failure;
+    if (batches.length === 0) return this.chain;
+    this.pending++;
+    this.chain = this.chain
+      .then(async () => {
+        if (this.failure) throw this.failure;
+        for (const [kind, rows] of batches) {
+          rows.sort((a, b) => a.key - b.key);
+          const seq = ++this.seq;
+          const name = shardFileName(kind, seq);
+          const path = joinPath(this.dir, name);
+          const data = Buffer.from(rows.map((r) => r.json + '\n').join(''), 'utf8');
+          try {
+            await this.host.writeFileAtomic(path, data);
+            if (this.opts.indexPath) {
+              const entry: ShardIndexEntry = { file: name, kind, seq, rows: rows.length, bytes: data.length, sha256: sha256Hex(data) };
+              await this.host.appendFile(this.opts.indexPath, JSON.stringify(entry) + '\n');
+            }
+          } catch (err) {
+            this.failure = new Error(`writing shard ${path} failed: ${(err as Error).message}`);
+            throw this.failure;
+          }
+          this.written.push({ kind, seq, path, rows: rows.length });
         }
-        this.written.push({ kind, seq, path, rows: rows.length });
-      }
-    });
+      })
+      .finally(() => {
+        this.pending--;
+        if (this.pending <= (this.opts.maxPendingFlushes ?? 4) || this.failure) {
+          const ws = this.waiters;
+          this.waiters = [];
+          ws.forEach((w) => w());
+        }
+      });
     return this.chain;
   }
 
@@ -181,4 +230,41 @@ export class ShardWriter {
     this.timer = null;
     await this.flush();
   }
+}
+
+/** Shard files of the given kinds in dir, oldest first, without reading them. Temp files are ignored. */
+export async function listShardFiles(
+  host: Host,
+  dir: string,
+  kinds: readonly string[],
+): Promise<{ shards: { kind: string; seq: number; path: string; name: string; bytes: number }[]; maxSeq: number }> {
+  const st = await host.stat(dir);
+  if (!st || !st.isDirectory) return { shards: [], maxSeq: 0 };
+  const shards: { kind: string; seq: number; path: string; name: string; bytes: number }[] = [];
+  let maxSeq = 0;
+  for (const f of await host.list(dir)) {
+    const name = f.path.slice(f.path.lastIndexOf('/') + 1);
+    const m = SHARD_NAME.exec(name);
+    if (!m || f.isDirectory) continue;
+    const seq = Number(m[2]);
+    maxSeq = Math.max(maxSeq, seq);
+    if (kinds.includes(m[1])) shards.push({ kind: m[1], seq, path: joinPath(dir, name), name, bytes: f.size });
+  }
+  shards.sort((a, b) => a.seq - b.seq);
+  return { shards, maxSeq };
+}
+
+/** The shard index as written; a last line cut short by a crash is ignored. */
+export async function readShardIndex(host: Host, path: string): Promise<Map<string, ShardIndexEntry>> {
+  const out = new Map<string, ShardIndexEntry>();
+  if (!(await host.stat(path))) return out;
+  for (const { text } of splitJsonlLines(await host.readFile(path))) {
+    try {
+      const e = JSON.parse(text) as ShardIndexEntry;
+      if (typeof e.file === 'string' && typeof e.sha256 === 'string') out.set(e.file, e);
+    } catch {
+      // the append a crash interrupted: that shard is checked by its content instead
+    }
+  }
+  return out;
 }

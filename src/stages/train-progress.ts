@@ -100,3 +100,62 @@ export function parseTrainProgress(text: string, prev?: TrainProgress): TrainPro
   if (!p.partial) delete p.partial;
   return p;
 }
+
+/**
+ * Progress from trainers other than v0.2's script (the current specforge CLI, a command
+ * template): the last tqdm-style meter `n/total [...]` with key=value postfixes, or logging
+ * lines such as `step 50/192 epoch 0 | train/loss=4.31 train/acc=0.37`; checkpoints from
+ * `Saved checkpoint <dir>`. Every field is optional: a trainer that prints none of this still
+ * gets heartbeats (with the log's line count).
+ */
+const ANY_METER = /(\d+)\/(\d+)\s*\[([^\]\r\n]*)\]/g;
+const STEP_LINE = /\bstep[ =:]+(\d+)(?:\s*\/\s*(\d+))?/gi;
+const EPOCH = /\bepoch[ =:]+(\d+)/i;
+const KV_LOSS = new RegExp(`(?:^|[ ,|])(?:train/)?loss[=:] ?${NUM}`);
+const KV_ACC = new RegExp(`(?:^|[ ,|])(?:train/)?acc(?:uracy)?[=:] ?${NUM}`);
+const SAVED_CKPT = /Saved checkpoint (?:to )?([^\r\n]+)\n/g;
+
+export function parseGenericProgress(text: string, prev?: TrainProgress): TrainProgress {
+  const p: TrainProgress = { ...(prev ?? { lines: 0 }) };
+  const all = (prev?.partial ?? '') + text;
+  const cut = all.lastIndexOf('\n') + 1;
+  const complete = all.slice(0, cut);
+  p.lines = (prev?.lines ?? 0) + (complete.match(/\n/g)?.length ?? 0);
+  const saved = last(SAVED_CKPT, complete);
+  if (saved) p.lastCheckpoint = saved[1]!.trim();
+
+  // The newest report wins, whether a meter or a logging line: compare where each was found.
+  const meter = last(ANY_METER, all);
+  const stepLine = last(STEP_LINE, complete);
+  const meterAt = meter ? all.lastIndexOf(meter[0]) : -1;
+  const stepAt = stepLine ? complete.lastIndexOf(stepLine[0]) : -1;
+  if (meter && meterAt >= stepAt) {
+    p.step = Number(meter[1]);
+    p.totalSteps = Number(meter[2]);
+    const inside = meter[3]!;
+    const e = EPOCH.exec(inside);
+    if (e) p.epoch = Number(e[1]);
+    const loss = KV_LOSS.exec(inside);
+    const acc = KV_ACC.exec(inside);
+    if (loss) p.loss = num(loss[1]!);
+    if (acc) p.acc = num(acc[1]!);
+  } else if (stepLine) {
+    const lineStart = complete.lastIndexOf('\n', stepAt) + 1;
+    const lineEnd = complete.indexOf('\n', stepAt);
+    const line = complete.slice(lineStart, lineEnd === -1 ? undefined : lineEnd);
+    p.step = Number(stepLine[1]);
+    if (stepLine[2]) p.totalSteps = Number(stepLine[2]);
+    const e = EPOCH.exec(line);
+    if (e) p.epoch = Number(e[1]);
+    const loss = KV_LOSS.exec(line);
+    const acc = KV_ACC.exec(line);
+    if (loss) p.loss = num(loss[1]!);
+    if (acc) p.acc = num(acc[1]!);
+  }
+  let tail = all.slice(cut);
+  const cr = tail.lastIndexOf('\r');
+  if (cr >= 0) tail = tail.slice(cr + 1);
+  p.partial = tail.length > MAX_PARTIAL ? tail.slice(-MAX_PARTIAL) : tail;
+  if (!p.partial) delete p.partial;
+  return p;
+}

@@ -18,8 +18,10 @@ import type { ServerLaunch, ServerRole } from '../activities/server.js';
 import type { LedgerCheck } from '../activities/ledger.js';
 import type { BenchServingRecord } from '../bench/metrics.js';
 import type { PipelineInput, PipelineResult, RunStatus, StageName } from '../shared.js';
-import { acts, launch, longRunning, NON_RETRYABLE, quick, readiness, smoke } from './activities.js';
+import { acts, launch, longRunning, quick, readiness, smoke, stop } from './activities.js';
+import { SERVER_RELAUNCHABLE } from '../sglang/readiness.js';
 import { renderStageMarkdown, StageBoard } from './status.js';
+import { hiddenForTrain } from '../stages/launch-specs.js';
 
 export const statusQuery = defineQuery<RunStatus>('status');
 export const AerieStage = defineSearchAttributeKey('AerieStage', SearchAttributeType.KEYWORD);
@@ -71,43 +73,70 @@ export async function pipeline(input: PipelineInput): Promise<PipelineResult> {
 
   /**
    * launch → ready → smoke test. A server that dies while loading or on its first real
-   * request (incident 2) is stopped by its process group and relaunched, a few times.
+   * request (incident 2) is stopped by its process group and relaunched, a few times;
+   * a failure no relaunch can fix (wrong interpreter, out of memory, port taken, budget
+   * spent) ends the stage at once.
    */
   async function startServer(role: ServerRole, extra: { drafterDir?: string; maxConcurrency?: number } = {}): Promise<ServerLaunch> {
     let lastError: unknown;
     for (let attempt = 1; attempt <= SERVER_LAUNCHES; attempt++) {
+      const again = attempt > 1 ? ` (relaunch ${attempt - 1} of ${SERVER_LAUNCHES - 1})` : '';
       const srv = await acts.launchServer.executeWithOptions(
-        { ...launch, summary: `launch sglang ${describeRole(role, config.stages.deploy['speculative-algorithm'])} tp=${config.server['tp-size']} on ${target}` },
+        { ...launch, summary: `launch sglang ${describeRole(role, config.stages.deploy['speculative-algorithm'])} tp=${config.server['tp-size']} on ${target}${again}` },
         [{ ...base, role, ...extra }],
       );
       live.set(srv.launchId, srv);
       try {
-        await acts.awaitServerReady.executeWithOptions({ ...readiness, summary: `await ready: ${role} server pid ${srv.pid} on ${target}` }, [
-          { ...base, launch: srv },
-        ]);
-        await acts.smokeTest.executeWithOptions({ ...smoke, summary: `smoke test: greedy generation on ${role} server` }, [{ ...base, launch: srv }]);
-        return srv;
+        const ready = await acts.awaitServerReady.executeWithOptions(
+          { ...readiness, summary: `await ready: ${role} server pid ${srv.pid} on ${target} (budget ${Math.round(config.server.readiness.budget / 1000)} s)` },
+          [{ ...base, launch: srv }],
+        );
+        const up: ServerLaunch = { ...srv, notes: [...srv.notes, ...ready.notes], warnings: ready.warnings, startupRecord: ready.startupRecord };
+        live.set(up.launchId, up);
+        await acts.smokeTest.executeWithOptions({ ...smoke, summary: `smoke test: greedy generation on ${role} server pid ${srv.pid}` }, [{ ...base, launch: up }]);
+        return up;
       } catch (err) {
         lastError = err;
+        // A cancelled run stops its servers on the way out (the catch at the bottom).
+        if (isCancellation(err)) throw err;
         await stopServer(srv);
-        if (isCancellation(err) || !retryable(err)) throw err;
+        if (!relaunchable(err)) throw err;
+        sayRunning(`${role} server pid ${srv.pid} failed (${failureMessage(err).slice(0, 200)}); relaunching`);
       }
     }
     throw lastError;
   }
 
   async function stopServer(srv: ServerLaunch): Promise<void> {
-    await acts.stopServer.executeWithOptions({ ...launch, summary: `stop ${srv.role} server (process group ${srv.pgid})` }, [{ ...base, launch: srv }]);
+    await acts.stopServer.executeWithOptions({ ...stop, summary: `stop ${srv.role} server pid ${srv.pid} (process group ${srv.pgid})` }, [{ ...base, launch: srv }]);
     live.delete(srv.launchId);
   }
 
+  /**
+   * A server for the length of one stage. If the server dies while the stage uses it, the
+   * stage's activity fails at once (whileServerLives); a relaunchable death gets a new
+   * server and the stage activity runs again, resuming from what it saved.
+   */
   async function withServer<T>(role: ServerRole, use: (srv: ServerLaunch) => Promise<T>, extra = {}): Promise<T> {
-    const srv = await startServer(role, extra);
-    try {
-      return await use(srv);
-    } finally {
-      await CancellationScope.nonCancellable(() => stopServer(srv));
+    for (let launchNo = 1; ; launchNo++) {
+      const srv = await startServer(role, extra);
+      try {
+        return await use(srv);
+      } catch (err) {
+        if (isCancellation(err) || !relaunchable(err) || launchNo >= SERVER_LAUNCHES) throw err;
+        sayRunning(`${role} server died while in use (${failureMessage(err).slice(0, 200)}); relaunching and resuming`);
+      } finally {
+        await CancellationScope.nonCancellable(() => stopServer(srv));
+      }
     }
+  }
+
+  /** Updates the running stage's note in the Web UI's stage table. */
+  function sayRunning(note: string): void {
+    const stage = board.current;
+    if (!stage || board.get(stage).state !== 'running') return;
+    board.get(stage).note = note;
+    show();
   }
 
   try {
@@ -125,22 +154,43 @@ export async function pipeline(input: PipelineInput): Promise<PipelineResult> {
       }),
     );
 
-    const hidden = await ledgered('extract', [data.inputsHash], () =>
-      withServer('extract', async (srv) => {
+    const extract = config.stages.extract;
+    const hidden = await ledgered('extract', [data.inputsHash], async () => {
+      // Refused before any launch when the destination cannot hold the estimate.
+      const space = await acts.checkExtractSpace.executeWithOptions(
+        { ...quick, startToCloseTimeout: '1h', heartbeatTimeout: '2m', summary: `extract: estimate hidden-state bytes against free space` },
+        [{ ...base, dataPath: data.dataPath }],
+      );
+      // SpecForge's prepare_hidden_states.py loads the target itself: no model server.
+      if (extract.driver === 'specforge-offline') {
+        const r = await acts.extractOffline.executeWithOptions(
+          { ...longRunning, summary: `extract hidden states: ${extract.launcher.join(' ')} … (specforge-offline, tp ${extract['tp-size']}; ${space.note})` },
+          [{ ...base, dataPath: data.dataPath }],
+        );
+        return { result: r, outputs: r.outputs, note: r.note };
+      }
+      return withServer('extract', async (srv) => {
         const r = await acts.extractHiddenStates.executeWithOptions(
-          { ...longRunning, summary: `extract hidden states (patched server, ${config.stages.extract['dump-env']})` },
+          { ...longRunning, summary: `extract hidden states (patched server, ${extract['dump-env']}=${extract['dump-dir']}; ${space.note})` },
           [{ ...base, launch: srv, dataPath: data.dataPath }],
         );
         return { result: r, outputs: r.outputs, note: r.note };
-      }),
-    );
+      });
+    });
 
+    const train = config.stages.train;
+    // SpecForge's trainers read only SpecForge's layout (offline extraction); aerie's own dump
+    // layout goes to a command-template trainer. Otherwise SpecForge trains online.
+    const trainHidden = hiddenForTrain(config, hidden.hidden);
     const drafter = await ledgered('train', [hidden.inputsHash], async () => {
       const r = await acts.trainDrafter.executeWithOptions(
-        { ...longRunning, summary: `train EAGLE-3 drafter (${config.stages.train.driver}, ${config.stages.train['num-epochs']} epochs)` },
-        // The patched server's dumps are not SpecForge's data_{i}.ckpt layout, so the trainer
-        // runs online (no --train-hidden-states-path) until a conversion step exists.
-        [{ ...base, dataPath: data.dataPath }],
+        {
+          ...longRunning,
+          summary:
+            `train EAGLE-3 drafter (${train.driver}${train.driver === 'command' ? '' : `, ${train['num-epochs']} epochs`}): ` +
+            `${train.launcher.join(' ')} … ${trainHidden ? `offline from ${trainHidden.layout} hidden states` : 'online'}`,
+        },
+        [{ ...base, dataPath: data.dataPath, hidden: trainHidden }],
       );
       return { result: r, outputs: r.outputs, note: r.note };
     });
@@ -192,7 +242,8 @@ export async function pipeline(input: PipelineInput): Promise<PipelineResult> {
       for (const srv of [...live.values()]) await stopServer(srv).catch(() => undefined);
     });
     if (isCancellation(err)) throw err;
-    throw ApplicationFailure.nonRetryable(`${stage ?? 'run'} failed: ${failureMessage(err)}`, 'StageFailed');
+    // The activity failure rides along as the cause: its details carry the log tail.
+    throw ApplicationFailure.create({ message: `${stage ?? 'run'} failed: ${failureMessage(err)}`, type: 'StageFailed', nonRetryable: true, cause: err as Error });
   }
 
   function sweep(srv: ServerLaunch, variant: 'eagle3' | 'baseline') {
@@ -213,9 +264,10 @@ function describeRole(role: ServerRole, algorithm: string): string {
   return 'target';
 }
 
-function retryable(err: unknown): boolean {
-  const cause = (err as { cause?: { nonRetryable?: boolean; type?: string } }).cause;
-  return !cause?.nonRetryable && !NON_RETRYABLE.includes(cause?.type ?? '');
+/** A dead or broken server that a fresh launch of the same command may fix (see SERVER_RELAUNCHABLE). */
+function relaunchable(err: unknown): boolean {
+  const type = (err as { cause?: { type?: string } }).cause?.type ?? '';
+  return (SERVER_RELAUNCHABLE as readonly string[]).includes(type);
 }
 
 /** The innermost failure message: what the activity said, not Temporal's wrapper text. */

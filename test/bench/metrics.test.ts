@@ -89,7 +89,7 @@ describe('summarizeLevel', () => {
     expectHdr(rec.median_itl_ms, 100);
     expect(rec.p95_itl_ms).toBe(250);
     expect(rec.p99_itl_ms).toBe(250);
-    expectHdr(rec.p90_itl_ms, 250);
+    expectHdr(rec.p90_itl_ms!, 250);
     expect(rec.max_itl_ms).toBe(250);
   });
 

@@ -38,7 +38,7 @@ describe('config loading', () => {
   it('fills researcher-facing defaults for a minimal config', () => {
     const cfg = parseConfigText(minimal, 'min.yaml', {});
     expect(cfg.server.launcher).toEqual(['python3', '-m', 'sglang.launch_server']);
-    expect(cfg.server.readiness).toEqual({ endpoint: '/health', 'poll-interval': 2000, budget: 1_200_000, 'smoke-tokens': 8 });
+    expect(cfg.server.readiness).toEqual({ endpoint: '/health', 'require-ready-line': true, 'poll-interval': 2000, budget: 1_200_000, 'smoke-tokens': 8 });
     expect(cfg.stages.deploy['acceptance-threshold']).toBe(1.3);
   });
 

@@ -8,7 +8,7 @@ export function demoConfig(workdir: string, port: number, tweak: (c: Config) => 
   const c = parseConfigText(readFileSync(join(AERIE_HOME, 'examples', 'demo.yaml'), 'utf8'), 'demo.yaml');
   c.hosts.local!.workdir = workdir;
   c.server.port = port;
-  c.stages.extract['dump-dir'] = join(workdir, 'shm');
+  if (c.stages.extract.driver === 'patched-server') c.stages.extract['dump-dir'] = join(workdir, 'shm');
   c.stages.benchmark.concurrencies = [1, 4, 16];
   c.stages.benchmark['output-len'] = 32;
   c.run.label = 'test';

@@ -1,0 +1,222 @@
+/**
+ * The generate stage at scale, measured the way it runs: the real `pipeline` workflow on a
+ * Temporal dev server, a real `aerie worker` process, the simulated SGLang server at zero
+ * model delay. The workflow is cancelled once the generate stage has recorded its ledger
+ * entry (the later stages are not what is measured).
+ *
+ *   npx tsx bench/generate-scale.ts [--samples 100000] [--concurrency 256] [--max-tokens 16] [--prebundled] [--trace] [--keep]
+ *
+ * The worker is `aerie worker` (which bundles the workflow code with webpack when it starts),
+ * or with --prebundled this file in worker mode, given a workflow bundle built beforehand —
+ * the same activities and Temporal worker without the bundler in the process.
+ *
+ * Prints throughput (samples/s over the generateData activity), the worker's peak RSS while
+ * the stage ran (sampled from /proc every 100 ms) and its lifetime high-water mark (VmHWM,
+ * which includes start-up), and the number of events in the workflow's history.
+ */
+import { spawn } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, open, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { Client, Connection } from '@temporalio/client';
+import { AERIE_HOME, parseConfigText } from '../src/config/load.js';
+import { HostPool } from '../src/hosts/index.js';
+import { TASK_QUEUE, WORKFLOW_TYPE, type PipelineInput } from '../src/shared.js';
+import { ensureSearchAttributes } from '../src/temporal/connect.js';
+import { ensureDevServer, freePort, stopDevServer } from '../src/temporal/dev-server.js';
+
+const { values } = parseArgs({
+  options: {
+    samples: { type: 'string', default: '100000' },
+    concurrency: { type: 'string', default: '256' },
+    'max-tokens': { type: 'string', default: '16' },
+    keep: { type: 'boolean', default: false },
+    prebundled: { type: 'boolean', default: false },
+    'as-worker': { type: 'string' },
+    trace: { type: 'boolean', default: false },
+  },
+});
+const SAMPLES = Number(values.samples);
+const CONCURRENCY = Number(values.concurrency);
+
+/** A synthetic set in both input formats, a third ShareGPT, with multi-turn conversations. */
+async function writeInput(path: string, n: number): Promise<number> {
+  const out = createWriteStream(path);
+  for (let i = 0; i < n; i++) {
+    const words = Array.from({ length: 20 + (i % 40) }, (_, j) => `w${(i * 7 + j) % 997}`).join(' ');
+    const row =
+      i % 3 === 0
+        ? { id: `s${i}`, conversations: [{ from: 'human', value: `question ${i}: ${words}` }, { from: 'gpt', value: 'an old answer' }] }
+        : {
+            id: `s${i}`,
+            conversations: [
+              { role: 'system', content: 'Answer briefly.' },
+              { role: 'user', content: `question ${i}: ${words}` },
+              { role: 'assistant', content: 'an old answer' },
+            ],
+          };
+    if (!out.write(JSON.stringify(row) + '\n')) await new Promise<void>((r) => out.once('drain', () => r()));
+  }
+  await new Promise<void>((r, j) => out.end((e?: Error | null) => (e ? j(e) : r())));
+  return (await stat(path)).size;
+}
+
+/** The workflow bundle built here, so a worker started with it does no webpack work of its own. */
+async function prebundle(work: string): Promise<string> {
+  const { bundleWorkflowCode } = await import('@temporalio/worker');
+  const { WORKFLOWS_PATH } = await import('../src/worker.js');
+  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: console.error } });
+  const path = join(work, 'workflow-bundle.js');
+  await writeFile(path, code);
+  return path;
+}
+
+async function procKb(pid: number, field: 'VmRSS' | 'VmHWM'): Promise<number> {
+  const text = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+  const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text);
+  return m ? Number(m[1]) : 0;
+}
+
+async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+async function main(): Promise<void> {
+  const work = await mkdtemp(join(tmpdir(), 'aerie-genscale-'));
+  const stateDir = join(work, 'temporal');
+  const input = join(work, 'input.jsonl');
+  const inputBytes = await writeInput(input, SAMPLES);
+  process.stdout.write(`input: ${SAMPLES} samples, ${(inputBytes / 2 ** 20).toFixed(1)} MiB (${input})\n`);
+
+  const server = await ensureDevServer({ dir: stateDir, port: await freePort(), uiPort: await freePort(), headless: true });
+  const connection = await Connection.connect({ address: server.address });
+  await ensureSearchAttributes(connection, 'default');
+  const client = new Client({ connection, namespace: 'default' });
+
+  const workdir = join(work, 'host');
+  const config = parseConfigText(await readFile(join(AERIE_HOME, 'examples', 'demo.yaml'), 'utf8'), 'demo.yaml');
+  config.hosts.local!.workdir = workdir;
+  config.server.port = await freePort();
+  config.server.env = { AERIE_SIM_TIME_SCALE: '0.02', AERIE_SIM_DECODE_SCALE: '0' };
+  config.stages.generate.input = input;
+  config.stages.generate.concurrency = CONCURRENCY;
+  config.stages.generate['max-tokens'] = Number(values['max-tokens']);
+  if (config.stages.extract.driver === 'patched-server') config.stages.extract['dump-dir'] = join(workdir, 'shm');
+
+  const log = await open(join(work, 'worker.log'), 'a');
+  const workerArgv = values.prebundled
+    ? ['--import', 'tsx', fileURLToPath(import.meta.url), '--as-worker', await prebundle(work)]
+    : [join(AERIE_HOME, 'bin', 'aerie.mjs'), 'worker'];
+  const worker = spawn(process.execPath, workerArgv, {
+    env: { ...process.env, TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: 'default' },
+    detached: true,
+    stdio: ['ignore', log.fd, log.fd],
+  });
+  await log.close();
+  const workerPid = worker.pid!;
+  const hosts = new HostPool();
+  let peakKb = 0;
+  let sampling = false;
+  let ticks = 0;
+  const sampler = setInterval(() => {
+    if (!sampling) return;
+    void procKb(workerPid, 'VmRSS').then((kb) => {
+      peakKb = Math.max(peakKb, kb);
+      if (values.trace && ++ticks % 20 === 0) process.stdout.write(`  ${new Date().toISOString().slice(11, 19)} worker RSS ${(kb / 1024).toFixed(0)} MB\n`);
+    });
+  }, 100);
+  try {
+    const runId = `genscale-${Date.now()}`;
+    const args: PipelineInput[] = [{ runId, config, configPath: 'bench/generate-scale.ts' }];
+    const handle = await client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args });
+    const ledger = join(workdir, 'runs', runId, '.aerie', 'ledger', 'generate.json');
+    const started = await waitFor('the generate activity to start', async () => {
+      const d = await handle.describe();
+      if (d.status.name !== 'RUNNING') throw new Error(`workflow ended ${d.status.name} before generate (see ${work}/worker.log)`);
+      const raw = d.raw.pendingActivities ?? [];
+      return raw.some((a) => a.activityType?.name === 'generateData') ? true : undefined;
+    }, 300_000);
+    void started;
+    const baselineKb = await procKb(workerPid, 'VmRSS');
+    sampling = true;
+    await waitFor('the generate stage to finish', async () => {
+      if (await stat(ledger).catch(() => null)) return true;
+      const d = await handle.describe();
+      if (d.status.name !== 'RUNNING') throw new Error(`workflow ended ${d.status.name} during generate (see ${work}/worker.log)`);
+      return undefined;
+    }, 6 * 3600_000);
+    sampling = false;
+    const hwmKb = await procKb(workerPid, 'VmHWM');
+    await handle.cancel();
+    await handle.result().catch(() => undefined);
+
+    const history = await handle.fetchHistory();
+    const events = history.events ?? [];
+    let t0 = 0;
+    let t1 = 0;
+    const scheduled = new Map<string, string>();
+    for (const e of events) {
+      const at = Number(e.eventTime?.seconds ?? 0) * 1000 + Math.round((e.eventTime?.nanos ?? 0) / 1e6);
+      const s = e.activityTaskScheduledEventAttributes;
+      if (s) scheduled.set(String(e.eventId), s.activityType?.name ?? '');
+      const st = e.activityTaskStartedEventAttributes;
+      if (st && scheduled.get(String(st.scheduledEventId)) === 'generateData') t0 = at;
+      const c = e.activityTaskCompletedEventAttributes;
+      if (c && scheduled.get(String(c.scheduledEventId)) === 'generateData') t1 = at;
+    }
+    const manifest = JSON.parse(await readFile(join(workdir, 'runs', runId, 'data', 'manifest.json'), 'utf8')) as { counts: Record<string, number> };
+    const secs = (t1 - t0) / 1000;
+    const mb = (kb: number) => (kb / 1024).toFixed(0);
+    process.stdout.write(
+      [
+        `generate: ${JSON.stringify(manifest.counts)}`,
+        `concurrency ${CONCURRENCY}, max-tokens ${values['max-tokens']}, AERIE_SIM_DECODE_SCALE=0`,
+        `generateData activity: ${secs.toFixed(1)} s → ${(SAMPLES / secs).toFixed(0)} samples/s`,
+        `worker RSS: ${mb(baselineKb)} MB when the stage started, peak ${mb(peakKb)} MB during the stage; VmHWM ${mb(hwmKb)} MB (whole life, start-up included)`,
+        `workflow history: ${events.length} events (whole run, through the cancel)`,
+        '',
+      ].join('\n'),
+    );
+  } finally {
+    clearInterval(sampler);
+    try {
+      process.kill(-workerPid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+    // Anything the worker launched and did not stop (the cancel stops servers; this is the backstop).
+    const host = hosts.get(config);
+    for (const r of await host.listLaunches()) await host.killGroup(r, { graceMs: 2000 }).catch(() => undefined);
+    await hosts.closeAll();
+    await connection.close().catch(() => undefined);
+    await stopDevServer(stateDir);
+    if (!values.keep) await rm(work, { recursive: true, force: true });
+    else process.stdout.write(`kept ${work}\n`);
+  }
+}
+
+/** Worker mode: the aerie worker over a prebuilt workflow bundle. */
+async function runWorker(bundlePath: string): Promise<void> {
+  const { NativeConnection } = await import('@temporalio/worker');
+  const { createWorker } = await import('../src/worker.js');
+  const connection = await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS! });
+  const { worker } = await createWorker({ connection, workflowBundle: { codePath: bundlePath } });
+  await worker.run();
+}
+
+(values['as-worker'] ? runWorker(values['as-worker']) : main()).then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`generate-scale: ${(err as Error).stack ?? String(err)}\n`);
+    process.exit(1);
+  },
+);

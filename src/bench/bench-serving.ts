@@ -1,0 +1,174 @@
+// The bench_serving driver: instead of aerie's load generator, run SGLang's own
+// `python -m sglang.bench_serving` on the host for each level and ingest the JSON line
+// it appends, so a researcher can get numbers from the exact tool they already trust
+// into the same report.
+//
+// Each level gets its own dataset file (the level's prompts as a ShareGPT array, so
+// bench_serving never downloads anything) and its own output file. bench_serving's
+// --dataset-name random draws token ids from that file's prompts to the exact
+// --random-input-len (tokens, range ratio 1.0); conversation prompts go in as
+// --dataset-name sharegpt with --sharegpt-output-len.
+
+import type { Host } from '../hosts/host.js';
+import { parseJsonLine } from './jsonl.js';
+import { BENCH_SERVING_KEYS, type BenchServingRecord } from './metrics.js';
+import type { MeasureLevel } from './sweep.js';
+import { flushWhenIdle, type LevelControl } from './sweep.js';
+import type { BenchApi } from './types.js';
+
+/** bench_serving's backend name for aerie's api setting. */
+export function benchServingBackend(api: BenchApi): 'sglang' | 'sglang-oai-chat' {
+  return api === 'generate' ? 'sglang' : 'sglang-oai-chat';
+}
+
+/**
+ * bench_serving through the same interpreter as the server: `<python> -m
+ * sglang.launch_server` becomes `<python> -m sglang.bench_serving`. Undefined when the
+ * server launcher is not of that form (then the config must name one).
+ */
+export function defaultBenchServingLauncher(serverLauncher: readonly string[]): string[] | undefined {
+  const m = serverLauncher.indexOf('-m');
+  if (m < 0 || serverLauncher[m + 1] !== 'sglang.launch_server') return undefined;
+  return [...serverLauncher.slice(0, m), '-m', 'sglang.bench_serving'];
+}
+
+export interface BenchServingLevel {
+  launcher: readonly string[];
+  api: BenchApi;
+  port: number;
+  concurrency: number;
+  numPrompts: number;
+  outputLen: number;
+  /** random: --random-input-len (tokens, for bench_serving). */
+  inputLen: number;
+  datasetName: 'random' | 'sharegpt';
+  datasetPath: string;
+  outputFile: string;
+  warmup: number;
+  seed: number;
+  /** --model: the target's path on the host, so the tokenizer loads from disk, not the Hub. */
+  model: string;
+  extraArgs: readonly string[];
+}
+
+export function benchServingArgv(l: BenchServingLevel): string[] {
+  const argv = [
+    ...l.launcher,
+    '--backend', benchServingBackend(l.api),
+    '--host', '127.0.0.1',
+    '--port', String(l.port),
+    '--model', l.model,
+    '--dataset-name', l.datasetName,
+    '--dataset-path', l.datasetPath,
+    '--num-prompts', String(l.numPrompts),
+    '--max-concurrency', String(l.concurrency),
+    '--request-rate', 'inf',
+    '--seed', String(l.seed),
+    '--output-file', l.outputFile,
+    '--disable-tqdm',
+  ];
+  if (l.datasetName === 'random') {
+    argv.push('--random-input-len', String(l.inputLen), '--random-output-len', String(l.outputLen), '--random-range-ratio', '1.0');
+  } else {
+    argv.push('--sharegpt-output-len', String(l.outputLen));
+  }
+  // Older bench_serving versions lack --warmup-requests and always send one.
+  if (l.warmup !== 1) argv.push('--warmup-requests', String(l.warmup));
+  argv.push(...l.extraArgs);
+  return argv;
+}
+
+/** The level's prompts as the ShareGPT JSON array bench_serving reads (the answer turn is a placeholder). */
+export function shareGptDataset(prompts: readonly string[]): string {
+  return JSON.stringify(prompts.map((p) => ({ conversations: [{ from: 'human', value: p }, { from: 'gpt', value: 'placeholder answer' }] })));
+}
+
+/** Keys a bench_serving line may lack and still be used: accept_length and concurrency came later. */
+const OPTIONAL_KEYS = new Set(['accept_length', 'concurrency', 'total_output_tokens_retokenized', 'sharegpt_output_len', 'random_range_ratio']);
+
+export class BenchServingOutputError extends Error {
+  override readonly name = 'BenchServingOutputError';
+}
+
+/**
+ * One bench_serving result line (its file's last) as aerie's record: bench_serving's
+ * keys as written (bare Infinity included), aerie's extras filled from what the line
+ * has; the --output-details arrays are dropped except for the error messages.
+ */
+export function ingestBenchServingLine(line: string, numPrompts: number, startedAt: string): BenchServingRecord {
+  let raw: unknown;
+  try {
+    raw = parseJsonLine(line);
+  } catch (err) {
+    throw new BenchServingOutputError(`bench_serving wrote a line that is not JSON: ${(err as Error).message}: ${line.slice(0, 200)}`);
+  }
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw new BenchServingOutputError('bench_serving wrote a line that is not a JSON object');
+  const r = raw as Record<string, unknown>;
+  const missing = BENCH_SERVING_KEYS.filter((k) => !(k in r) && !OPTIONAL_KEYS.has(k));
+  if (missing.length > 0) throw new BenchServingOutputError(`bench_serving's line lacks ${missing.join(', ')}: is this bench_serving's output?`);
+  const out: Record<string, unknown> = {};
+  for (const k of BENCH_SERVING_KEYS) out[k] = k in r ? r[k] : null;
+  const completed = typeof r.completed === 'number' ? r.completed : 0;
+  const errors = Array.isArray(r.errors) ? (r.errors as unknown[]).filter((e): e is string => typeof e === 'string' && e.length > 0) : [];
+  Object.assign(out, {
+    p90_e2e_latency_ms: null,
+    p90_ttft_ms: null,
+    p90_tpot_ms: null,
+    p90_itl_ms: null,
+    max_itl_ms: null,
+    errors: Math.max(0, numPrompts - completed),
+    error_samples: [...new Set(errors.map((e) => e.trim().split('\n').pop()!.slice(0, 300)))].slice(0, 5),
+    mean_accept_length_per_request: null,
+    mean_server_e2e_latency_ms: null,
+    max_in_flight: null,
+    started_at: startedAt,
+  });
+  return out as unknown as BenchServingRecord;
+}
+
+/** The last non-blank line of bench_serving's output file (it appends one per run). */
+export function lastLine(text: string): string | undefined {
+  const lines = text.split(/\r?\n/).filter((l) => l.trim().length > 0);
+  return lines[lines.length - 1];
+}
+
+export interface BenchServingDriverOptions {
+  host: Host;
+  /** Folder on the host for the per-level dataset, output and log files. */
+  dir: string;
+  variant: string;
+  control: Pick<LevelControl, 'flushCache'>;
+  level: Omit<BenchServingLevel, 'concurrency' | 'numPrompts' | 'datasetPath' | 'outputFile'>;
+  timeoutMs: number;
+}
+
+/** Runs bench_serving once per level on the host and ingests its line. */
+export function benchServingDriver(o: BenchServingDriverOptions): MeasureLevel {
+  return async (job) => {
+    const stem = `${o.dir}/bench_serving/${o.variant}-c${job.concurrency}`;
+    await o.host.mkdirp(`${o.dir}/bench_serving`);
+    await o.host.writeFileAtomic(`${stem}.dataset.json`, shareGptDataset(job.prompts));
+    await o.host.remove(`${stem}.jsonl`).catch(() => undefined);
+    const argv = benchServingArgv({
+      ...o.level,
+      concurrency: job.concurrency,
+      numPrompts: job.prompts.length,
+      datasetPath: `${stem}.dataset.json`,
+      outputFile: `${stem}.jsonl`,
+    });
+    await flushWhenIdle(o.control, job.signal);
+    const startedAt = new Date().toISOString();
+    const res = await o.host.exec(argv, { timeoutMs: o.timeoutMs, signal: job.signal });
+    await o.host.writeFileAtomic(`${stem}.log`, `$ ${argv.join(' ')}\n${res.stdout}\n${res.stderr}`);
+    const text = (await o.host.stat(`${stem}.jsonl`)) ? (await o.host.readFile(`${stem}.jsonl`)).toString('utf8') : '';
+    const line = lastLine(text);
+    if (res.code !== 0 || !line) {
+      const tail = (res.stderr || res.stdout).trim().split('\n').slice(-15).join('\n');
+      throw new BenchServingOutputError(
+        `bench_serving at concurrency ${job.concurrency} ${res.code !== 0 ? `exited with ${res.code ?? res.signal}` : 'wrote no result line'} (log: ${stem}.log)${tail ? `:\n${tail}` : ''}`,
+      );
+    }
+    job.onProgress(job.prompts.length, job.prompts.length);
+    return ingestBenchServingLine(line, job.prompts.length, startedAt);
+  };
+}

@@ -1,0 +1,182 @@
+/**
+ * `aerie plan <config>`: every command each stage would run, per host, with its environment —
+ * rendered by the same functions the activities launch with, and nothing is run. Environment
+ * values are shown as written in the config: a ${VAR} reference stays a reference (it is
+ * expanded on the worker at launch time, and never printed).
+ */
+import { loadConfigFile } from '../config/load.js';
+import type { Config } from '../config/schema.js';
+import { shJoin } from '../hosts/shell-quote.js';
+import { runDir, type StageName } from '../shared.js';
+import { benchmarkReadyArgs, renderServerArgv, serverLaunchEnv, type ServerLaunchSpec } from '../sglang/launch-argv.js';
+import { renderPrepareArgv } from '../stages/extract-offline.js';
+import { extractLayout, hiddenForTrain, prepareSpec, trainSpec, type StagePaths } from '../stages/launch-specs.js';
+import { commandDrafterDir, renderCommandArgv } from '../stages/train-command.js';
+import { renderSpecforgeConfig, renderSpecforgeExportArgv, renderSpecforgeTrainArgv } from '../stages/train-specforge.js';
+import { renderTrainArgv } from '../stages/train.js';
+
+export interface PlanStep {
+  host: string;
+  stage: StageName;
+  step: string;
+  argv?: string[];
+  env?: Record<string, string>;
+  /** Files aerie writes before the step (name → content). */
+  files?: Record<string, string>;
+  notes?: string[];
+}
+
+/** The run's paths as the activities compute them (activities/context.ts runPaths), for a run id placeholder. */
+function planPaths(workdir: string, runId: string): StagePaths & { data: string } {
+  const root = runDir(workdir.replace(/(.)\/+$/, '$1'), runId);
+  return { root, logs: `${root}/logs`, data: `${root}/data`, hidden: `${root}/hidden_states`, train: `${root}/train` };
+}
+
+type Role = 'generate' | 'extract' | 'deploy' | 'baseline';
+
+/** The server launch for a role, as activities/server.ts builds it. */
+function serverStep(config: Config, role: Role, stage: StageName, drafterDir?: string): PlanStep {
+  const spec: ServerLaunchSpec = {
+    launcher: config.server.launcher,
+    modelPath: config.target['model-path'],
+    port: config.server.port,
+    tpSize: config.server['tp-size'],
+    memFractionStatic: config.server['mem-fraction-static'],
+    extraArgs: config.server['extra-args'],
+    extraction: role === 'extract',
+  };
+  const notes: string[] = [];
+  if (role === 'deploy') {
+    const d = config.stages.deploy;
+    spec.speculative = {
+      algorithm: d['speculative-algorithm'],
+      draftModelPath: drafterDir,
+      numSteps: d['num-steps'],
+      eagleTopk: d['eagle-topk'],
+      numDraftTokens: d['num-draft-tokens'],
+    };
+    spec.maxRunningRequests = d['max-running-requests'];
+    const ready = benchmarkReadyArgs(spec, Math.max(...config.stages.benchmark.concurrencies));
+    Object.assign(spec, ready.spec);
+    notes.push(...ready.notes);
+    if (config.server.env.SGLANG_ENABLE_SPEC_V2 !== undefined) notes.push(`spec v2 (overlap scheduler): SGLANG_ENABLE_SPEC_V2=${config.server.env.SGLANG_ENABLE_SPEC_V2} from server.env`);
+  }
+  const e = config.stages.extract;
+  const env = serverLaunchEnv(config.server.env, role === 'extract' && e.driver === 'patched-server' ? { dumpEnv: e['dump-env'], dumpDir: e['dump-dir'] } : undefined);
+  return { host: config.target.host, stage, step: `launch ${role} server`, argv: renderServerArgv(spec), env, notes };
+}
+
+export function planRun(config: Config, runId = '<run-id>'): PlanStep[] {
+  const host = config.target.host;
+  const workdir = config.hosts[host]!.workdir;
+  const p = planPaths(workdir, runId);
+  const g = config.stages.generate;
+  const steps: PlanStep[] = [];
+  const dataPath = `${p.data}/train.jsonl`;
+
+  steps.push(serverStep(config, 'generate', 'generate'));
+  steps.push({
+    host,
+    stage: 'generate',
+    step: 'regenerate assistant turns',
+    notes: [
+      `POST /v1/chat/completions for every assistant turn of ${g.input}${g['num-samples'] ? ` (first ${g['num-samples']} samples)` : ''}: ` +
+        `temperature ${g.temperature}, max_tokens ${g['max-tokens']}, ${g.concurrency} requests in flight, ${g['request-retries']} retries`,
+      `writes ${p.data}/{train,train_error,train_skipped,train_rejected}.jsonl and manifest.json; resumable by sample id`,
+    ],
+  });
+
+  const e = config.stages.extract;
+  const layout = extractLayout(config);
+  steps.push({ host, stage: 'extract', step: 'check free space', notes: [`refuse unless ${p.hidden} can hold ~tokens × 8 × hidden_size bytes`] });
+  if (e.driver === 'patched-server') {
+    steps.push(serverStep(config, 'extract', 'extract'));
+    steps.push({
+      host,
+      stage: 'extract',
+      step: 'prefill every sample',
+      notes: [
+        `POST /generate {text, rid: <sample id>, max_new_tokens 0} with ${e.concurrency} in flight; each ${e['dump-dir']}/<id>.hs verified at tokens × 3 × hidden × 2 bytes and moved`,
+        `to ${p.hidden}/rows_<k>/<id>.hs (aerie's dump layout, index.jsonl)`,
+      ],
+    });
+  } else {
+    const launch = prepareSpec(config, dataPath, p.hidden);
+    steps.push({
+      host,
+      stage: 'extract',
+      step: 'prepare_hidden_states (detached)',
+      argv: renderPrepareArgv(launch),
+      env: e.env,
+      notes: [`log ${p.logs}/extract-<n>.log; every data_{i}.ckpt checked with ${e.python} (zip directory, tensor sizes); bad files deleted and redone`],
+    });
+  }
+
+  const hidden = hiddenForTrain(config, { dir: p.hidden, layout });
+  const spec = trainSpec(config, p, dataPath, hidden);
+  const t = config.stages.train;
+  let drafterDir: string;
+  if (spec.driver === 'specforge-v0.2') {
+    steps.push({ host, stage: 'train', step: 'train_eagle3.py (detached)', argv: renderTrainArgv(spec.launch), env: t.env, notes: trainNotes(config, layout, hidden !== undefined) });
+    drafterDir = `${spec.launch.outputDir}/epoch_<e>_step_<s>`;
+  } else if (spec.driver === 'specforge') {
+    steps.push({
+      host,
+      stage: 'train',
+      step: 'specforge train (detached)',
+      argv: renderSpecforgeTrainArgv(spec.run),
+      env: t.env,
+      files: { [spec.run.configPath]: renderSpecforgeConfig(spec.run) },
+      notes: [...trainNotes(config, layout, hidden !== undefined), `after a crash: + training.resume_from=${spec.run.outputDir}/${spec.run.runId}-step<N> (newest complete)`],
+    });
+    steps.push({ host, stage: 'train', step: 'specforge export (detached)', argv: renderSpecforgeExportArgv(spec.run, `${spec.run.outputDir}/${spec.run.runId}-step<N>`, spec.drafterDir), env: t.env });
+    drafterDir = spec.drafterDir;
+  } else {
+    steps.push({ host, stage: 'train', step: 'trainer command (detached)', argv: renderCommandArgv(spec.template, spec.values), env: t.env, notes: trainNotes(config, layout, hidden !== undefined) });
+    drafterDir = commandDrafterDir(spec.template, spec.values);
+  }
+
+  const deployDrafter = config.stages.deploy['draft-model-path'] ?? drafterDir;
+  steps.push({ ...serverStep(config, 'deploy', 'deploy', deployDrafter) });
+  steps.push({ host, stage: 'deploy', step: 'acceptance gate', notes: [`${config.stages.deploy['acceptance-requests']} greedy requests; refuse below accept length ${config.stages.deploy['acceptance-threshold']}`] });
+  steps.push({ host, stage: 'benchmark', step: 'sweep', notes: [`concurrency ${config.stages.benchmark.concurrencies.join(', ')} against the drafter${config.stages.benchmark.baseline ? ', then the target alone' : ''}`] });
+  if (config.stages.benchmark.baseline) steps.push(serverStep(config, 'baseline', 'benchmark'));
+  return steps;
+}
+
+function trainNotes(config: Config, layout: string, offline: boolean): string[] {
+  const t = config.stages.train;
+  if (offline) return [`offline: reads the extract stage's ${layout} hidden states`];
+  if (t.driver !== 'command' && layout === 'aerie-dumps') {
+    return ["online: SpecForge cannot read the patched server's dumps (no final hidden state, no token ids); they serve a command-template trainer"];
+  }
+  return ['online: the trainer runs the target itself'];
+}
+
+export function renderPlan(config: Config, steps: PlanStep[], source: string): string {
+  const out = [`aerie plan ${source} — nothing is run; \${VAR} in env is expanded on the worker at launch`, ''];
+  const hosts = [...new Set(steps.map((s) => s.host))];
+  for (const h of hosts) {
+    const hc = config.hosts[h]! as Record<string, unknown>;
+    const ssh = (hc.ssh ?? {}) as { host?: string; user?: string; port?: number; 'proxy-jump'?: string };
+    const target = `${ssh.user ? `${ssh.user}@` : ''}${ssh.host ?? '?'}${ssh.port ? `:${ssh.port}` : ''}${ssh['proxy-jump'] ? ` via ${ssh['proxy-jump']}` : ''}`;
+    const how = hc.kind === 'ssh' ? `ssh ${target}${hc['exec-prefix'] ? `, every command through: ${shJoin(hc['exec-prefix'] as string[])}` : ''}` : 'this machine';
+    out.push(`host ${h} (${how}), workdir ${String(hc.workdir)}`);
+    for (const s of steps.filter((x) => x.host === h)) {
+      out.push('', `  ${s.stage} · ${s.step}`);
+      for (const [path, content] of Object.entries(s.files ?? {})) {
+        out.push(`    writes ${path}:`, ...content.trimEnd().split('\n').map((l) => `      ${l}`));
+      }
+      if (s.env && Object.keys(s.env).length) out.push(`    env  ${Object.entries(s.env).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+      if (s.argv) out.push(`    argv ${shJoin(s.argv)}`);
+      for (const n of s.notes ?? []) out.push(`    ${n}`);
+    }
+  }
+  return out.join('\n') + '\n';
+}
+
+export async function planCommand(path: string, out: NodeJS.WritableStream = process.stdout): Promise<number> {
+  const config = await loadConfigFile(path);
+  out.write(renderPlan(config, planRun(config), path));
+  return 0;
+}

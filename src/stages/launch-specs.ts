@@ -1,0 +1,134 @@
+/**
+ * The launch specs of the extract and train stages, built from the config and the run's paths
+ * only (no host access), so the activity that launches and `aerie plan` that shows the launch
+ * render the same argv from the same function.
+ */
+import type { Config } from '../config/schema.js';
+import type { PrepareLaunch } from './extract-offline.js';
+import type { CommandTemplate, CommandValues } from './train-command.js';
+import type { SpecforgeRun } from './train-specforge.js';
+import type { TrainLaunch } from './train.js';
+
+/** Hidden states from the extract stage, and whose layout they are in. */
+export interface HiddenStates {
+  dir: string;
+  layout: 'specforge' | 'aerie-dumps';
+}
+
+export interface StagePaths {
+  root: string;
+  logs: string;
+  hidden: string;
+  train: string;
+}
+
+export function prepareSpec(config: Config, dataPath: string, outDir: string): PrepareLaunch {
+  const e = config.stages.extract;
+  if (e.driver !== 'specforge-offline') throw new Error('prepareSpec: the extract driver is not specforge-offline');
+  return {
+    launcher: e.launcher,
+    targetModelPath: config.target['model-path'],
+    draftModelConfig: e['draft-model-config'] ?? config.stages.train['draft-model-config'],
+    dataPath,
+    outputPath: outDir,
+    chatTemplate: e['chat-template'],
+    maxLength: e['max-length'],
+    tpSize: e['tp-size'],
+    batchSize: e['batch-size'],
+    fileGroupSize: e['file-group-size'],
+    compress: e.compress,
+    isPreformatted: e['is-preformatted'],
+    memFractionStatic: e['sglang-mem-fraction-static'],
+    distTimeout: e['dist-timeout'],
+    extraArgs: e['extra-args'],
+  };
+}
+
+export type TrainSpec =
+  | { driver: 'specforge-v0.2'; launch: TrainLaunch }
+  | { driver: 'specforge'; run: SpecforgeRun; drafterDir: string }
+  | { driver: 'command'; template: CommandTemplate; values: CommandValues };
+
+/**
+ * SpecForge's trainers read only their own layout, so they get hidden states only from the
+ * offline extract driver; a command template gets whichever layout there is, and is told which.
+ */
+export function trainSpec(config: Config, paths: StagePaths, dataPath: string, hidden?: HiddenStates): TrainSpec {
+  const t = config.stages.train;
+  const outputDir = `${paths.train}/output`;
+  const specforgeHidden = hidden?.layout === 'specforge' ? hidden.dir : undefined;
+  switch (t.driver) {
+    case 'specforge-v0.2':
+      return {
+        driver: t.driver,
+        launch: {
+          launcher: t.launcher,
+          targetModelPath: config.target['model-path'],
+          draftModelConfig: t['draft-model-config'],
+          trainDataPath: dataPath,
+          hiddenStatesPath: specforgeHidden,
+          outputDir,
+          chatTemplate: t['chat-template'],
+          maxLength: t['max-length'],
+          numEpochs: t['num-epochs'],
+          batchSize: t['batch-size'],
+          learningRate: t['learning-rate'],
+          tttLength: t['ttt-length'],
+          tpSize: t['tp-size'],
+          saveInterval: t['save-interval'],
+          extraArgs: t['extra-args'],
+        },
+      };
+    case 'specforge':
+      return {
+        driver: t.driver,
+        drafterDir: `${paths.train}/drafter`,
+        run: {
+          launcher: t.launcher,
+          configPath: `${paths.train}/specforge.yaml`,
+          runId: t['run-id'],
+          outputDir,
+          targetModelPath: config.target['model-path'],
+          draftModelConfig: t['draft-model-config'],
+          targetBackend: t['target-backend'],
+          trainDataPath: dataPath,
+          hiddenStatesPath: specforgeHidden,
+          chatTemplate: t['chat-template'],
+          maxLength: t['max-length'],
+          numEpochs: t['num-epochs'],
+          maxSteps: t['max-steps'],
+          batchSize: t['batch-size'],
+          learningRate: t['learning-rate'],
+          tttLength: t['ttt-length'],
+          saveInterval: t['save-interval'],
+          maxCheckpoints: t['max-checkpoints'],
+          overrides: t.overrides,
+        },
+      };
+    case 'command':
+      return {
+        driver: t.driver,
+        template: { launcher: t.launcher, resumeArgs: t['resume-args'], drafterDir: t['drafter-dir'], checkpointPattern: t['checkpoint-pattern'] },
+        values: {
+          target_model: config.target['model-path'],
+          draft_model_config: t['draft-model-config'],
+          train_data: dataPath,
+          hidden_states: hidden?.dir,
+          hidden_states_layout: hidden?.layout ?? 'none',
+          output_dir: outputDir,
+          run_dir: paths.root,
+        },
+      };
+  }
+}
+
+/** Which hidden states the train stage receives from an extract result. */
+export function hiddenForTrain(config: Config, hidden: HiddenStates | undefined): HiddenStates | undefined {
+  if (!hidden) return undefined;
+  return hidden.layout === 'specforge' || config.stages.train.driver === 'command' ? hidden : undefined;
+}
+
+/** The layout the configured extract driver produces. */
+export function extractLayout(config: Config): HiddenStates['layout'] {
+  return config.stages.extract.driver === 'specforge-offline' ? 'specforge' : 'aerie-dumps';
+}

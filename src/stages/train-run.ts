@@ -1,0 +1,186 @@
+/**
+ * The three trainer drivers as job hooks (job-supervise.ts): what the first launch is, what
+ * follows a clean exit and a crash, and how the log reads. All host I/O, no Temporal: the
+ * activity supplies heartbeats and maps JobFailure to the workflow's failure types.
+ *
+ *   specforge-v0.2  relaunch = --ckpt-dir <newest checkpoint> + --max-num-steps <owed>, into resume_step_<N>
+ *   specforge       relaunch = training.resume_from=<newest <run>-step<N>>; done = `specforge export --to sglang`
+ *   command         relaunch = the template + resume-args with {checkpoint} (when checkpoint-pattern is set)
+ *
+ * A drafter is done only once it verifies (train-drafter.ts): architectures, draft vocab,
+ * fc/lm_head/d2t/midlayer names and shapes, and a weights file with data behind its header.
+ */
+import { basename } from 'node:path';
+import type { Host } from '../hosts/host.js';
+import { JobFailure, superviseJob, type JobHooks, type SuperviseOptions } from './job-supervise.js';
+import { classifyTrainFailure, type TrainFailure } from './train-failure.js';
+import { parseGenericProgress, parseTrainProgress, type TrainProgress } from './train-progress.js';
+import { planTrainResume, rankCheckpoints, resumeSegmentDir, segmentBases, type ResumePlan, type SegmentListing } from './train-checkpoint.js';
+import { parseSafetensorsHeader, verifyDrafter } from './train-drafter.js';
+import { renderTrainArgv, type TrainLaunch } from './train.js';
+import { commandCheckpoints, commandDrafterDir, renderCommandArgv, type CommandTemplate, type CommandValues } from './train-command.js';
+import { renderSpecforgeConfig, renderSpecforgeExportArgv, renderSpecforgeTrainArgv, specforgeCheckpoints, type SpecforgeRun } from './train-specforge.js';
+
+export interface TrainResult {
+  drafterDir: string;
+}
+
+export function trainFailureType(f: TrainFailure): string {
+  if (f.kind === 'oom') return 'OutOfMemoryError';
+  if (f.kind === 'missing-module') return 'MissingDependencyError';
+  return 'TrainerFailed';
+}
+
+/** The safetensors header without reading gigabytes of weights through the host. */
+async function readHead(host: Host, path: string): Promise<Buffer> {
+  const read = async (n: number): Promise<Buffer> => {
+    const r = await host.exec(['sh', '-c', 'head -c "$1" -- "$2" | base64 | tr -d "\\n"', 'sh', String(n), path]);
+    if (r.code !== 0) throw new Error(`cannot read ${path}: ${r.stderr.trim()}`);
+    return Buffer.from(r.stdout, 'base64');
+  };
+  const first = await read(8);
+  if (first.length < 8) throw new Error(`${path} is too short to be a safetensors file`);
+  const len = Number(first.readBigUInt64LE(0));
+  if (len > 100 * 2 ** 20) throw new Error(`${path} has an implausible header length ${len}`);
+  return read(8 + len);
+}
+
+/** Why SGLang could not serve the drafter in dir (empty when it can). */
+export async function drafterProblems(host: Host, dir: string): Promise<string[]> {
+  try {
+    const config = JSON.parse((await host.readFile(`${dir}/config.json`)).toString('utf8')) as unknown;
+    const weights = `${dir}/model.safetensors`;
+    const head = parseSafetensorsHeader(await readHead(host, weights));
+    const problems = verifyDrafter(config, head.header);
+    const st = await host.stat(weights);
+    if (!st || st.size <= 8 + head.headerLength) problems.push(`${weights} holds a header and no tensor data`);
+    return problems;
+  } catch (err) {
+    return [(err as Error).message];
+  }
+}
+
+export async function verifiedDrafter(host: Host, dir: string): Promise<TrainResult> {
+  const problems = await drafterProblems(host, dir);
+  if (problems.length > 0) throw new JobFailure('DrafterRejectedError', `the trained drafter in ${dir} is not servable: ${problems.join('; ')}`);
+  return { drafterDir: dir };
+}
+
+const dirNames = async (host: Host, dir: string): Promise<string[]> =>
+  (await host.stat(dir))?.isDirectory ? (await host.list(dir)).filter((e) => e.isDirectory).map((e) => basename(e.path)) : [];
+
+// ---- SpecForge v0.2 ------------------------------------------------------------------
+
+/** Where to go from v0.2's checkpoints on disk; steps per epoch come from the first launch's log. */
+async function planV02(host: Host, original: TrainLaunch, firstLog: string | undefined): Promise<ResumePlan> {
+  const stepsPerEpoch = firstLog ? parseTrainProgress((await host.tailFrom(firstLog, 0, 4 << 20)).data).stepsPerEpoch : undefined;
+  const top = await dirNames(host, original.outputDir);
+  const segments: SegmentListing[] = [{ dir: original.outputDir, baseStep: 0, entries: top }];
+  for (const base of segmentBases(top)) {
+    const segDir = resumeSegmentDir(original.outputDir, base);
+    segments.push({ dir: segDir, baseStep: base, entries: await dirNames(host, segDir) });
+  }
+  for (const ckpt of rankCheckpoints(segments)) {
+    if ((await drafterProblems(host, ckpt.dir)).length > 0) continue; // a damaged checkpoint: try an older one
+    // Without the trainer's own steps-per-epoch figure a continuation cannot be sized: start over.
+    return stepsPerEpoch ? planTrainResume(original, ckpt, stepsPerEpoch) : { kind: 'fresh', launch: original };
+  }
+  return { kind: 'fresh', launch: original };
+}
+
+export function v02Hooks(host: Host, original: TrainLaunch, prefix: string): JobHooks<TrainResult, TrainProgress> {
+  const launchOf = (plan: Exclude<ResumePlan, { kind: 'done' }>) => ({
+    kind: 'launch' as const,
+    argv: renderTrainArgv(plan.launch),
+    prepare: () => host.mkdirp(plan.launch.outputDir),
+    note: plan.kind === 'continue' ? `continuing from ${plan.from.dir} (${plan.stepsOwed} steps owed)` : undefined,
+  });
+  const firstLog = async () => (await host.findLaunch(`${prefix}0`))?.logPath;
+  return {
+    fresh: async () => launchOf({ kind: 'fresh', launch: original }),
+    async afterSuccess(ended) {
+      const plan = await planV02(host, original, await firstLog());
+      if (plan.kind === 'done') return { kind: 'done', result: await verifiedDrafter(host, plan.finalCheckpoint.dir) };
+      const owed = plan.kind === 'continue' ? `${plan.stepsOwed} steps still owed after ${plan.from.dir}` : 'no usable checkpoint';
+      throw new JobFailure('TrainerOutputMissing', `the trainer exited 0 but its checkpoints do not cover the planned steps (${owed}); see ${ended.record.logPath}`, ended.logTail);
+    },
+    async afterCrash() {
+      const plan = await planV02(host, original, await firstLog());
+      if (plan.kind === 'done') return { kind: 'done', result: await verifiedDrafter(host, plan.finalCheckpoint.dir) };
+      return launchOf(plan);
+    },
+    classify: classifyTrainFailure,
+    failureType: trainFailureType,
+    parse: (chunk, prev) => parseTrainProgress(chunk, prev),
+  };
+}
+
+// ---- current SpecForge CLI ------------------------------------------------------------
+
+/** Newest `<run>-step<N>` whose training_state.pt is there and non-empty. */
+async function newestSpecforgeCheckpoint(host: Host, run: SpecforgeRun): Promise<string | undefined> {
+  for (const c of specforgeCheckpoints(run.outputDir, run.runId, await dirNames(host, run.outputDir))) {
+    const st = await host.stat(`${c.dir}/training_state.pt`);
+    if (st && st.size > 0) return c.dir;
+  }
+  return undefined;
+}
+
+export function specforgeHooks(
+  host: Host,
+  run: SpecforgeRun,
+  drafterDir: string,
+  exportJob: Omit<SuperviseOptions<TrainProgress>, 'prefix' | 'logPath' | 'what' | 'crashType'> & { prefix: string; logPath(gen: number): string },
+): JobHooks<TrainResult, TrainProgress> {
+  const writeConfig = async (): Promise<void> => {
+    await host.mkdirp(run.outputDir);
+    await host.writeFileAtomic(run.configPath, renderSpecforgeConfig(run));
+  };
+  return {
+    fresh: async () => ({ kind: 'launch', argv: renderSpecforgeTrainArgv(run), prepare: writeConfig }),
+    async afterSuccess(ended) {
+      const ckpt = await newestSpecforgeCheckpoint(host, run);
+      if (!ckpt) throw new JobFailure('TrainerOutputMissing', `specforge train exited 0 but left no ${run.runId}-step<N> checkpoint in ${run.outputDir}; see ${ended.record.logPath}`, ended.logTail);
+      // Training checkpoints are not servable: export the newest one, as its own followed job.
+      const { result } = await superviseJob<TrainResult, TrainProgress>(
+        { ...exportJob, what: 'specforge export', crashType: 'ExportFailed', crashRetries: 1 },
+        {
+          fresh: async () => ({ kind: 'launch', argv: renderSpecforgeExportArgv(run, ckpt, drafterDir), prepare: () => host.mkdirp(drafterDir) }),
+          afterSuccess: async () => ({ kind: 'done', result: await verifiedDrafter(host, drafterDir) }),
+          afterCrash: async () => ({ kind: 'launch', argv: renderSpecforgeExportArgv(run, ckpt, drafterDir) }),
+          classify: classifyTrainFailure,
+          failureType: () => 'ExportFailed',
+          parse: (chunk, prev) => parseGenericProgress(chunk, prev),
+        },
+      );
+      return { kind: 'done', result };
+    },
+    async afterCrash() {
+      const ckpt = await newestSpecforgeCheckpoint(host, run);
+      return { kind: 'launch', argv: renderSpecforgeTrainArgv(run, ckpt), prepare: writeConfig, note: ckpt ? `resuming from ${ckpt}` : 'no checkpoint yet: starting over' };
+    },
+    classify: classifyTrainFailure,
+    failureType: trainFailureType,
+    parse: (chunk, prev) => parseGenericProgress(chunk, prev),
+  };
+}
+
+// ---- generic command ------------------------------------------------------------------
+
+export function commandHooks(host: Host, t: CommandTemplate, values: CommandValues): JobHooks<TrainResult, TrainProgress> {
+  const drafterDir = commandDrafterDir(t, values);
+  const prepare = () => host.mkdirp(values.output_dir);
+  return {
+    fresh: async () => ({ kind: 'launch', argv: renderCommandArgv(t, values), prepare }),
+    afterSuccess: async () => ({ kind: 'done', result: await verifiedDrafter(host, drafterDir) }),
+    async afterCrash() {
+      for (const c of commandCheckpoints(values.output_dir, t.checkpointPattern, await dirNames(host, values.output_dir))) {
+        return { kind: 'launch', argv: renderCommandArgv(t, { ...values, checkpoint: c.dir }), prepare, note: `resuming from ${c.dir}` };
+      }
+      return { kind: 'launch', argv: renderCommandArgv(t, values), prepare, note: 'no checkpoint found: starting over' };
+    },
+    classify: classifyTrainFailure,
+    failureType: trainFailureType,
+    parse: (chunk, prev) => parseGenericProgress(chunk, prev),
+  };
+}

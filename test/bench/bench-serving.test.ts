@@ -1,0 +1,162 @@
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  benchServingArgv,
+  benchServingDriver,
+  defaultBenchServingLauncher,
+  ingestBenchServingLine,
+  lastLine,
+  shareGptDataset,
+} from '../../src/bench/bench-serving.js';
+import { AERIE_EXTRA_KEYS, BENCH_SERVING_KEYS } from '../../src/bench/metrics.js';
+import { LocalHost } from '../../src/hosts/local.js';
+
+// A line as `python -m sglang.bench_serving --output-file` appends it: Python's json.dumps
+// separators, the default request rate float("inf") as a bare Infinity.
+const LINE =
+  '{"backend": "sglang", "dataset_name": "random", "request_rate": Infinity, "max_concurrency": 8, "sharegpt_output_len": null, ' +
+  '"random_input_len": 1024, "random_output_len": 256, "random_range_ratio": 1.0, "duration": 12.93741516699083, "completed": 80, ' +
+  '"total_input_tokens": 81920, "total_output_tokens": 20480, "total_output_tokens_retokenized": 20467, "request_throughput": 6.183613316212889, ' +
+  '"input_throughput": 6332.020035802, "output_throughput": 1583.0050089505, "mean_e2e_latency_ms": 1289.4411037492, ' +
+  '"median_e2e_latency_ms": 1283.1210840004, "std_e2e_latency_ms": 41.62018225, "p99_e2e_latency_ms": 1386.10344, "mean_ttft_ms": 61.9251, ' +
+  '"median_ttft_ms": 48.1208, "std_ttft_ms": 31.20001, "p99_ttft_ms": 161.2921, "mean_tpot_ms": 4.8147, "median_tpot_ms": 4.8074, ' +
+  '"std_tpot_ms": 0.0915, "p99_tpot_ms": 5.0817, "mean_itl_ms": 4.8147, "median_itl_ms": 4.5062, "std_itl_ms": 3.1402, "p95_itl_ms": 8.9101, ' +
+  '"p99_itl_ms": 13.7216, "concurrency": 7.973, "accept_length": 3.21}';
+
+describe('ingesting bench_serving output', () => {
+  it('reads a realistic line, bare Infinity included, into a record with every bench_serving key', () => {
+    const r = ingestBenchServingLine(LINE, 80, '2026-01-01T00:00:00.000Z');
+    expect(Object.keys(r)).toEqual([...BENCH_SERVING_KEYS, ...AERIE_EXTRA_KEYS]);
+    expect(r.request_rate).toBe(Infinity);
+    expect(r.max_concurrency).toBe(8);
+    expect(r.output_throughput).toBe(1583.0050089505);
+    expect(r.total_output_tokens_retokenized).toBe(20467);
+    expect(r.accept_length).toBe(3.21);
+    expect(r.sharegpt_output_len).toBeNull();
+    expect(r.errors).toBe(0);
+    expect(r.p90_ttft_ms).toBeNull();
+    expect(r.mean_accept_length_per_request).toBeNull();
+    expect(r.started_at).toBe('2026-01-01T00:00:00.000Z');
+  });
+
+  it('keeps --output-details error messages (not the arrays) and counts failures from --num-prompts', () => {
+    const details = LINE.replace(
+      '"accept_length": 3.21}',
+      '"accept_length": 3.21, "input_lens": [1024, 1024], "output_lens": [256, 0], "ttfts": [0.05, 0.0], "itls": [[0.004], []], ' +
+        '"generated_texts": ["a", ""], "errors": ["", "Traceback (most recent call last):\\n  ...\\naiohttp.ClientPayloadError: Response payload is not completed"]}',
+    );
+    const r = ingestBenchServingLine(details, 82, 't');
+    expect(r.errors).toBe(2);
+    expect(r.error_samples).toEqual(['aiohttp.ClientPayloadError: Response payload is not completed']);
+    expect(r).not.toHaveProperty('itls');
+  });
+
+  it('accepts an older line without accept_length and concurrency, and refuses something else', () => {
+    const old = LINE.replace(', "concurrency": 7.973, "accept_length": 3.21}', '}');
+    const r = ingestBenchServingLine(old, 80, 't');
+    expect(r.accept_length).toBeNull();
+    expect(r.concurrency).toBeNull();
+    expect(() => ingestBenchServingLine('{"backend": "sglang"}', 1, 't')).toThrow(/lacks .*duration/);
+    expect(() => ingestBenchServingLine('Traceback', 1, 't')).toThrow(/not JSON/);
+    expect(lastLine(`${LINE}\n${old}\n\n`)).toBe(old);
+  });
+});
+
+describe('bench_serving command lines', () => {
+  it('runs through the server interpreter by default', () => {
+    expect(defaultBenchServingLauncher(['/opt/venv/bin/python', '-m', 'sglang.launch_server'])).toEqual(['/opt/venv/bin/python', '-m', 'sglang.bench_serving']);
+    expect(defaultBenchServingLauncher(['aerie-sim.mjs', 'sglang'])).toBeUndefined();
+  });
+
+  it('random levels pin the lengths; conversation levels fix the output length', () => {
+    const base = {
+      launcher: ['python3', '-m', 'sglang.bench_serving'],
+      api: 'generate' as const,
+      port: 30000,
+      concurrency: 10,
+      numPrompts: 20,
+      outputLen: 256,
+      inputLen: 128,
+      datasetPath: '/w/d.json',
+      outputFile: '/w/o.jsonl',
+      warmup: 1,
+      seed: 3,
+      model: '/models/llama',
+      extraArgs: ['--disable-ignore-eos'],
+    };
+    expect(benchServingArgv({ ...base, datasetName: 'random' })).toEqual([
+      'python3', '-m', 'sglang.bench_serving', '--backend', 'sglang', '--host', '127.0.0.1', '--port', '30000', '--model', '/models/llama',
+      '--dataset-name', 'random', '--dataset-path', '/w/d.json', '--num-prompts', '20', '--max-concurrency', '10', '--request-rate', 'inf',
+      '--seed', '3', '--output-file', '/w/o.jsonl', '--disable-tqdm',
+      '--random-input-len', '128', '--random-output-len', '256', '--random-range-ratio', '1.0', '--disable-ignore-eos',
+    ]);
+    const chat = benchServingArgv({ ...base, api: 'chat', datasetName: 'sharegpt', warmup: 3 });
+    expect(chat.slice(3, 5)).toEqual(['--backend', 'sglang-oai-chat']);
+    expect(chat.join(' ')).toContain('--sharegpt-output-len 256 --warmup-requests 3');
+    expect(JSON.parse(shareGptDataset(['p1']))).toEqual([{ conversations: [{ from: 'human', value: 'p1' }, { from: 'gpt', value: 'placeholder answer' }] }]);
+  });
+});
+
+describe('benchServingDriver on a host', () => {
+  let dir: string;
+  let host: LocalHost;
+  let fake: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'aerie-bs-'));
+    host = new LocalHost({ name: 'local', workdir: dir });
+    // Stands in for bench_serving: checks its dataset, appends a result line, or fails like Python.
+    fake = join(dir, 'fake-bench-serving.mjs');
+    await writeFile(
+      fake,
+      `import { readFileSync, appendFileSync } from 'node:fs';
+const a = process.argv.slice(2);
+const arg = (k) => a[a.indexOf(k) + 1];
+if (a.includes('--fail')) { console.error('Traceback (most recent call last):\\nModuleNotFoundError: No module named \\'sglang\\''); process.exit(1); }
+const data = JSON.parse(readFileSync(arg('--dataset-path'), 'utf8'));
+const line = ${JSON.stringify(LINE)}.replace('"max_concurrency": 8', '"max_concurrency": ' + arg('--max-concurrency')).replace('"completed": 80', '"completed": ' + data.length);
+appendFileSync(arg('--output-file'), line + '\\n');
+`,
+    );
+  });
+
+  afterAll(async () => {
+    await host.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const level = (extraArgs: string[]) => ({
+    launcher: [process.execPath, fake],
+    api: 'generate' as const,
+    port: 1,
+    outputLen: 16,
+    inputLen: 8,
+    datasetName: 'sharegpt' as const,
+    warmup: 1,
+    seed: 1,
+    model: '/m',
+    extraArgs,
+  });
+
+  it('writes the level dataset, flushes, runs it and ingests its line', async () => {
+    let flushes = 0;
+    const measure = benchServingDriver({ host, dir, variant: 'eagle3', control: { flushCache: async () => void flushes++ }, level: level([]), timeoutMs: 30_000 });
+    const progress: number[] = [];
+    const r = await measure({ concurrency: 4, prompts: ['a', 'b', 'c'], onProgress: (d) => progress.push(d) });
+    expect(flushes).toBe(1);
+    expect(r.max_concurrency).toBe(4);
+    expect(r.completed).toBe(3);
+    expect(r.errors).toBe(0);
+    expect(progress).toEqual([3]);
+    const dataset = JSON.parse(await readFile(join(dir, 'bench_serving', 'eagle3-c4.dataset.json'), 'utf8')) as unknown[];
+    expect(dataset).toHaveLength(3);
+    expect(await readFile(join(dir, 'bench_serving', 'eagle3-c4.log'), 'utf8')).toContain('--max-concurrency 4');
+  });
+
+  it('fails with the tail of its output when bench_serving fails', async () => {
+    const measure = benchServingDriver({ host, dir, variant: 'baseline', control: { flushCache: async () => undefined }, level: level(['--fail']), timeoutMs: 30_000 });
+    await expect(measure({ concurrency: 2, prompts: ['a'], onProgress: () => undefined })).rejects.toThrow(/exited with 1.*\n[\s\S]*No module named 'sglang'/);
+  });
+});

@@ -1,0 +1,150 @@
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { overheadFigures } from '../../src/bench/overhead.js';
+import { randomPrompts } from '../../src/bench/prompts.js';
+import { aerieDriver, flushWhenIdle, hostLevelStore, levelKey, runSweep, type LevelStore, type SweepProgress } from '../../src/bench/sweep.js';
+import type { BenchServingRecord } from '../../src/bench/metrics.js';
+import type { LevelRun } from '../../src/bench/types.js';
+import { LocalHost } from '../../src/hosts/local.js';
+import { SglangClient, avgSpecAcceptLength } from '../../src/sglang/client.js';
+import { SimServer, simDrafter } from '../../bench/sim-process.js';
+
+const memoryStore = (initial: [number, BenchServingRecord][] = []): LevelStore & { writes: number[] } => {
+  const m = new Map(initial);
+  const writes: number[] = [];
+  return {
+    writes,
+    read: async (c) => m.get(c),
+    write: async (c, r) => {
+      writes.push(c);
+      m.set(c, r);
+    },
+  };
+};
+
+const fakeRecord = (c: number): BenchServingRecord => ({ max_concurrency: c, output_throughput: 10 * c, completed: c, errors: 0, accept_length: null, mean_accept_length_per_request: 2 }) as BenchServingRecord;
+
+describe('runSweep', () => {
+  it('measures only the levels without a stored result, in order, and reports progress per level', async () => {
+    const store = memoryStore([[2, fakeRecord(2)]]);
+    const measured: number[] = [];
+    const seen: SweepProgress[] = [];
+    const records = await runSweep({
+      variant: 'eagle3',
+      concurrencies: [1, 2, 4],
+      promptsFor: (c) => Array.from({ length: c + 1 }, (_, i) => `p${i}`),
+      store,
+      measure: async (job) => {
+        measured.push(job.concurrency);
+        job.onProgress(1, job.prompts.length);
+        return fakeRecord(job.concurrency);
+      },
+      onProgress: (p) => seen.push(p),
+    });
+    expect(records.map((r) => r.max_concurrency)).toEqual([1, 2, 4]);
+    expect(measured).toEqual([1, 4]);
+    expect(store.writes).toEqual([1, 4]);
+    expect(seen.map((p) => [p.level, p.concurrency, p.done, p.total])).toEqual([
+      [1, 1, 0, 2], [1, 1, 1, 2], [1, 1, 1, 1],
+      [2, 2, 2, 2],
+      [3, 4, 0, 5], [3, 4, 1, 5], [3, 4, 4, 4],
+    ]);
+    expect(seen.at(-1)!.finished.map((f) => [f.concurrency, f.stored])).toEqual([[1, false], [2, true], [4, false]]);
+    expect(seen.every((p) => p.levels === 3 && p.variant === 'eagle3')).toBe(true);
+  });
+
+  it('flushWhenIdle retries a refused flush, then gives up without failing the level', async () => {
+    let calls = 0;
+    expect(await flushWhenIdle({ flushCache: async () => (++calls < 3 ? Promise.reject(new Error('400')) : 'ok') }, undefined, 5, 1)).toBe(true);
+    expect(calls).toBe(3);
+    expect(await flushWhenIdle({ flushCache: async () => Promise.reject(new Error('400')) }, undefined, 2, 1)).toBe(false);
+  });
+
+  it('stores levels on the host under a key of their settings', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'aerie-levels-'));
+    const host = new LocalHost({ name: 'local', workdir: dir });
+    try {
+      const key = levelKey({ outputLen: 32, api: 'generate' });
+      expect(key).toBe(levelKey({ outputLen: 32, api: 'generate' }));
+      expect(key).not.toBe(levelKey({ outputLen: 64, api: 'generate' }));
+      const store = hostLevelStore(host, dir, 'baseline', key);
+      expect(await store.read(5)).toBeUndefined();
+      await store.write(5, { ...fakeRecord(5), request_rate: Infinity });
+      expect(await store.read(5)).toMatchObject({ max_concurrency: 5, request_rate: Infinity });
+      expect(await hostLevelStore(host, dir, 'baseline', levelKey({ outputLen: 64 })).read(5)).toBeUndefined();
+      expect(await readdir(join(dir, 'levels'))).toEqual([`baseline-c5-${key}.json`]);
+    } finally {
+      await host.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('aerieDriver against the simulator', () => {
+  let spec: SimServer;
+  beforeAll(async () => {
+    const drafter = await simDrafter(3);
+    spec = await SimServer.start({
+      decodeScale: 0,
+      // a decode-log line every 2 steps, so the server's running accept length moves within a short level
+      args: ['--speculative-algorithm', 'EAGLE3', '--speculative-draft-model-path', drafter, '--speculative-num-steps', '3', '--speculative-eagle-topk', '1', '--speculative-num-draft-tokens', '4', '--decode-log-interval', '2'],
+    });
+  }, 60_000);
+  afterAll(async () => {
+    await spec?.stop();
+  });
+
+  it('flushes after the warmup, measures, then reads the server accept length for the level', async () => {
+    const client = new SglangClient(spec.baseUrl);
+    const order: string[] = [];
+    const control = {
+      flushCache: async (s?: AbortSignal) => (order.push('flush'), client.flushCache(s)),
+      serverInfo: async (s?: AbortSignal) => (order.push('server_info'), client.serverInfo(s)),
+    };
+    const measure = aerieDriver({
+      baseUrl: spec.baseUrl,
+      api: 'generate',
+      outputLen: 24,
+      warmup: 1,
+      control,
+      acceptLengthFrom: avgSpecAcceptLength,
+      meta: { backend: 'sglang', datasetName: 'random', randomInputLen: 8, randomOutputLen: 24 },
+    });
+    const r = await measure({ concurrency: 4, prompts: randomPrompts(8, 8, 3), onProgress: () => order.push('request') });
+    expect(order[0]).toBe('flush');
+    expect(order.filter((o) => o === 'request')).toHaveLength(8);
+    expect(order.at(-1)).toBe('server_info');
+    expect(r.completed).toBe(8);
+    expect(r.total_output_tokens).toBe(8 * 24);
+    expect(r.mean_accept_length_per_request).toBeGreaterThan(1.5);
+    expect(r.accept_length).toBeGreaterThan(1.5);
+    expect(r.max_concurrency).toBe(4);
+  });
+});
+
+describe('overheadFigures', () => {
+  it('client E2E minus server e2e_latency per request, and bench_serving concurrency against the target', () => {
+    const run: LevelRun = {
+      concurrency: 2,
+      durationMs: 100,
+      startedAt: 't',
+      maxInFlight: 2,
+      warmup: [],
+      results: [
+        { index: 0, sentAtMs: 0, ttftMs: 1, itlsMs: [], e2eMs: 100, outputTokens: 10, promptTokens: 1, serverE2eMs: 99.5 },
+        { index: 1, sentAtMs: 0, ttftMs: 1, itlsMs: [], e2eMs: 98, outputTokens: 10, promptTokens: 1, serverE2eMs: 98.2 },
+        { index: 2, sentAtMs: 0, ttftMs: 1, itlsMs: [], e2eMs: 2, outputTokens: 0, promptTokens: 1, error: 'x' },
+      ],
+    };
+    const f = overheadFigures(run);
+    expect(f.failed).toBe(1);
+    expect(f.overheadMs.count).toBe(2);
+    expect(f.overheadMs.max).toBe(0.5);
+    expect(f.overheadMs.mean).toBe(0.25); // the negative gap (clock noise) counts as 0
+    expect(f.achievedConcurrency).toBeCloseTo(1.98, 12);
+    expect(f.achievedRatio).toBeCloseTo(0.99, 12);
+    expect(f.outputThroughput).toBe(200);
+  });
+});

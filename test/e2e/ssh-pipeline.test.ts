@@ -1,0 +1,89 @@
+/**
+ * The whole pipeline on the simulator through a real OpenSSH server on loopback
+ * (examples/demo-ssh.yaml pointed at the test's sshd): every command, file and HTTP call
+ * goes over SSH. Midway through the generate server's readiness polling the sshd session
+ * serving aerie is killed; the run still finishes.
+ */
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AERIE_HOME, loadConfigFile } from '../../src/config/load.js';
+import type { Config } from '../../src/config/schema.js';
+import { HostPool } from '../../src/hosts/index.js';
+import { SshHost } from '../../src/hosts/ssh.js';
+import { TASK_QUEUE, WORKFLOW_TYPE, type PipelineInput, type PipelineResult } from '../../src/shared.js';
+import { freePort } from '../../src/temporal/dev-server.js';
+import { createWorker } from '../../src/worker.js';
+import { startSshFixture, type SshFixture } from '../support/ssh-fixture.js';
+import { startTestTemporal, waitUntil, type TestTemporal } from '../support/temporal.js';
+
+let t: TestTemporal;
+let fx: SshFixture;
+
+beforeAll(async () => {
+  [t, fx] = await Promise.all([startTestTemporal(), startSshFixture()]);
+}, 120_000);
+
+afterAll(async () => {
+  await t?.stop();
+  await fx?.stop();
+});
+
+async function sshDemoConfig(workdir: string): Promise<Config> {
+  const c = await loadConfigFile(join(AERIE_HOME, 'examples', 'demo-ssh.yaml'));
+  const gpu = c.hosts.gpu!;
+  if (gpu.kind !== 'ssh') throw new Error('demo-ssh.yaml must define an ssh host named gpu');
+  gpu.ssh = { ...gpu.ssh, host: fx.alias, port: undefined, user: undefined, 'config-file': fx.sshConfig };
+  gpu.workdir = workdir;
+  c.server.port = await freePort();
+  const extract = c.stages.extract as { 'dump-dir'?: string };
+  extract['dump-dir'] = join(workdir, 'shm');
+  c.stages.benchmark.concurrencies = [1, 4, 16];
+  c.stages.benchmark['output-len'] = 32;
+  c.run.label = 'test-ssh';
+  return c;
+}
+
+describe('pipeline end to end over SSH', () => {
+  it('runs every stage through the real sshd, surviving a dropped connection while polling readiness', async () => {
+    const workdir = join(fx.dir, 'remote-work');
+    const config = await sshDemoConfig(workdir);
+    const runId = `e2e-ssh-${Date.now()}`;
+    const input: PipelineInput = { runId, config, configPath: 'examples/demo-ssh.yaml' };
+    const hosts = new HostPool();
+    const { worker } = await createWorker({ connection: t.nativeConnection, workflowBundle: t.bundle, hosts, taskQueue: TASK_QUEUE });
+    try {
+      const result = (await worker.runUntil(async () => {
+        const handle = await t.client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] });
+        // Drop the SSH link once the generate server is launched and being polled.
+        const logs = join(workdir, 'runs', runId, 'logs');
+        await waitUntil(async () => (await readdir(logs).catch(() => [] as string[])).some((f) => f.startsWith('server-generate')), 'the generate server launch', 120_000, 100);
+        const dropped = await fx.sshd.dropConnections();
+        expect(dropped.length).toBeGreaterThan(0);
+        return handle.result();
+      })) as PipelineResult;
+
+      expect(result.stages.map((s) => [s.stage, s.state])).toEqual([
+        ['preflight', 'done'],
+        ['generate', 'done'],
+        ['extract', 'done'],
+        ['train', 'done'],
+        ['deploy', 'done'],
+        ['benchmark', 'done'],
+      ]);
+      const host = hosts.get(config) as SshHost;
+      expect(host).toBeInstanceOf(SshHost);
+      expect(host.link.stats.drops).toBeGreaterThanOrEqual(1);
+      expect(host.link.stats.connects).toBeGreaterThanOrEqual(2);
+      expect(result.report?.table).toMatch(/speedup/i);
+      const results = (await readFile(join(workdir, 'runs', runId, 'bench', 'results.jsonl'), 'utf8')).trim().split('\n');
+      expect(results).toHaveLength(6);
+      const launches = (await readdir(join(workdir, '.aerie', 'procs'))).filter((f) => f.endsWith('.json')).sort();
+      expect(launches).toEqual(
+        [`${runId}.server-generate.0`, `${runId}.server-extract.0`, `${runId}.train.0`, `${runId}.server-deploy.0`, `${runId}.server-baseline.0`].map((id) => `${id}.json`).sort(),
+      );
+    } finally {
+      await hosts.closeAll();
+    }
+  }, 400_000);
+});

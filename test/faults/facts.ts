@@ -1,0 +1,97 @@
+/**
+ * What a finished run left behind, gathered the same way after every fault case so it can be
+ * compared with an uninterrupted reference run: launches, ledger, outputs, history.
+ */
+import { createHash } from 'node:crypto';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+import type { Client } from '@temporalio/client';
+
+export interface RunFacts {
+  launches: string[];
+  ledger: Record<string, { finishedAt: string; inputsHash: string }>;
+  /** Deterministic outputs (relative path → sha256) that must match the reference byte for byte. */
+  outputs: Record<string, string>;
+  /** How many times each activity type was scheduled (a retry is not a new scheduling). */
+  scheduled: Record<string, number>;
+  historyJson: string;
+  status: string;
+}
+
+async function walk(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) out.push(...(await walk(p)));
+    else out.push(p);
+  }
+  return out;
+}
+
+const sha = async (p: string) => createHash('sha256').update(await readFile(p)).digest('hex');
+
+export async function gatherFacts(client: Client, workdir: string, runId: string): Promise<RunFacts> {
+  const root = join(workdir, 'runs', runId);
+  const launches = (await readdir(join(workdir, '.aerie', 'procs')).catch(() => [] as string[]))
+    .filter((f) => f.endsWith('.json') && f.startsWith(`${runId}.`))
+    .map((f) => f.slice(runId.length + 1, -5))
+    .sort();
+  const ledger: RunFacts['ledger'] = {};
+  for (const f of await readdir(join(root, '.aerie', 'ledger')).catch(() => [] as string[])) {
+    const r = JSON.parse(await readFile(join(root, '.aerie', 'ledger', f), 'utf8')) as { finishedAt: string; inputsHash: string };
+    ledger[f.replace(/\.json$/, '')] = { finishedAt: r.finishedAt, inputsHash: r.inputsHash };
+  }
+  const outputs: Record<string, string> = {};
+  const data = ['train.jsonl', 'train_error.jsonl', 'train_skipped.jsonl', 'train_rejected.jsonl'].map((f) => join(root, 'data', f));
+  const dumps = (await walk(join(root, 'hidden_states'))).filter((p) => /\.(hs|ckpt)$/.test(p));
+  for (const p of [...data, ...dumps]) {
+    if (await stat(p).catch(() => null)) outputs[relative(root, p)] = await sha(p);
+  }
+  const handle = client.workflow.getHandle(runId);
+  const history = await handle.fetchHistory();
+  const scheduled: Record<string, number> = {};
+  for (const e of history.events ?? []) {
+    const name = e.activityTaskScheduledEventAttributes?.activityType?.name;
+    if (name) scheduled[name] = (scheduled[name] ?? 0) + 1;
+  }
+  const desc = await handle.describe();
+  return { launches, ledger, outputs, scheduled, historyJson: JSON.stringify(history), status: desc.status.name };
+}
+
+/** Launch ids (without the run prefix) that name a role more than once for the same generation: never allowed. */
+export function duplicateLaunches(launches: string[]): number {
+  return launches.length - new Set(launches).size;
+}
+
+/** Stages whose ledger record changed although they had finished before the fault. */
+export function stagesRedone(before: RunFacts['ledger'], after: RunFacts['ledger']): string[] {
+  return Object.keys(before).filter((s) => after[s]?.finishedAt !== before[s]!.finishedAt);
+}
+
+export function bytesDiffering(reference: RunFacts['outputs'], got: RunFacts['outputs']): string[] {
+  const keys = new Set([...Object.keys(reference), ...Object.keys(got)]);
+  return [...keys].filter((k) => reference[k] !== got[k]).sort();
+}
+
+/** Live processes in any of the given process groups (orphans after a run has ended). */
+export async function liveInGroups(pgids: number[]): Promise<number[]> {
+  const want = new Set(pgids);
+  const live: number[] = [];
+  for (const pid of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(pid)) continue;
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (fields[0] !== 'Z' && want.has(Number(fields[2]))) live.push(Number(pid));
+  }
+  return live;
+}
+
+export async function recordedGroups(workdir: string, runId: string): Promise<number[]> {
+  const dir = join(workdir, '.aerie', 'procs');
+  const out: number[] = [];
+  for (const f of await readdir(dir).catch(() => [] as string[])) {
+    if (!f.startsWith(`${runId}.`) || !f.endsWith('.json')) continue;
+    out.push((JSON.parse(await readFile(join(dir, f), 'utf8')) as { pgid: number }).pgid);
+  }
+  return out;
+}

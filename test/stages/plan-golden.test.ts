@@ -1,0 +1,153 @@
+/**
+ * Golden argv for both real-cluster examples: every command each stage driver renders, exactly,
+ * as `aerie plan` prints it and as the activities launch it (same spec builders). Secrets stay
+ * ${VAR} references.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { AERIE_HOME, parseConfigText } from '../../src/config/load.js';
+import { planRun, renderPlan, type PlanStep } from '../../src/cli/plan.js';
+
+const load = (name: string) => parseConfigText(readFileSync(join(AERIE_HOME, 'examples', name), 'utf8'), name, {});
+const step = (steps: PlanStep[], stage: string, name: string): PlanStep => {
+  const s = steps.find((x) => x.stage === stage && x.step === name);
+  if (!s) throw new Error(`no step "${stage} · ${name}" in ${steps.map((x) => `${x.stage} · ${x.step}`).join(', ')}`);
+  return s;
+};
+const RUN = '/data/aerie/runs/r1';
+
+describe('examples/kimi-k2.5.yaml: patched-server extraction, command trainer, EAGLE3 topk 1 + spec v2', () => {
+  const config = load('kimi-k2.5.yaml');
+  const steps = planRun(config, 'r1');
+  const server = ['/opt/sglang/venv/bin/python', '-m', 'sglang.launch_server', '--model-path', '/models/Kimi-K2.5-INT4', '--host', '127.0.0.1', '--port', '30000', '--tp-size', '8', '--mem-fraction-static', '0.85'];
+
+  it('launches the target for regeneration at tp 8, secrets as references', () => {
+    const s = step(steps, 'generate', 'launch generate server');
+    expect(s.host).toBe('gpu8');
+    expect(s.argv).toEqual([...server, '--trust-remote-code']);
+    expect(s.env).toEqual({ PYTHONUNBUFFERED: '1', SGLANG_ENABLE_SPEC_V2: 'True', HF_TOKEN: '${HF_TOKEN}' });
+  });
+
+  it('launches the extraction profile: dump env, no CUDA graphs, no radix cache, no speculation', () => {
+    const s = step(steps, 'extract', 'launch extract server');
+    expect(s.argv).toEqual([...server, '--disable-cuda-graph', '--disable-radix-cache', '--trust-remote-code']);
+    expect(s.env).toEqual({ PYTHONUNBUFFERED: '1', SGLANG_ENABLE_SPEC_V2: 'True', HF_TOKEN: '${HF_TOKEN}', SGLANG_HS_DUMP_DIR: '/dev/shm/sglang_hs' });
+  });
+
+  it('renders the command trainer with aerie-dump hidden states', () => {
+    const s = step(steps, 'train', 'trainer command (detached)');
+    expect(s.argv).toEqual([
+      '/opt/sglang/venv/bin/torchrun', '--standalone', '--nproc_per_node', '8', '/opt/eagle3/train_from_dumps.py',
+      '--target-model', '/models/Kimi-K2.5-INT4',
+      '--draft-config', '/data/aerie/configs/kimi-k25-eagle3.json',
+      '--data', `${RUN}/data/train.jsonl`,
+      '--hidden-states', `${RUN}/hidden_states`,
+      '--output-dir', `${RUN}/train/output`,
+    ]);
+    expect(s.env).toEqual({ PYTORCH_CUDA_ALLOC_CONF: 'expandable_segments:True' });
+  });
+
+  it('deploys EAGLE3 3/1/4 on the drafter the trainer leaves, sized for the sweep', () => {
+    const s = step(steps, 'deploy', 'launch deploy server');
+    expect(s.argv).toEqual([
+      ...server,
+      '--max-running-requests', '250',
+      '--speculative-algorithm', 'EAGLE3',
+      '--speculative-draft-model-path', `${RUN}/train/output/final`,
+      '--speculative-num-steps', '3',
+      '--speculative-eagle-topk', '1',
+      '--speculative-num-draft-tokens', '4',
+      '--trust-remote-code',
+    ]);
+    expect(s.env?.SGLANG_ENABLE_SPEC_V2).toBe('True');
+  });
+
+  it('prints the host with its exec prefix and never an expanded secret', () => {
+    const text = renderPlan(config, steps, 'kimi-k2.5.yaml');
+    expect(text).toContain('every command through: pct exec 129 --');
+    expect(text).toContain('HF_TOKEN=${HF_TOKEN}');
+  });
+});
+
+describe('examples/llama3.1-8b.yaml: SpecForge offline extraction, current specforge CLI', () => {
+  const config = load('llama3.1-8b.yaml');
+  const steps = planRun(config, 'r1');
+  const run = '/scratch/aerie/runs/r1';
+
+  it('launches prepare_hidden_states.py with the v0.2 flags, no model server', () => {
+    expect(steps.some((s) => s.step === 'launch extract server')).toBe(false);
+    expect(step(steps, 'extract', 'prepare_hidden_states (detached)').argv).toEqual([
+      '/opt/venv/bin/torchrun', '--standalone', '--nproc_per_node', '8', '/opt/SpecForge/scripts/prepare_hidden_states.py',
+      '--target-model-path', '/models/Meta-Llama-3.1-8B-Instruct',
+      '--draft-model-config', '/opt/SpecForge/configs/llama3-8B-eagle3.json',
+      '--data-path', `${run}/data/train.jsonl`,
+      '--output-path', `${run}/hidden_states`,
+      '--chat-template', 'llama3',
+      '--max-length', '2048',
+      '--tp-size', '1',
+      '--batch-size', '32',
+      '--file-group-size', '2000',
+      '--dist-timeout', '2000',
+    ]);
+  });
+
+  it('writes the specforge config (offline data source) and runs `specforge train -c`, then export', () => {
+    const t = step(steps, 'train', 'specforge train (detached)');
+    expect(t.argv).toEqual(['/opt/venv/bin/specforge', 'train', '-c', `${run}/train/specforge.yaml`]);
+    expect(t.files?.[`${run}/train/specforge.yaml`]).toBe(
+      [
+        '# written by aerie for this run; edit stages.train in the aerie config instead',
+        'run_id: llama31-8b',
+        `output_dir: ${run}/train/output`,
+        'model:',
+        '  target_model_path: /models/Meta-Llama-3.1-8B-Instruct',
+        '  draft_model_config: /opt/SpecForge/configs/llama3-8B-eagle3.json',
+        '  target_backend: sglang',
+        'data:',
+        `  hidden_states_path: ${run}/hidden_states`,
+        '  max_length: 2048',
+        '  chat_template: llama3',
+        'training:',
+        '  strategy: eagle3',
+        '  num_epochs: 3',
+        '  batch_size: 1',
+        '  learning_rate: 0.0001',
+        '  ttt_length: 7',
+        '  save_interval: 1000',
+        '  max_checkpoints: 3',
+        'deployment:',
+        '  trainer:',
+        '    nproc_per_node: 8',
+        '',
+      ].join('\n'),
+    );
+    expect(step(steps, 'train', 'specforge export (detached)').argv).toEqual([
+      '/opt/venv/bin/specforge', 'export', '--to', 'sglang',
+      '--checkpoint', `${run}/train/output/llama31-8b-step<N>`,
+      '--draft-config', '/opt/SpecForge/configs/llama3-8B-eagle3.json',
+      '--output-dir', `${run}/train/drafter`,
+    ]);
+  });
+
+  it('deploys the exported drafter with EAGLE3', () => {
+    expect(step(steps, 'deploy', 'launch deploy server').argv).toEqual([
+      '/opt/venv/bin/python', '-m', 'sglang.launch_server', '--model-path', '/models/Meta-Llama-3.1-8B-Instruct', '--host', '127.0.0.1', '--port', '30000', '--tp-size', '1',
+      '--max-running-requests', '250',
+      '--speculative-algorithm', 'EAGLE3',
+      '--speculative-draft-model-path', `${run}/train/drafter`,
+      '--speculative-num-steps', '3',
+      '--speculative-eagle-topk', '1',
+      '--speculative-num-draft-tokens', '4',
+    ]);
+  });
+});
+
+describe('the demo (simulator): patched server + SpecForge v0.2 trains online', () => {
+  it('renders train_eagle3.py without --train-hidden-states-path and says why', () => {
+    const config = load('demo.yaml');
+    const t = step(planRun(config, 'r1'), 'train', 'train_eagle3.py (detached)');
+    expect(t.argv).not.toContain('--train-hidden-states-path');
+    expect(t.notes?.join(' ')).toMatch(/SpecForge cannot read the patched server's dumps/);
+  });
+});

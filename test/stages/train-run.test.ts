@@ -1,0 +1,151 @@
+/**
+ * The three trainer drivers end to end against the simulated SpecForge (real detached
+ * processes through LocalHost): a crash mid-run is relaunched from the newest checkpoint aerie
+ * found itself, the result is verified before it counts, and an OOM is not retried.
+ */
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { LocalHost } from '../../src/hosts/local.js';
+import { JobFailure, superviseJob, type JobHooks } from '../../src/stages/job-supervise.js';
+import { commandHooks, specforgeHooks, v02Hooks, type TrainResult } from '../../src/stages/train-run.js';
+import type { SpecforgeRun } from '../../src/stages/train-specforge.js';
+import type { TrainLaunch } from '../../src/stages/train.js';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const SIM = join(ROOT, 'bin/aerie-sim.mjs');
+const TARGET = join(ROOT, 'examples/models/sim-llama-8b');
+const DRAFT = join(ROOT, 'examples/models/sim-llama-8b-eagle3-draft.json');
+
+let dir: string;
+let host: LocalHost;
+let data: string;
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'aerie-train-'));
+  host = new LocalHost({ name: 'local', workdir: join(dir, 'host') });
+  data = join(dir, 'train.jsonl');
+  const rows = (await readFile(join(ROOT, 'examples/data/prompts.jsonl'), 'utf8')).split('\n').filter(Boolean).slice(0, 8);
+  await writeFile(data, rows.join('\n') + '\n');
+});
+
+afterEach(async () => {
+  for (const r of await host.listLaunches()) await host.killGroup(r, { graceMs: 1000 }).catch(() => undefined);
+  await rm(dir, { recursive: true, force: true });
+});
+
+const supervise = (hooks: JobHooks<TrainResult, unknown>, env: Record<string, string>) =>
+  superviseJob<TrainResult, unknown>(
+    {
+      host,
+      prefix: 'r1.train.',
+      logPath: (gen) => join(dir, `train-${gen}.log`),
+      cwd: dir,
+      env: { AERIE_SIM_TIME_SCALE: '0', ...env },
+      crashRetries: 2,
+      pollMs: 50,
+      heartbeat: () => undefined,
+      what: 'trainer',
+      crashType: 'TrainerCrashed',
+    },
+    hooks,
+  );
+
+const argvOf = async (launchId: string) => (await host.findLaunch(launchId))!.argv;
+const drafterConfig = async (d: string) => JSON.parse(await readFile(join(d, 'config.json'), 'utf8')) as Record<string, any>;
+
+describe('trainer drivers on the simulator', () => {
+  it('specforge: a crash resumes from the newest <run>-step<N> via training.resume_from, then export, then verify', async () => {
+    const run: SpecforgeRun = {
+      launcher: [process.execPath, SIM, 'specforge'],
+      configPath: join(dir, 'specforge.yaml'),
+      runId: 'r1',
+      outputDir: join(dir, 'output'),
+      targetModelPath: TARGET,
+      draftModelConfig: DRAFT,
+      targetBackend: 'sglang',
+      trainDataPath: data,
+      chatTemplate: 'llama3',
+      maxLength: 2048,
+      numEpochs: 2,
+      batchSize: 1,
+      learningRate: 1e-4,
+      tttLength: 7,
+      saveInterval: 4,
+      overrides: { 'training.log_interval': 2 },
+    };
+    const drafter = join(dir, 'drafter');
+    const hooks = specforgeHooks(host, run, drafter, {
+      host, prefix: 'r1.train-export.', logPath: (g) => join(dir, `export-${g}.log`), cwd: dir, env: {}, crashRetries: 1, pollMs: 50, heartbeat: () => undefined,
+    });
+    const { result, launches } = await supervise(hooks, { AERIE_SIM_TRAIN_CRASH_AT_STEP: '6', AERIE_SIM_FAULT_ONCE: join(dir, 'once') });
+    expect(launches).toBe(2);
+    expect(await argvOf('r1.train.0')).toEqual([process.execPath, SIM, 'specforge', 'train', '-c', run.configPath]);
+    expect(await argvOf('r1.train.1')).toEqual([process.execPath, SIM, 'specforge', 'train', '-c', run.configPath, `training.resume_from=${join(dir, 'output', 'r1-step4')}`]);
+    expect(await readFile(join(dir, 'train-1.log'), 'utf8')).toContain(`Resuming from ${join(dir, 'output', 'r1-step4')}: global_step=4`);
+    expect((await argvOf('r1.train-export.0')).slice(2)).toEqual(['specforge', 'export', '--to', 'sglang', '--checkpoint', join(dir, 'output', 'r1-step16'), '--draft-config', DRAFT, '--output-dir', drafter]);
+    expect(result.drafterDir).toBe(drafter);
+    const cfg = await drafterConfig(drafter);
+    expect(cfg.architectures).toEqual(['LlamaForCausalLMEagle3']);
+    // The continued run ends where an uninterrupted one would: 8 samples × 2 epochs.
+    expect(cfg.aerie_sim.trained_sample_epochs).toBe(16);
+  });
+
+  it('command: a template with resume-args continues from the pattern-matched checkpoint and the drafter is verified', async () => {
+    await writeFile(join(dir, 'cfg.yaml'), [
+      'run_id: c', `output_dir: ${join(dir, 'output')}`,
+      'model:', `  target_model_path: ${TARGET}`, `  draft_model_config: ${DRAFT}`,
+      'data:', `  train_data_path: ${data}`,
+      'training:', '  num_epochs: 1', '  save_interval: 3',
+    ].join('\n'));
+    // sh -c '<script>' node sim [resume args...]: the resume args arrive as "$@" after the shift.
+    const script =
+      'n="$0"; s="$1"; shift; "$n" "$s" specforge train -c {run_dir}/cfg.yaml "$@" && ' +
+      '"$n" "$s" specforge export --to sglang --checkpoint {output_dir}/c-latest --draft-config {draft_model_config} --output-dir {output_dir}/final';
+    const hooks = commandHooks(
+      host,
+      { launcher: ['sh', '-c', script, process.execPath, SIM], resumeArgs: ['training.resume_from={checkpoint}'], drafterDir: '{output_dir}/final', checkpointPattern: '^c-step(\\d+)$' },
+      { target_model: TARGET, draft_model_config: DRAFT, train_data: data, hidden_states_layout: 'none', output_dir: join(dir, 'output'), run_dir: dir },
+    );
+    const { result, launches } = await supervise(hooks, { AERIE_SIM_TRAIN_CRASH_AT_STEP: '5', AERIE_SIM_FAULT_ONCE: join(dir, 'once') });
+    expect(launches).toBe(2);
+    expect((await argvOf('r1.train.1')).at(-1)).toBe(`training.resume_from=${join(dir, 'output', 'c-step3')}`);
+    expect(result.drafterDir).toBe(join(dir, 'output', 'final'));
+    expect((await drafterConfig(result.drafterDir)).aerie_sim.trained_sample_epochs).toBe(8);
+  });
+
+  it('specforge-v0.2: continues with --ckpt-dir and --max-num-steps into resume_step_<N>; an OOM is not relaunched', async () => {
+    const original: TrainLaunch = {
+      launcher: [process.execPath, SIM, 'train'],
+      targetModelPath: TARGET,
+      draftModelConfig: DRAFT,
+      trainDataPath: data,
+      outputDir: join(dir, 'out'),
+      chatTemplate: 'llama3',
+      maxLength: 2048,
+      numEpochs: 2,
+      batchSize: 1,
+      learningRate: 1e-4,
+      tttLength: 7,
+      tpSize: 1,
+      saveInterval: 4,
+      extraArgs: [],
+    };
+    const { result, launches } = await supervise(v02Hooks(host, original, 'r1.train.'), { AERIE_SIM_TRAIN_CRASH_AT_STEP: '7', AERIE_SIM_FAULT_ONCE: join(dir, 'once') });
+    expect(launches).toBe(2);
+    const second = await argvOf('r1.train.1');
+    expect(second.slice(second.indexOf('--ckpt-dir'), second.indexOf('--ckpt-dir') + 4)).toEqual(['--ckpt-dir', join(dir, 'out', 'epoch_0_step_4'), '--max-num-steps', '12']);
+    expect(second.at(-1)).toBe(join(dir, 'out', 'resume_step_4'));
+    expect(result.drafterDir).toBe(join(dir, 'out', 'resume_step_4', 'epoch_1_step_12'));
+
+    const oom = await superviseJob(
+      { host, prefix: 'r2.train.', logPath: (g) => join(dir, `oom-${g}.log`), cwd: dir, env: { AERIE_SIM_TIME_SCALE: '0', AERIE_SIM_FAULT: 'train-oom' }, crashRetries: 3, pollMs: 50, heartbeat: () => undefined, what: 'trainer', crashType: 'TrainerCrashed' },
+      v02Hooks(host, { ...original, outputDir: join(dir, 'oom-out') }, 'r2.train.'),
+    ).then(() => null, (e: unknown) => e);
+    expect(oom).toBeInstanceOf(JobFailure);
+    expect((oom as JobFailure).type).toBe('OutOfMemoryError');
+    expect((oom as JobFailure).message).toMatch(/expandable_segments/);
+    expect((await host.listLaunches()).filter((r) => r.launchId.startsWith('r2.'))).toHaveLength(1);
+  });
+});
