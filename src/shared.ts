@@ -36,6 +36,11 @@ export interface RunStatus {
   error?: string;
 }
 
+export interface RetryRequest {
+  /** Re-run from this stage even where the ledger says it is done; default: the failed stage. */
+  stage?: StageName;
+}
+
 /** What a run is started with: the validated config plus where the run lives on its host. */
 export interface PipelineInput {
   runId: string;

@@ -13,6 +13,7 @@ import { doctorCommand } from './doctor.js';
 import { reportCommand } from './report.js';
 import { resumeCommand, runCommand } from './run.js';
 import { statusCommand } from './status.js';
+import { cancelCommand, retryCommand } from './operator.js';
 
 const USAGE = `aerie — EAGLE-3 drafter pipelines for SGLang, as one durable Temporal workflow
 
@@ -20,6 +21,8 @@ const USAGE = `aerie — EAGLE-3 drafter pipelines for SGLang, as one durable Te
   aerie plan <config.yaml>                every command and environment each stage would run, per host; runs nothing
   aerie resume <run> [--config <file>]    continue a failed or interrupted run; finished stages are not redone
   aerie status <run>                      stages, current phase, failure
+  aerie retry <run> [--stage S]           after a failure the run waits on (run.on-failure: wait): re-run from S
+  aerie cancel <run>                      stop the run and every server and job it launched
   aerie report <run>                      the benchmark table and where report.html, report.md, results.jsonl are
   aerie doctor <config.yaml>              check the target host (SSH, interpreters, port, GPUs, paths, disk) without starting a run
   aerie demo                              the whole pipeline on the bundled simulator (examples/demo.yaml)
@@ -38,6 +41,7 @@ async function main(argv: string[]): Promise<number> {
     options: {
       'no-worker': { type: 'boolean', default: false },
       config: { type: 'string' },
+      stage: { type: 'string' },
       stop: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -64,6 +68,12 @@ async function main(argv: string[]): Promise<number> {
     case 'doctor':
       if (!positionals[0]) return usage('doctor needs a config file');
       return doctorCommand(positionals[0]);
+    case 'retry':
+      if (!positionals[0]) return usage('retry needs a run id');
+      return retryCommand(positionals[0], values.stage, { worker: !values['no-worker'] });
+    case 'cancel':
+      if (!positionals[0]) return usage('cancel needs a run id');
+      return cancelCommand(positionals[0], { worker: !values['no-worker'] });
     case 'status':
       if (!positionals[0]) return usage('status needs a run id');
       return statusCommand(positionals[0]);

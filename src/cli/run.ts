@@ -16,6 +16,7 @@ import { createWorker, installQuietRuntime } from '../worker.js';
 import { AerieStage } from '../workflows/pipeline.js';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { followRun } from './watch.js';
+import { copyReportFiles } from './report.js';
 
 const AerieTarget = defineSearchAttributeKey('AerieTarget', SearchAttributeType.KEYWORD);
 const AerieLabel = defineSearchAttributeKey('AerieLabel', SearchAttributeType.KEYWORD);
@@ -52,21 +53,31 @@ async function startWorkflow(client: Client, input: PipelineInput): Promise<void
 }
 
 /** Run the workflow to its end with an in-process worker (or just follow it). Returns the exit code. */
-async function attach(target: TemporalTarget, client: Client, runId: string, opts: RunOptions): Promise<number> {
+export async function attach(target: TemporalTarget, client: Client, runId: string, opts: RunOptions): Promise<number> {
   const out = opts.out ?? process.stdout;
   const ui = webUiUrl(target, runId);
   out.write(`run ${runId}\n${ui ? `Web UI: ${ui}\n` : ''}\n`);
   const follow = async (): Promise<number> => {
-    await followRun(client, runId, out);
+    if ((await followRun(client, runId, out)) === 'waiting') {
+      out.write(`\nrun ${runId} is waiting for an operator (see the failed stage above).\nafter fixing the cause: aerie retry ${runId} [--stage S]    or stop it: aerie cancel ${runId}\n`);
+      return 1;
+    }
     try {
       const result = (await client.workflow.getHandle(runId).result()) as PipelineResult;
       await saveRunFolder(runId, result);
+      if (result.report) {
+        // The report lives with the run on its host; a copy lands in the local run folder.
+        const { config } = await originalInput(client, runId);
+        const local = await copyReportFiles(localRunFolder(runId), config, result.report).catch(() => []);
+        if (local.length) result.report.paths = [...local];
+      }
       if (result.report) out.write(`\n${result.report.table}\n\nreport: ${result.report.paths.join(', ')}\n`);
       out.write(`\nrun ${runId} finished${ui ? ` — ${ui}` : ''}\n`);
       return 0;
     } catch (err) {
       const reason = err instanceof WorkflowFailedError ? innermost(err) : (err as Error).message;
-      out.write(`\nrun ${runId} failed: ${reason}\nresume after fixing the cause: aerie resume ${runId}\n`);
+      const cancelled = err instanceof WorkflowFailedError && /cancel/i.test(String(err.cause?.name ?? '') + String(err.cause?.message ?? ''));
+      out.write(cancelled ? `\nrun ${runId} cancelled\n` : `\nrun ${runId} failed: ${reason}\nresume after fixing the cause: aerie resume ${runId}\n`);
       return 1;
     }
   };

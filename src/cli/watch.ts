@@ -34,8 +34,11 @@ export async function queryStatus(handle: WorkflowHandle, timeoutMs = 5000): Pro
   return Promise.race([handle.query<RunStatus>('status').catch(() => undefined), timeout]);
 }
 
-/** Redraws the table in place on a terminal; prints changes line by line otherwise. */
-export async function followRun(client: Client, workflowId: string, out: NodeJS.WriteStream = process.stdout): Promise<void> {
+/**
+ * Redraws the table in place on a terminal; prints changes line by line otherwise. Returns
+ * 'waiting' when the run stopped to wait for an operator (it stays open), else 'closed'.
+ */
+export async function followRun(client: Client, workflowId: string, out: NodeJS.WriteStream = process.stdout): Promise<'closed' | 'waiting'> {
   const handle = client.workflow.getHandle(workflowId);
   const tty = out.isTTY === true;
   let drawn = 0;
@@ -45,6 +48,11 @@ export async function followRun(client: Client, workflowId: string, out: NodeJS.
   result.catch(() => undefined);
   while (!done) {
     const [status, pending] = await Promise.all([queryStatus(handle), pendingActivities(handle).catch(() => [])]);
+    if (status?.stages.some((st) => st.state === 'waiting')) {
+      if (tty && drawn) out.write(`\x1b[${drawn}A\x1b[J`);
+      out.write(renderStageTable(status) + '\n');
+      return 'waiting';
+    }
     if (status) {
       const phase = pending.length ? pending.map(describeActivity).join('; ') : undefined;
       const table = renderStageTable(status, phase);
@@ -65,4 +73,5 @@ export async function followRun(client: Client, workflowId: string, out: NodeJS.
     if (tty && drawn) out.write(`\x1b[${drawn}A\x1b[J`);
     out.write(renderStageTable(final) + '\n');
   }
+  return 'closed';
 }

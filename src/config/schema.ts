@@ -276,6 +276,10 @@ export const configSchema = z.strictObject({
     run: z
       .strictObject({
         label: z.string().regex(/^[a-z0-9][a-z0-9-]{0,40}$/, 'lowercase letters, digits and dashes').default('run'),
+        'on-failure': z
+          .enum(['fail', 'wait'])
+          .default('fail')
+          .describe('After a failure retrying cannot fix: end the run (resume it later with `aerie resume`), or wait for `aerie retry` / `aerie cancel`.'),
       })
       .prefault({}),
     hosts: z.record(z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/, 'a host name'), hostSchema),

@@ -7,7 +7,9 @@
 import {
   ApplicationFailure,
   CancellationScope,
+  condition,
   defineQuery,
+  defineUpdate,
   isCancellation,
   setCurrentDetails,
   setHandler,
@@ -17,13 +19,15 @@ import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/commo
 import type { ServerLaunch, ServerRole } from '../activities/server.js';
 import type { LedgerCheck } from '../activities/ledger.js';
 import type { BenchServingRecord } from '../bench/metrics.js';
-import type { PipelineInput, PipelineResult, RunStatus, StageName } from '../shared.js';
+import { STAGES, type PipelineInput, type PipelineResult, type RetryRequest, type RunStatus, type StageName } from '../shared.js';
 import { acts, launch, longRunning, quick, readiness, smoke, stop } from './activities.js';
 import { SERVER_RELAUNCHABLE } from '../sglang/readiness.js';
 import { renderStageMarkdown, StageBoard } from './status.js';
 import { hiddenForTrain } from '../stages/launch-specs.js';
 
 export const statusQuery = defineQuery<RunStatus>('status');
+/** Operator action after a failure the run waits on: re-run from the failed stage, or an earlier one. */
+export const retryUpdate = defineUpdate<string, [RetryRequest]>('retry');
 export const AerieStage = defineSearchAttributeKey('AerieStage', SearchAttributeType.KEYWORD);
 
 /** How many times a server that dies on load or on its first request is relaunched. */
@@ -34,6 +38,27 @@ export async function pipeline(input: PipelineInput): Promise<PipelineResult> {
   const board = new StageBoard(runId, config.run.label);
   setHandler(statusQuery, () => board.snapshot());
   const live = new Map<string, ServerLaunch>();
+  // Operator state: set while the run waits after a failure; a retry names where to restart.
+  let waitingOn: StageName | undefined;
+  let retryFrom: StageName | undefined;
+  let forceFrom: StageName | undefined;
+  const forced = (stage: StageName) => forceFrom !== undefined && STAGES.indexOf(stage) >= STAGES.indexOf(forceFrom);
+  setHandler(
+    retryUpdate,
+    (req) => {
+      retryFrom = req.stage ?? waitingOn!;
+      return `retrying ${runId} from ${retryFrom}`;
+    },
+    {
+      validator: (req) => {
+        if (!waitingOn) throw new Error(`run ${runId} is not waiting for an operator (it waits only after a failure, with run.on-failure: wait)`);
+        if (req.stage !== undefined && !STAGES.includes(req.stage)) throw new Error(`unknown stage "${req.stage}"; stages: ${STAGES.join(', ')}`);
+        if (req.stage !== undefined && STAGES.indexOf(req.stage) > STAGES.indexOf(waitingOn)) {
+          throw new Error(`cannot retry from ${req.stage}: the run failed earlier, at ${waitingOn}`);
+        }
+      },
+    },
+  );
   const base = { runId, config };
   const target = `${config.target.host}:${config.server.port}`;
 
@@ -58,7 +83,7 @@ export async function pipeline(input: PipelineInput): Promise<PipelineResult> {
       { ...quick, summary: `ledger: is ${stage} already done?` },
       [{ ...base, stage, upstream }],
     );
-    if (check.valid && check.record) {
+    if (check.valid && check.record && !forced(stage)) {
       finish(stage, `already done (${check.record.finishedAt}): ${check.record.note}`, 'skipped');
       return { ...(check.record.result as T), inputsHash: check.inputsHash };
     }
@@ -139,111 +164,140 @@ export async function pipeline(input: PipelineInput): Promise<PipelineResult> {
     show();
   }
 
-  try {
-    enter('preflight');
-    const pre = await acts.preflight.executeWithOptions({ ...quick, summary: `preflight: hosts, interpreter, ports, drafter config` }, [base]);
-    finish('preflight', pre.note);
+  for (;;) {
+    try {
+      enter('preflight');
+      const pre = await acts.preflight.executeWithOptions({ ...quick, summary: `preflight: hosts, interpreter, ports, drafter config` }, [base]);
+      finish('preflight', pre.note);
 
-    const data = await ledgered('generate', [], () =>
-      withServer('generate', async (srv) => {
-        const r = await acts.generateData.executeWithOptions(
-          { ...longRunning, summary: `regenerate ${config.stages.generate['num-samples'] ?? 'all'} samples with the target (concurrency ${config.stages.generate.concurrency})` },
-          [{ ...base, launch: srv }],
-        );
-        return { result: r, outputs: r.outputs, note: r.note };
-      }),
-    );
-
-    const extract = config.stages.extract;
-    const hidden = await ledgered('extract', [data.inputsHash], async () => {
-      // Refused before any launch when the destination cannot hold the estimate.
-      const space = await acts.checkExtractSpace.executeWithOptions(
-        { ...quick, startToCloseTimeout: '1h', heartbeatTimeout: '2m', summary: `extract: estimate hidden-state bytes against free space` },
-        [{ ...base, dataPath: data.dataPath }],
+      const data = await ledgered('generate', [], () =>
+        withServer('generate', async (srv) => {
+          const r = await acts.generateData.executeWithOptions(
+            { ...longRunning, summary: `regenerate ${config.stages.generate['num-samples'] ?? 'all'} samples with the target (concurrency ${config.stages.generate.concurrency})` },
+            [{ ...base, launch: srv }],
+          );
+          // The target alone is already loaded: measure the baseline now and save a model load later.
+          const b = config.stages.benchmark;
+          if (b.baseline && b['reuse-generate-server']) {
+            await sweep(srv, 'baseline').catch((err: unknown) => {
+              if (isCancellation(err)) throw err;
+              sayRunning(`baseline on the generate server failed (${failureMessage(err).slice(0, 160)}); it will be measured in the benchmark stage`);
+            });
+          }
+          return { result: r, outputs: r.outputs, note: r.note };
+        }),
       );
-      // SpecForge's prepare_hidden_states.py loads the target itself: no model server.
-      if (extract.driver === 'specforge-offline') {
-        const r = await acts.extractOffline.executeWithOptions(
-          { ...longRunning, summary: `extract hidden states: ${extract.launcher.join(' ')} … (specforge-offline, tp ${extract['tp-size']}; ${space.note})` },
+
+      const extract = config.stages.extract;
+      const hidden = await ledgered('extract', [data.inputsHash], async () => {
+        // Refused before any launch when the destination cannot hold the estimate.
+        const space = await acts.checkExtractSpace.executeWithOptions(
+          { ...quick, startToCloseTimeout: '1h', heartbeatTimeout: '2m', summary: `extract: estimate hidden-state bytes against free space` },
           [{ ...base, dataPath: data.dataPath }],
         );
-        return { result: r, outputs: r.outputs, note: r.note };
-      }
-      return withServer('extract', async (srv) => {
-        const r = await acts.extractHiddenStates.executeWithOptions(
-          { ...longRunning, summary: `extract hidden states (patched server, ${extract['dump-env']}=${extract['dump-dir']}; ${space.note})` },
-          [{ ...base, launch: srv, dataPath: data.dataPath }],
+        // SpecForge's prepare_hidden_states.py loads the target itself: no model server.
+        if (extract.driver === 'specforge-offline') {
+          const r = await acts.extractOffline.executeWithOptions(
+            { ...longRunning, summary: `extract hidden states: ${extract.launcher.join(' ')} … (specforge-offline, tp ${extract['tp-size']}; ${space.note})` },
+            [{ ...base, dataPath: data.dataPath }],
+          );
+          return { result: r, outputs: r.outputs, note: r.note };
+        }
+        return withServer('extract', async (srv) => {
+          const r = await acts.extractHiddenStates.executeWithOptions(
+            { ...longRunning, summary: `extract hidden states (patched server, ${extract['dump-env']}=${extract['dump-dir']}; ${space.note})` },
+            [{ ...base, launch: srv, dataPath: data.dataPath }],
+          );
+          return { result: r, outputs: r.outputs, note: r.note };
+        });
+      });
+
+      const train = config.stages.train;
+      // SpecForge's trainers read only SpecForge's layout (offline extraction); aerie's own dump
+      // layout goes to a command-template trainer. Otherwise SpecForge trains online.
+      const trainHidden = hiddenForTrain(config, hidden.hidden);
+      const drafter = await ledgered('train', [hidden.inputsHash], async () => {
+        const r = await acts.trainDrafter.executeWithOptions(
+          {
+            ...longRunning,
+            summary:
+              `train EAGLE-3 drafter (${train.driver}${train.driver === 'command' ? '' : `, ${train['num-epochs']} epochs`}): ` +
+              `${train.launcher.join(' ')} … ${trainHidden ? `offline from ${trainHidden.layout} hidden states` : 'online'}`,
+          },
+          [{ ...base, dataPath: data.dataPath, hidden: trainHidden }],
         );
         return { result: r, outputs: r.outputs, note: r.note };
       });
-    });
 
-    const train = config.stages.train;
-    // SpecForge's trainers read only SpecForge's layout (offline extraction); aerie's own dump
-    // layout goes to a command-template trainer. Otherwise SpecForge trains online.
-    const trainHidden = hiddenForTrain(config, hidden.hidden);
-    const drafter = await ledgered('train', [hidden.inputsHash], async () => {
-      const r = await acts.trainDrafter.executeWithOptions(
-        {
-          ...longRunning,
-          summary:
-            `train EAGLE-3 drafter (${train.driver}${train.driver === 'command' ? '' : `, ${train['num-epochs']} epochs`}): ` +
-            `${train.launcher.join(' ')} … ${trainHidden ? `offline from ${trainHidden.layout} hidden states` : 'online'}`,
-        },
-        [{ ...base, dataPath: data.dataPath, hidden: trainHidden }],
-      );
-      return { result: r, outputs: r.outputs, note: r.note };
-    });
+      const drafterDir = config.stages.deploy['draft-model-path'] ?? drafter.drafterDir;
+      const maxConcurrency = Math.max(...config.stages.benchmark.concurrencies);
+      const benchCheck = await acts.checkLedger.executeWithOptions({ ...quick, summary: 'ledger: is benchmark already done?' }, [
+        { ...base, stage: 'benchmark', upstream: [drafter.inputsHash] },
+      ]);
+      let report: PipelineResult['report'];
+      if (benchCheck.valid && benchCheck.record && !forced('deploy') && !forced('benchmark')) {
+        finish('deploy', 'not needed: benchmark already done', 'skipped');
+        finish('benchmark', `already done (${benchCheck.record.finishedAt})`, 'skipped');
+        report = benchCheck.record.result as PipelineResult['report'];
+      } else {
+        enter('deploy', `EAGLE3 drafter ${drafterDir}`);
+        const srv = await startServer('deploy', { drafterDir, maxConcurrency });
+        const gate = await acts.acceptanceGate.executeWithOptions(
+          { ...smoke, summary: `acceptance gate: accept length ≥ ${config.stages.deploy['acceptance-threshold']}` },
+          [{ ...base, launch: srv }],
+        );
+        finish('deploy', `serving with accept length ${gate.acceptLength.toFixed(2)} on ${target}`);
 
-    const drafterDir = config.stages.deploy['draft-model-path'] ?? drafter.drafterDir;
-    const maxConcurrency = Math.max(...config.stages.benchmark.concurrencies);
-    const benchCheck = await acts.checkLedger.executeWithOptions({ ...quick, summary: 'ledger: is benchmark already done?' }, [
-      { ...base, stage: 'benchmark', upstream: [drafter.inputsHash] },
-    ]);
-    let report: PipelineResult['report'];
-    if (benchCheck.valid && benchCheck.record) {
-      finish('deploy', 'not needed: benchmark already done', 'skipped');
-      finish('benchmark', `already done (${benchCheck.record.finishedAt})`, 'skipped');
-      report = benchCheck.record.result as PipelineResult['report'];
-    } else {
-      enter('deploy', `EAGLE3 drafter ${drafterDir}`);
-      const srv = await startServer('deploy', { drafterDir, maxConcurrency });
-      const gate = await acts.acceptanceGate.executeWithOptions(
-        { ...smoke, summary: `acceptance gate: accept length ≥ ${config.stages.deploy['acceptance-threshold']}` },
-        [{ ...base, launch: srv }],
-      );
-      finish('deploy', `serving with accept length ${gate.acceptLength.toFixed(2)} on ${target}`);
-
-      enter('benchmark', `sweep ${config.stages.benchmark.concurrencies.join(', ')}`);
-      let speculative: BenchServingRecord[];
-      try {
-        speculative = (await sweep(srv, 'eagle3')).records;
-      } finally {
-        await CancellationScope.nonCancellable(() => stopServer(srv));
+        enter('benchmark', `sweep ${config.stages.benchmark.concurrencies.join(', ')}`);
+        let speculative: BenchServingRecord[];
+        let specNotes: string[];
+        try {
+          ({ records: speculative, notes: specNotes } = await sweep(srv, 'eagle3'));
+        } finally {
+          await CancellationScope.nonCancellable(() => stopServer(srv));
+        }
+        let baseline: BenchServingRecord[] | undefined;
+        if (config.stages.benchmark.baseline) {
+          // Levels measured earlier (on the generate server, or before a crash) are not measured again.
+          const stored = await acts.storedSweep.executeWithOptions({ ...quick, summary: 'baseline levels already measured?' }, [{ ...base, variant: 'baseline' }]);
+          baseline = stored.missing.length > 0 ? (await withServer('baseline', (b) => sweep(b, 'baseline'))).records : stored.records;
+        }
+        report = await acts.writeReport.executeWithOptions({ ...quick, summary: 'write report.md, report.html and results.jsonl' }, [
+          { ...base, speculative, baseline, notes: [...gate.notes, ...specNotes] },
+        ]);
+        await acts.writeLedger.executeWithOptions({ ...quick, summary: 'ledger: record benchmark' }, [
+          { ...base, stage: 'benchmark', inputsHash: benchCheck.inputsHash, outputs: report.paths, result: report, note: 'report written' },
+        ]);
+        finish('benchmark', `report: ${report.paths[0] ?? ''}`);
       }
-      const baseline = config.stages.benchmark.baseline ? (await withServer('baseline', (b) => sweep(b, 'baseline'))).records : undefined;
-      report = await acts.writeReport.executeWithOptions({ ...quick, summary: 'write report.md and results.jsonl' }, [
-        { ...base, speculative, baseline, notes: gate.notes },
-      ]);
-      await acts.writeLedger.executeWithOptions({ ...quick, summary: 'ledger: record benchmark' }, [
-        { ...base, stage: 'benchmark', inputsHash: benchCheck.inputsHash, outputs: report.paths, result: report, note: 'report written' },
-      ]);
-      finish('benchmark', `report: ${report.paths[0] ?? ''}`);
+      return { runId, stages: board.snapshot().stages, report };
+    } catch (err) {
+      const stage = board.current;
+      if (stage) board.set(stage, 'failed', failureMessage(err), now());
+      board.error = failureMessage(err);
+      show();
+      // Leave no model server holding GPUs after a failure or a cancel; a crashed worker
+      // never gets here, so its servers stay up for the next attempt to re-attach.
+      await CancellationScope.nonCancellable(async () => {
+        for (const srv of [...live.values()]) await stopServer(srv).catch(() => undefined);
+      });
+      if (isCancellation(err)) throw err;
+      if (config.run['on-failure'] !== 'wait' || !stage) {
+        // The activity failure rides along as the cause: its details carry the log tail.
+        throw ApplicationFailure.create({ message: `${stage ?? 'run'} failed: ${failureMessage(err)}`, type: 'StageFailed', nonRetryable: true, cause: err as Error });
+      }
+      // Wait for an operator: fix the cause on the host, then `aerie retry` (or `aerie cancel`).
+      waitingOn = stage;
+      board.set(stage, 'waiting', `failed: ${failureMessage(err).slice(0, 300)} — fix the cause, then: aerie retry ${runId} [--stage S]`, now());
+      show();
+      await condition(() => retryFrom !== undefined);
+      forceFrom = retryFrom;
+      board.reset(retryFrom!);
+      board.error = undefined;
+      waitingOn = undefined;
+      retryFrom = undefined;
+      show();
     }
-    return { runId, stages: board.snapshot().stages, report };
-  } catch (err) {
-    const stage = board.current;
-    if (stage) board.set(stage, 'failed', failureMessage(err), now());
-    board.error = failureMessage(err);
-    show();
-    // Leave no model server holding GPUs after a failure or a cancel; a crashed worker
-    // never gets here, so its servers stay up for the next attempt to re-attach.
-    await CancellationScope.nonCancellable(async () => {
-      for (const srv of [...live.values()]) await stopServer(srv).catch(() => undefined);
-    });
-    if (isCancellation(err)) throw err;
-    // The activity failure rides along as the cause: its details carry the log tail.
-    throw ApplicationFailure.create({ message: `${stage ?? 'run'} failed: ${failureMessage(err)}`, type: 'StageFailed', nonRetryable: true, cause: err as Error });
   }
 
   function sweep(srv: ServerLaunch, variant: 'eagle3' | 'baseline') {

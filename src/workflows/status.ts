@@ -25,6 +25,16 @@ export class StageBoard {
     if (state === 'done' || state === 'skipped' || state === 'failed') s.finishedAt = now;
   }
 
+  /** Back to pending from `stage` on, for a retry. */
+  reset(stage: StageName): void {
+    for (const s of this.stages.slice(this.stages.findIndex((x) => x.stage === stage))) {
+      s.state = 'pending';
+      delete s.note;
+      delete s.startedAt;
+      delete s.finishedAt;
+    }
+  }
+
   get(stage: StageName): StageStatus {
     return this.stages.find((x) => x.stage === stage)!;
   }

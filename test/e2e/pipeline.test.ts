@@ -64,10 +64,11 @@ describe('pipeline end to end on the simulator', () => {
     expect(results).toHaveLength(6);
     const eagle = results.filter((r) => r.aerie_variant === 'eagle3');
     expect(eagle.map((r) => r.max_concurrency)).toEqual([1, 4, 16]);
-    for (const r of eagle) expect(r.accept_length).toBeGreaterThan(1.3);
+    // Per-request accept length: the server's running average may be null on a short level.
+    for (const r of eagle) expect(r.mean_accept_length_per_request ?? r.accept_length).toBeGreaterThan(1.3);
     const launchesAfterFirst = await launchRecords(workdir);
     expect(launchesAfterFirst).toEqual(
-      [`${runId}.server-generate.0`, `${runId}.server-extract.0`, `${runId}.train.0`, `${runId}.server-deploy.0`, `${runId}.server-baseline.0`].sort(),
+      [`${runId}.server-generate.0`, `${runId}.server-extract.0`, `${runId}.train.0`, `${runId}.server-deploy.0`].sort(),
     );
 
     // Same run id again (what `aerie resume` does after a failure): every stage is a ledger hit.

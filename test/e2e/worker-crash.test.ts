@@ -77,7 +77,7 @@ describe('worker SIGKILL during training', () => {
     expect(result.stages.every((s) => s.state === 'done')).toBe(true);
     // One trainer, one launch per server role: nothing launched twice.
     expect(await records(workdir)).toEqual(
-      [`${runId}.server-generate.0`, `${runId}.server-extract.0`, `${runId}.train.0`, `${runId}.server-deploy.0`, `${runId}.server-baseline.0`].map((r) => `${r}.json`).sort(),
+      [`${runId}.server-generate.0`, `${runId}.server-extract.0`, `${runId}.train.0`, `${runId}.server-deploy.0`].map((r) => `${r}.json`).sort(),
     );
     const trainAfter = JSON.parse(await readFile(join(workdir, '.aerie', 'procs', `${runId}.train.0.json`), 'utf8')) as { pid: number };
     expect(trainAfter.pid).toBe(trainRecord.pid);
