@@ -80,7 +80,7 @@ describe('pipeline end to end over SSH', () => {
       expect(results).toHaveLength(6);
       const launches = (await readdir(join(workdir, '.aerie', 'procs'))).filter((f) => f.endsWith('.json')).sort();
       expect(launches).toEqual(
-        [`${runId}.server-generate.0`, `${runId}.server-extract.0`, `${runId}.train.0`, `${runId}.server-deploy.0`, `${runId}.server-baseline.0`].map((id) => `${id}.json`).sort(),
+        [`${runId}.server-generate.0`, `${runId}.server-extract.0`, `${runId}.train.0`, `${runId}.server-deploy.0`].map((id) => `${id}.json`).sort(),
       );
     } finally {
       await hosts.closeAll();

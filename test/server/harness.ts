@@ -40,7 +40,7 @@ export interface ActivityRun {
 export interface RunOutcome {
   runId: string;
   result?: PipelineResult;
-  /** The workflow's failure message (the innermost cause) when it did not complete. */
+  /** The workflow's failure message (the run's StageFailed) when it did not complete. */
   error?: string;
   cancelled: boolean;
   activities: ActivityRun[];
@@ -140,7 +140,7 @@ export async function runPipeline(t: TestTemporal, config: Config, runId: string
       try {
         result = (await handle.result()) as PipelineResult;
       } catch (err) {
-        error = innermost(err);
+        error = runFailureMessage(err);
       }
       await watcher?.stop();
       return { runId, result, error, cancelled, activities: await activityRuns(handle), startedAt, closedAt: Date.now() };
@@ -171,15 +171,10 @@ function cancelWhen(handle: WorkflowHandle, cond: (s: RunStatus) => boolean, onC
   };
 }
 
-function innermost(err: unknown): string {
+/** The run's own failure (StageFailed: "<stage> failed: <what the activity said>"). */
+function runFailureMessage(err: unknown): string {
   if (!(err instanceof WorkflowFailedError)) return String((err as Error)?.message ?? err);
-  let e = err as { message?: string; cause?: unknown };
-  let msg = e.message ?? '';
-  while (e.cause) {
-    e = e.cause as { message?: string; cause?: unknown };
-    if (e.message) msg = e.message;
-  }
-  return msg;
+  return err.cause?.message ?? err.message;
 }
 
 export function only(runs: ActivityRun[], type: string): ActivityRun[] {

@@ -54,7 +54,7 @@ describe('older SGLang: /health 200 while still warming up', () => {
     const [ready] = only(run.activities, 'awaitServerReady');
     expect(ready!.outcome).toBe('completed');
     expect(ready!.result.elapsedMs).toBeGreaterThanOrEqual(READY_AFTER);
-    expect(ready!.result.notes.join('\n')).toMatch(/\/health answered 200 while the log said "(loading weights|weights loaded|warming up)"/);
+    expect(ready!.result.notes.join('\n')).toMatch(/\/health answered 200 while the log said "(starting|loading weights|weights loaded|warming up)"/);
     expect(ready!.result.notes.join('\n')).toMatch(/\/health_generate is the reliable check/);
     expect(only(run.activities, 'smokeTest').map((s) => s.outcome)).toEqual(['completed']);
     expect(await launchRecords(workdir)).toEqual([`${runId}.server-generate.0`]);
