@@ -21,7 +21,11 @@ export function describeActivity(a: PendingActivity): string {
     case 'awaitServerReady':
       text = `server ${String(d.phase ?? 'starting')} ${secs(d.elapsedMs)}${d.lastHttp !== undefined ? `, HTTP ${d.lastHttp ?? 'no answer'}` : ''}`;
       break;
+    case 'checkExtractSpace':
+      text = 'estimating hidden-state bytes against free space';
+      break;
     case 'generateData':
+    case 'extractOffline':
     case 'extractHiddenStates': {
       const done = num('done');
       const total = num('total');

@@ -49,22 +49,20 @@ export function stageInputs(config: Config, stage: StageName): unknown {
   switch (stage) {
     case 'preflight':
       return {};
-    case 'generate': {
-      const { concurrency: _c, 'request-retries': _r, ...g } = s.generate;
-      return { model, generate: g };
-    }
-    case 'extract': {
-      const { concurrency: _c, 'dump-dir': _d, ...e } = s.extract as typeof s.extract & { concurrency?: number; 'dump-dir'?: string };
-      return { model, extract: e };
-    }
-    case 'train': {
-      const { env: _e, launcher: _l, 'crash-retries': _r, ...t } = s.train;
-      return { model, train: t };
-    }
+    case 'generate':
+      return { model, generate: omit(s.generate, ['concurrency', 'request-retries', 'shard-size']) };
+    case 'extract':
+      return { model, extract: omit(s.extract, ['concurrency', 'dump-dir', 'launcher', 'env', 'python', 'crash-retries']) };
+    case 'train':
+      return { model, train: omit(s.train, ['env', 'launcher', 'crash-retries']) };
     case 'deploy':
     case 'benchmark':
       return { model, deploy: s.deploy, benchmark: s.benchmark, server: { 'tp-size': config.server['tp-size'], 'extra-args': config.server['extra-args'] } };
   }
+}
+
+function omit(obj: object, keys: readonly string[]): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(obj).filter(([k]) => !keys.includes(k)));
 }
 
 export function inputsHash(config: Config, stage: StageName, upstream: readonly string[]): string {

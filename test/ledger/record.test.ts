@@ -35,6 +35,7 @@ describe('stage ledger', () => {
     const base = parseConfigText(yaml(), 't', {});
     const h = inputsHash(base, 'generate', []);
     expect(inputsHash(parseConfigText(yaml(', concurrency: 200'), 't', {}), 'generate', [])).toBe(h);
+    expect(inputsHash(parseConfigText(yaml(', shard-size: 64, request-retries: 9'), 't', {}), 'generate', [])).toBe(h);
     expect(inputsHash(parseConfigText(yaml(', max-tokens: 17'), 't', {}), 'generate', [])).not.toBe(h);
     expect(inputsHash(base, 'extract', ['x'])).not.toBe(inputsHash(base, 'extract', ['y']));
   });
