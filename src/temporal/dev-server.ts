@@ -111,9 +111,11 @@ export async function ensureDevServer(opts: { dir?: string; port?: number; uiPor
   const tdir = join(dir, 'temporal');
   await mkdir(tdir, { recursive: true });
   const previous = await readRecord(dir);
-  const pick = async (want: number | undefined) => (want && !(await portOpen(want)) ? want : freePort());
-  const port = await pick(opts.port ?? previous?.port ?? 7233);
-  const uiPort = await pick(opts.uiPort ?? previous?.uiPort ?? port + 1000);
+  // A port asked for explicitly is used as given (workers are configured with it); the
+  // remembered or default ports give way to free ones when something else holds them.
+  const pick = async (explicit: number | undefined, fallback: number) => explicit ?? (!(await portOpen(fallback)) ? fallback : freePort());
+  const port = await pick(opts.port, previous?.port ?? 7233);
+  const uiPort = await pick(opts.uiPort, previous?.uiPort ?? port + 1000);
   const dbPath = join(tdir, 'aerie.sqlite');
   const logPath = join(tdir, 'server.log');
   const log = await open(logPath, 'a');

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { AERIE_HOME } from '../../src/config/load.js';
 import { ensureSearchAttributes } from '../../src/temporal/connect.js';
-import { ensureDevServer, freePort, procStartTime, stopDevServer, type DevServerRecord } from '../../src/temporal/dev-server.js';
+import { ensureDevServer, freePort, portOpen, procStartTime, stopDevServer, type DevServerRecord } from '../../src/temporal/dev-server.js';
 import { waitUntil } from '../support/temporal.js';
 
 export class FaultRig {
@@ -59,7 +59,7 @@ export class FaultRig {
     const old = this.server;
     await this.connection.close().catch(() => undefined);
     signalGroup(old.pid, 'SIGKILL');
-    await waitUntil(async () => (await procStartTime(old.pid)) !== old.startTime, 'the dev server to die', 30_000, 100);
+    await waitUntil(async () => (await procStartTime(old.pid)) !== old.startTime && !(await portOpen(old.port)), 'the dev server to die and free its port', 30_000, 100);
     this.server = await ensureDevServer({ dir: this.dir, port: old.port, uiPort: old.uiPort, headless: true });
     await this.connect();
   }
