@@ -4,6 +4,7 @@
  */
 import { mkdir, mkdtemp, readFile, readdir, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
+import { waitUntil } from '../support/temporal.js';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,6 +20,8 @@ let dumpDir: string;
 let shortDumps: Map<string, number>;
 let missingDumps: Set<string>;
 let rids: string[];
+/** Dumps the stand-in has yet to write: an aborted run's late dumps land before the next run starts. */
+let pendingDumps = 0;
 
 beforeAll(async () => {
   server = createServer((req, res) => {
@@ -35,7 +38,8 @@ beforeAll(async () => {
       if (missingDumps.has(rid)) return;
       if (left > 0) shortDumps.set(rid, left - 1);
       const size = tokens * 3 * H * 2 - (left > 0 ? 7 : 0);
-      setTimeout(() => void writeFile(join(dumpDir, `${rid}.hs`), Buffer.alloc(size, 1)), 15);
+      pendingDumps++;
+      setTimeout(() => void writeFile(join(dumpDir, `${rid}.hs`), Buffer.alloc(size, 1)).finally(() => pendingDumps--), 15);
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -145,6 +149,8 @@ describe('runExtract with a stand-in patched server', () => {
     await expect(
       runExtract(job({ signal: ctrl.signal, concurrency: 2, onProgress: (p) => p.ok >= 4 && ctrl.abort() })),
     ).rejects.toMatchObject({ name: 'AbortError' });
+    // The abandoned prefills' own dumps land first (a real server writes them too).
+    await waitUntil(async () => pendingDumps === 0, 'the stand-in to finish its dumps', 10_000, 10);
     // A leftover dump of an unfinished sample, as if the server wrote it after the abort.
     await writeFile(join(dumpDir, 's11.hs'), Buffer.alloc(5));
     const summary = await runExtract(job());
