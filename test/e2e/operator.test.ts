@@ -14,6 +14,7 @@ import { createWorker } from '../../src/worker.js';
 import { retryUpdate, statusQuery } from '../../src/workflows/pipeline.js';
 import { demoConfig } from '../support/demo-config.js';
 import { startTestTemporal, waitUntil, type TestTemporal } from '../support/temporal.js';
+import { stopRecordedLaunches } from '../support/cleanup.js';
 
 let t: TestTemporal;
 let work: string;
@@ -25,6 +26,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await t?.stop();
+  // Whatever a test left running when it ended early is stopped by its launch record.
+  if (work) await stopRecordedLaunches(work);
   if (work) await rm(work, { recursive: true, force: true });
 });
 

@@ -16,6 +16,7 @@ import { freePort } from '../../src/temporal/dev-server.js';
 import { createWorker } from '../../src/worker.js';
 import { startSshFixture, type SshFixture } from '../support/ssh-fixture.js';
 import { startTestTemporal, waitUntil, type TestTemporal } from '../support/temporal.js';
+import { stopRecordedLaunches } from '../support/cleanup.js';
 
 let t: TestTemporal;
 let fx: SshFixture;
@@ -25,6 +26,8 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  // Whatever the run left running on the (loopback) host is stopped by its launch record.
+  if (fx) await stopRecordedLaunches(fx.dir);
   await t?.stop();
   await fx?.stop();
 });

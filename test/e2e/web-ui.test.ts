@@ -16,6 +16,7 @@ import { createWorker } from '../../src/worker.js';
 import { launchChromium } from '../support/browser.js';
 import { demoConfig } from '../support/demo-config.js';
 import { startTestTemporal, type TestTemporal } from '../support/temporal.js';
+import { stopRecordedLaunches } from '../support/cleanup.js';
 
 let t: TestTemporal;
 let work: string;
@@ -27,6 +28,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await t?.stop();
+  // Whatever a test left running when it ended early is stopped by its launch record.
+  if (work) await stopRecordedLaunches(work);
   if (work) await rm(work, { recursive: true, force: true });
 });
 

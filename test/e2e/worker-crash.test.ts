@@ -13,6 +13,7 @@ import { TASK_QUEUE, WORKFLOW_TYPE, type PipelineResult } from '../../src/shared
 import { freePort } from '../../src/temporal/dev-server.js';
 import { demoConfig } from '../support/demo-config.js';
 import { startTestTemporal, waitUntil, type TestTemporal } from '../support/temporal.js';
+import { stopRecordedLaunches } from '../support/cleanup.js';
 
 let t: TestTemporal;
 let work: string;
@@ -32,6 +33,8 @@ afterAll(async () => {
     }
   }
   await t?.stop();
+  // Whatever a test left running when it ended early is stopped by its launch record.
+  if (work) await stopRecordedLaunches(work);
   if (work) await rm(work, { recursive: true, force: true });
 });
 

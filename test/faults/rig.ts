@@ -11,6 +11,7 @@ import { Client, Connection } from '@temporalio/client';
 import { AERIE_HOME } from '../../src/config/load.js';
 import { ensureSearchAttributes } from '../../src/temporal/connect.js';
 import { ensureDevServer, freePort, portOpen, procStartTime, stopDevServer, type DevServerRecord } from '../../src/temporal/dev-server.js';
+import { stopRecordedLaunches } from '../support/cleanup.js';
 import { waitUntil } from '../support/temporal.js';
 
 export class FaultRig {
@@ -68,6 +69,7 @@ export class FaultRig {
     for (const pgid of this.workers.values()) signalGroup(pgid, 'SIGKILL');
     this.workers.clear();
     await this.connection?.close().catch(() => undefined);
+    await stopRecordedLaunches(this.dir);
     await stopDevServer(this.dir);
     await rm(this.dir, { recursive: true, force: true });
   }

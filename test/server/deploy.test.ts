@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { startTestTemporal, type TestTemporal } from '../support/temporal.js';
 import { faultConfig, launchRecords, only, runPipeline } from './harness.js';
+import { stopRecordedLaunches } from '../support/cleanup.js';
 
 let t: TestTemporal;
 let work: string;
@@ -21,6 +22,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await t?.stop();
+  // Whatever a test left running when it ended early is stopped by its launch record.
+  if (work) await stopRecordedLaunches(work);
   if (work) await rm(work, { recursive: true, force: true });
 });
 

@@ -20,6 +20,7 @@ import type { SglangClient } from '../../src/sglang/client.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { waitUntil } from '../support/temporal.js';
 import { faultConfig, groupHasMembers, launchRecords } from './harness.js';
+import { stopRecordedLaunches } from '../support/cleanup.js';
 
 let work: string;
 const hosts = new HostPool();
@@ -34,6 +35,8 @@ afterAll(async () => {
   // Stop every server these tests launched, by its recorded group.
   for (const s of started) await s.host.killGroup(s.launch.record, { graceMs: 2000 }).catch(() => undefined);
   await hosts.closeAll();
+  // Whatever a test left running when it ended early is stopped by its launch record.
+  if (work) await stopRecordedLaunches(work);
   if (work) await rm(work, { recursive: true, force: true });
 });
 

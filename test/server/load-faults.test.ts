@@ -13,6 +13,7 @@ import { AERIE_HOME } from '../../src/config/load.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { startTestTemporal, waitUntil, type TestTemporal } from '../support/temporal.js';
 import { detectionDelays, faultConfig, groupHasMembers, launchRecord, launchRecords, only, runPipeline } from './harness.js';
+import { stopRecordedLaunches } from '../support/cleanup.js';
 
 let t: TestTemporal;
 let work: string;
@@ -24,6 +25,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await t?.stop();
+  // Whatever a test left running when it ended early is stopped by its launch record.
+  if (work) await stopRecordedLaunches(work);
   if (work) await rm(work, { recursive: true, force: true });
 });
 

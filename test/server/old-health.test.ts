@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { startTestTemporal, waitUntil, type TestTemporal } from '../support/temporal.js';
 import { activityRuns, faultConfig, launchRecords, only, runPipeline } from './harness.js';
+import { stopRecordedLaunches } from '../support/cleanup.js';
 
 let t: TestTemporal;
 let work: string;
@@ -24,6 +25,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await t?.stop();
+  // Whatever a test left running when it ended early is stopped by its launch record.
+  if (work) await stopRecordedLaunches(work);
   if (work) await rm(work, { recursive: true, force: true });
 });
 

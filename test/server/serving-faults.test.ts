@@ -15,6 +15,7 @@ import { freePort } from '../../src/temporal/dev-server.js';
 import { createWorker } from '../../src/worker.js';
 import { startTestTemporal, waitUntil, type TestTemporal } from '../support/temporal.js';
 import { activityRuns, detectionDelays, exitedAt, faultConfig, groupHasMembers, launchRecord, launchRecords, only, runPipeline } from './harness.js';
+import { stopRecordedLaunches } from '../support/cleanup.js';
 
 let t: TestTemporal;
 let work: string;
@@ -26,6 +27,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await t?.stop();
+  // Whatever a test left running when it ended early is stopped by its launch record.
+  if (work) await stopRecordedLaunches(work);
   if (work) await rm(work, { recursive: true, force: true });
 });
 
