@@ -31,8 +31,12 @@ export function runPaths(host: Host, runId: string) {
   };
 }
 
-/** Heartbeat now and every intervalMs with the latest details; returns a stop function. */
-export function keepHeartbeating(details: () => unknown, intervalMs = 5000): () => void {
+/**
+ * Heartbeat now and every intervalMs with the latest details; returns a stop function. Each
+ * beat is a few bytes and the worker sends at most one a second, so the CLI and the Web UI
+ * show progress that is never more than about a second old.
+ */
+export function keepHeartbeating(details: () => unknown, intervalMs = 1000): () => void {
   const ctx = Context.current();
   ctx.heartbeat(details());
   const timer = setInterval(() => ctx.heartbeat(details()), intervalMs);

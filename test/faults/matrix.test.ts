@@ -4,8 +4,7 @@
  * each case the run is checked against an uninterrupted reference run. The suite prints
  * the reliability table the README quotes (`npm run test:faults`).
  */
-import { execFile, spawn } from 'node:child_process';
-import { promisify } from 'node:util';
+import { spawn } from 'node:child_process';
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
@@ -46,16 +45,12 @@ interface CaseCtx {
 interface FaultCase {
   name: string;
   tweak?: (c: Config) => void;
-  /** Runs before the workflow starts (e.g. a mount) and after it ends, whatever happened. */
-  before?: (workdir: string) => Promise<void>;
-  after?: (workdir: string) => Promise<void>;
   inject: (ctx: CaseCtx) => Promise<void>;
   /** Launch ids (relative to the run) this case is allowed to add beyond the reference run's. */
   extraLaunches?: string[];
   expectFailure?: RegExp;
 }
 
-const run = promisify(execFile);
 let rig: FaultRig;
 let ssh: SshFixture;
 let reference: RunFacts;
@@ -100,7 +95,12 @@ const killWorkerDuring = (stage: string, activity: string, ready?: (d: Record<st
   name: `worker SIGKILL during ${stage}`,
   tweak: (c) => {
     // Slow the interrupted stage down enough to land the kill inside it.
-    if (stage === 'generate' || stage === 'extract' || stage === 'benchmark') c.server.env.AERIE_SIM_DECODE_SCALE = '1';
+    if (stage === 'generate' || stage === 'benchmark') c.server.env.AERIE_SIM_DECODE_SCALE = '1';
+    if (stage === 'extract') {
+      // Prefill-only requests are quick: one at a time, at a slower model, to land inside the stage.
+      c.server.env.AERIE_SIM_DECODE_SCALE = '3';
+      (c.stages.extract as { concurrency: number }).concurrency = 1;
+    }
     if (stage === 'train') c.stages.train.env.AERIE_SIM_TIME_SCALE = '0.1';
     if (stage === 'deploy') c.server.env.AERIE_SIM_TIME_SCALE = '0.3';
   },
@@ -207,30 +207,6 @@ const CASES: FaultCase[] = [
       detected();
     },
   },
-  {
-    name: 'disk full in the run folder during generate',
-    // A 64 KiB tmpfs under the host's run folders: the generate stage runs out of space.
-    before: async (workdir) => {
-      await mkdir(join(workdir, 'runs'), { recursive: true });
-      await run('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', join(workdir, 'runs')]);
-    },
-    after: async (workdir) => {
-      await run('umount', ['-l', join(workdir, 'runs')]).catch(() => undefined);
-    },
-    async inject({ handle, workdir, markFault, detected }) {
-      await markFault({});
-      const failed = await waitUntil(
-        async () => (await pendingActivities(handle)).find((a) => a.attempt >= 2 && /ENOSPC|no space/i.test(a.lastFailure ?? '')),
-        'a stage to fail for lack of space',
-        180_000,
-        100,
-      );
-      detected();
-      expect(failed.lastFailure).toMatch(/ENOSPC|no space/i);
-      // Space freed: the stage resumes and nothing partial was counted (outputs compared below).
-      await run('mount', ['-o', 'remount,size=512m', join(workdir, 'runs')]);
-    },
-  },
 ];
 
 /**
@@ -309,13 +285,7 @@ describe('fault matrix', () => {
   for (const fc of selectedCases()) {
     it(fc.name, async () => {
       expect(reference, 'the reference run must pass first').toBeDefined();
-      const slug = fc.name.replace(/[^a-z0-9]+/gi, '-').toLowerCase();
-      await fc.before?.(join(rig.dir, 'cases', slug));
-      try {
-        await runCase(fc);
-      } finally {
-        await fc.after?.(join(rig.dir, 'cases', slug));
-      }
+      await runCase(fc);
     }, 420_000);
   }
 });
