@@ -23,6 +23,7 @@ import {
 } from './records.js';
 import { listenersOnPort, parseProcNetTcp } from './net-tcp.js';
 import { gpuInventoryFrom, NVIDIA_SMI_APPS, NVIDIA_SMI_GPUS } from './gpu.js';
+import { sharedInFlight } from './single-flight.js';
 
 export interface LocalHostOptions {
   name: string;
@@ -71,15 +72,8 @@ export class LocalHost implements Host {
 
   async spawnDetached(launchId: string, argv: string[], opts: SpawnOptions): Promise<SpawnResult> {
     const paths = launchPaths(this.workdir, launchId);
-    const pending = this.launching.get(launchId);
-    if (pending) return { ...(await pending), reattached: true };
-    const launch = this.launchOnce(launchId, argv, opts, paths);
-    this.launching.set(launchId, launch);
-    try {
-      return await launch;
-    } finally {
-      this.launching.delete(launchId);
-    }
+    const { value, shared } = await sharedInFlight(this.launching, launchId, () => this.launchOnce(launchId, argv, opts, paths));
+    return shared ? { ...value, reattached: true } : value;
   }
 
   private async launchOnce(launchId: string, argv: string[], opts: SpawnOptions, paths: LaunchPaths): Promise<SpawnResult> {

@@ -31,6 +31,7 @@ import { describeEndpoint, inlineIncludes, resolveEndpoint, type SshEndpoint, ty
 import {
   PROC_STATUS, READ_RECORDS, SOCKET_OWNER, remoteCommand, parseProcStatus, parseRecords, parseSocketOwner,
 } from './ssh-script.js';
+import { sharedInFlight } from './single-flight.js';
 
 export interface SshHostOptions {
   name: string;
@@ -143,15 +144,8 @@ export class SshHost implements Host {
 
   async spawnDetached(launchId: string, argv: string[], opts: SpawnOptions): Promise<SpawnResult> {
     const paths = launchPaths(this.workdir, launchId);
-    const pending = this.launching.get(launchId);
-    if (pending) return { ...(await pending), reattached: true };
-    const launch = this.launchOnce(launchId, argv, opts, paths);
-    this.launching.set(launchId, launch);
-    try {
-      return await launch;
-    } finally {
-      this.launching.delete(launchId);
-    }
+    const { value, shared } = await sharedInFlight(this.launching, launchId, () => this.launchOnce(launchId, argv, opts, paths));
+    return shared ? { ...value, reattached: true } : value;
   }
 
   private async launchOnce(launchId: string, argv: string[], opts: SpawnOptions, paths: LaunchPaths): Promise<SpawnResult> {
