@@ -1,0 +1,63 @@
+/**
+ * The SGLang simulator as a real child process in its own process group, for stage tests:
+ * started on a free port, waited for until /health says 200, stopped by its pgid.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join, resolve } from 'node:path';
+import { freePort } from '../../src/temporal/dev-server.js';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+
+export interface Sim {
+  child: ChildProcess;
+  pgid: number;
+  baseUrl: string;
+  log: () => string;
+}
+
+export async function startSim(env: Record<string, string> = {}): Promise<Sim> {
+  const port = await freePort();
+  const child = spawn(
+    process.execPath,
+    [join(ROOT, 'bin/aerie-sim.mjs'), 'sglang', '--model-path', join(ROOT, 'examples/models/sim-llama-8b'), '--port', String(port)],
+    {
+      cwd: ROOT,
+      detached: true, // setsid: its own process group, stopped by pgid in afterAll
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, AERIE_SIM_TIME_SCALE: '0.01', AERIE_SIM_DECODE_SCALE: '0.01', ...env },
+    },
+  );
+  let log = '';
+  child.stdout!.on('data', (d: Buffer) => (log += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
+  const sim: Sim = { child, pgid: child.pid!, baseUrl: `http://127.0.0.1:${port}`, log: () => log };
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`simulator exited (${child.exitCode}):\n${log}`);
+    const status = await fetch(`${sim.baseUrl}/health`).then((r) => r.status, () => 0);
+    if (status === 200) return sim;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await stopSim(sim);
+  throw new Error(`simulator not ready within 60 s:\n${log}`);
+}
+
+export async function stopSim(sim: Sim): Promise<void> {
+  if (sim.child.exitCode !== null || sim.child.signalCode !== null) return;
+  const exited = new Promise((r) => sim.child.once('exit', r));
+  try {
+    process.kill(-sim.pgid, 'SIGTERM');
+  } catch {
+    return;
+  }
+  const timer = setTimeout(() => {
+    try {
+      process.kill(-sim.pgid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }, 5000);
+  await exited;
+  clearTimeout(timer);
+}
+
