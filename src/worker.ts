@@ -10,11 +10,19 @@ import { TASK_QUEUE } from './shared.js';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('./workflows/index.ts', import.meta.url));
 
+/**
+ * Compiled (dist/), the worker loads the workflow bundle the build made beside it instead of
+ * bundling with webpack at start-up: seconds faster, and webpack never enters the process.
+ */
+const PREBUILT: WorkerOptions['workflowBundle'] | undefined = import.meta.url.endsWith('.js')
+  ? { codePath: fileURLToPath(new URL('./workflow-bundle.js', import.meta.url)) }
+  : undefined;
+
 export interface AerieWorkerOptions {
   connection: NativeConnection;
   namespace?: string;
   taskQueue?: string;
-  /** Pre-bundled workflow code (tests bundle once per file); otherwise bundled from source. */
+  /** Pre-bundled workflow code (tests bundle once per file); otherwise the build's, or bundled from source. */
   workflowBundle?: WorkerOptions['workflowBundle'];
   hosts?: HostPool;
 }
@@ -26,7 +34,7 @@ export async function createWorker(opts: AerieWorkerOptions): Promise<{ worker: 
     namespace: opts.namespace ?? 'default',
     taskQueue: opts.taskQueue ?? TASK_QUEUE,
     activities: createActivities({ hosts }),
-    ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    ...(opts.workflowBundle || PREBUILT ? { workflowBundle: opts.workflowBundle ?? PREBUILT } : { workflowsPath: WORKFLOWS_PATH }),
     // Long activities mostly wait on remote processes; a handful of slots is plenty on 2 cores.
     maxConcurrentActivityTaskExecutions: 32,
     // Finished in-flight heartbeats should reach the server before a graceful stop.

@@ -5,15 +5,14 @@
 // the same ids in every SVG it draws; browsers resolve url(#id) page-wide, so each
 // chart's ids are prefixed with the chart's own id.
 
-import * as vega from 'vega';
-import * as vl from 'vega-lite';
+import type { TopLevelSpec } from 'vega-lite';
 import type { BenchServingRecord } from './metrics.js';
 import { pairByConcurrency, speedup, type ReportInput } from './report.js';
 
 export interface ChartSpec {
   id: string;
   title: string;
-  spec: vl.TopLevelSpec;
+  spec: TopLevelSpec;
 }
 
 export interface RenderedChart {
@@ -45,7 +44,7 @@ function seriesPoints(records: readonly BenchServingRecord[] | undefined, series
 function lineChart(id: string, title: string, yTitle: string, points: Point[], concurrencies: number[], colors: Record<string, string>, rule?: number): ChartSpec {
   const series = Object.keys(colors);
   // The title is the HTML figure's caption, not drawn twice.
-  const line: vl.TopLevelSpec = {
+  const line: TopLevelSpec = {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
     description: title,
     width: WIDTH,
@@ -76,7 +75,7 @@ function lineChart(id: string, title: string, yTitle: string, points: Point[], c
         ? []
         : [{ mark: { type: 'rule' as const, strokeDash: [4, 4], color: '#d62728' }, encoding: { y: { datum: rule } } }]),
     ],
-  } as vl.TopLevelSpec;
+  } as TopLevelSpec;
   return { id, title, spec: line };
 }
 
@@ -124,7 +123,9 @@ export function scopeSvgIds(svg: string, prefix: string): string {
     .replace(/(href=")#([^"]+)(")/g, (all, a: string, id: string, b: string) => (ids.has(id) ? `${a}#${prefix}-${id}${b}` : all));
 }
 
-export async function renderChartSvg(spec: vl.TopLevelSpec): Promise<string> {
+export async function renderChartSvg(spec: TopLevelSpec): Promise<string> {
+  // Loaded only when a report is drawn: vega and vega-lite hold ~45 MB resident once imported.
+  const [vega, vl] = await Promise.all([import('vega'), import('vega-lite')]);
   const view = new vega.View(vega.parse(vl.compile(spec).spec), { renderer: 'none' });
   try {
     return await view.toSVG();

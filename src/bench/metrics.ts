@@ -16,8 +16,13 @@
 // where numpy's sits just under it, and an even-sized median is the lower middle value
 // rather than the mean of the two. Mean and std are plain arithmetic on the exact values.
 
-import * as hdr from 'hdr-histogram-js';
+import { createRequire } from 'node:module';
+import type * as Hdr from 'hdr-histogram-js';
 import type { LevelRun, RequestResult } from './types.js';
+
+// hdr-histogram-js (~17 MB resident) loads with the first distribution, not with every worker.
+let hdrLib: typeof Hdr | undefined;
+const hdr = (): typeof Hdr => (hdrLib ??= createRequire(import.meta.url)('hdr-histogram-js') as typeof Hdr);
 
 /** The keys bench_serving writes, in its order. */
 export const BENCH_SERVING_KEYS = [
@@ -123,7 +128,7 @@ export function distribution(valuesMs: readonly number[]): Distribution {
   const mean = sum / n;
   let sq = 0;
   for (const v of valuesMs) sq += (v - mean) * (v - mean);
-  const h = hdr.build({ numberOfSignificantValueDigits: 3 });
+  const h = hdr().build({ numberOfSignificantValueDigits: 3 });
   try {
     for (const v of valuesMs) h.recordValue(Math.max(0, Math.round(v * 1000)));
     const at = (p: number): number => Math.min(h.getValueAtPercentile(p) / 1000, Math.max(max, 0));

@@ -6,11 +6,13 @@
  */
 import { appendFile, mkdir, readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import ssh2, { type AnyAuthMethod, type AuthenticationType, type ConnectConfig } from 'ssh2';
-
-const { Client, utils } = ssh2;
-type Client = InstanceType<typeof Client>;
+import { createRequire } from 'node:module';
 import type { Duplex } from 'node:stream';
+import type { AnyAuthMethod, AuthenticationType, Client, ConnectConfig } from 'ssh2';
+
+// ssh2 (~14 MB resident) loads on the first SSH connection: a worker with only local hosts never pays for it.
+let ssh2Lib: typeof import('ssh2') | undefined;
+const ssh2 = (): typeof import('ssh2') => (ssh2Lib ??= createRequire(import.meta.url)('ssh2') as typeof import('ssh2'));
 import {
   fingerprintSha256, judgeHostKey, keyTypeOf, knownHostName, knownHostsLine, parseKnownHosts, preferredHostKeyAlgorithms,
   type KnownHostEntry,
@@ -74,7 +76,7 @@ async function usableKeys(files: readonly string[], notes: string[]): Promise<{ 
     } catch {
       continue;
     }
-    const parsed = utils.parseKey(data);
+    const parsed = ssh2().utils.parseKey(data);
     if (parsed instanceof Error) {
       notes.push(/passphrase/i.test(parsed.message) ? `${path} is passphrase-protected (add it to ssh-agent: ssh-add ${path})` : `${path} is not a usable private key`);
       continue;
@@ -152,7 +154,7 @@ async function connectHop(e: SshEndpoint, sock: Duplex | undefined, tuning: Conn
       );
   };
 
-  const client = new Client();
+  const client = new (ssh2().Client)();
   const config: ConnectConfig = {
     host: e.hostname,
     port: e.port,
