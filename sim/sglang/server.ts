@@ -175,20 +175,24 @@ export async function runSglang(argv: string[]): Promise<number> {
   });
   const host = args.host as string;
   const port = args.port as number;
-  try {
-    // Bound before the load (unlike SGLang, which binds after it) so a taken port fails at once.
-    await listen(server, port, host);
-    listening = server;
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+  // Like uvicorn, bound only after the model has loaded: during the load nothing listens on the
+  // port (connections are refused), and a taken port fails only then, minutes into the launch.
+  const bind = async (): Promise<boolean> => {
+    try {
+      await listen(server, port, host);
+      listening = server;
+      return true;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw e;
       log.raw(`${log.stamp()} ${bindError(host, port)}`);
-      return 1;
+      ctx.engine.halt();
+      end(1);
+      return false;
     }
-    throw e;
-  }
+  };
   if (ended) return exited;
 
-  runStartup({ ctx, faults, drafter, host, port, fail }).catch((e: unknown) => {
+  runStartup({ ctx, faults, drafter, host, port, fail, bind }).catch((e: unknown) => {
     log.raw(`Traceback (most recent call last):\n  File "sglang/launch_server.py", line 24, in <module>\nRuntimeError: ${(e as Error).message}`);
     end(1);
   });

@@ -1,7 +1,7 @@
 /**
  * The startup sequence: SGLang's log lines in SGLang's order, with realistic durations
- * (scaled by AERIE_SIM_TIME_SCALE), the load-time faults, the draft model, then uvicorn and
- * the internal warmup request that flips /health from 503 to 200.
+ * (scaled by AERIE_SIM_TIME_SCALE), the load-time faults, the draft model, then uvicorn binds
+ * the port and the internal warmup request flips /health from 503 to 200.
  */
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -39,6 +39,8 @@ export interface StartupDeps {
   port: number;
   /** Print a traceback and end the process with exit code 1. */
   fail(text: string): void;
+  /** Start listening; false when the port is taken (the process is then ending). */
+  bind(): Promise<boolean>;
 }
 
 const gb = (v: number) => v.toFixed(2);
@@ -138,6 +140,7 @@ export async function runStartup(d: StartupDeps): Promise<void> {
   log.uvicorn(`Started server process [${process.pid}]`);
   log.uvicorn('Waiting for application startup.');
   log.uvicorn('Application startup complete.');
+  if (!(await d.bind())) return;
   log.uvicorn(`Uvicorn running on http://${d.host}:${d.port} (Press CTRL+C to quit)`);
 
   if (!args.skip_server_warmup) await warmup(d);

@@ -57,6 +57,21 @@ describe('simulated SGLang server: launch failures and injected faults', () => {
     expect(oom.stderr).toContain('torch.OutOfMemoryError: CUDA out of memory. Tried to allocate');
   });
 
+  it('nothing listens during the load: connections are refused until uvicorn binds after it', async () => {
+    // A slow load (time scale 0.05 → ~1.5 s of weights) leaves room to probe the port mid-load.
+    const sim = await Sim.start(['--model-path', MODEL], { AERIE_SIM_TIME_SCALE: '0.05' });
+    try {
+      await until('the weight load to begin', 15_000, () => (sim.stderr.includes('Load weight begin.') ? true : undefined));
+      expect(sim.stderr).not.toContain('Load weight end.');
+      expect(await sim.status('/health')).toBeNull();
+      await until('the uvicorn line', 30_000, () => (sim.stderr.includes('Uvicorn running on') ? true : undefined));
+      expect(sim.stderr.indexOf('Load weight end.')).toBeLessThan(sim.stderr.indexOf('Uvicorn running on'));
+      await sim.ready(30_000);
+    } finally {
+      await sim.stop();
+    }
+  });
+
   it('a taken port fails like uvicorn: [Errno 98] address already in use, exit 1', async () => {
     const port = await freePort();
     const holder = net.createServer();
