@@ -21,12 +21,14 @@ fi
 # build is skipped when it already does.
 npx --no-install tsx scripts/build.ts
 
-# Tests drive real parts: Debian's OpenSSH server (SSH hosts) and Chromium (Web UI and
-# report rendering, driven by playwright-core; no browser download).
+# Tests drive real parts: Debian's OpenSSH server (SSH hosts), Chromium (Web UI and report
+# rendering, driven by playwright-core; no browser download) and iproute2.
 if [ "${1:-}" = "--test" ]; then
   missing=()
   [ -x /usr/sbin/sshd ] || missing+=(openssh-server openssh-client)
   [ -x /usr/bin/chromium ] || missing+=(chromium)
+  # ip(8): a test runs the pipeline in a network namespace of its own (a container's network).
+  [ -x /usr/sbin/ip ] || [ -x /sbin/ip ] || missing+=(iproute2)
   if [ ${#missing[@]} -gt 0 ]; then
     echo "setup: installing Debian packages for the tests: ${missing[*]}"
     sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"

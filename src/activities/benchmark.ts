@@ -6,7 +6,7 @@
  * is found again by the benchmark stage.
  */
 import { Context } from '@temporalio/activity';
-import { benchServingBackend, benchServingDriver, defaultBenchServingLauncher } from '../bench/bench-serving.js';
+import { benchServingBackend, benchServingDriver, benchServingHost, defaultBenchServingLauncher } from '../bench/bench-serving.js';
 import { benchServingDatasetName, DatasetError, largestLevel, levelPrompts, loadPromptPool, promptsPerLevel, type PromptPool } from '../bench/dataset.js';
 import type { BenchServingRecord } from '../bench/metrics.js';
 import { REPORT_FILES, renderReport } from '../bench/report-files.js';
@@ -96,6 +96,7 @@ function measureFor(host: Host, config: Config, launch: ServerLaunch, variant: V
       level: {
         launcher,
         api: b.api,
+        host: benchServingHost(config.server['listen-host']),
         port: launch.port,
         outputLen: b['output-len'],
         inputLen: b['input-len'],

@@ -6,6 +6,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Host, ProcRecord } from '../hosts/host.js';
 import { renderServerArgv, serverLaunchEnv, benchmarkReadyArgs, type ServerLaunchSpec } from '../sglang/launch-argv.js';
+import { baseServerSpec } from '../stages/launch-specs.js';
 import { PHASE_ORDER, readPhase, serverWarnings, lastLines, type ServerPhase } from '../sglang/log-phase.js';
 import { SglangClient, acceptLengthOf } from '../sglang/client.js';
 import { checkDrafterCompat } from '../sglang/drafter-check.js';
@@ -92,15 +93,7 @@ export function serverActivities({ hosts }: ActivityDeps) {
         throw fatal('ConfigError', `the ${extract.driver} extract driver starts its own engine; aerie launches no extraction server for it`);
       }
 
-      const spec: ServerLaunchSpec = {
-        launcher: config.server.launcher,
-        modelPath: config.target['model-path'],
-        port: config.server.port,
-        tpSize: config.server['tp-size'],
-        memFractionStatic: config.server['mem-fraction-static'],
-        extraArgs: config.server['extra-args'],
-        extraction: role === 'extract',
-      };
+      const spec: ServerLaunchSpec = baseServerSpec(config, role);
       let speculative: ServerLaunch['speculative'];
       if (role === 'deploy') {
         const d = config.stages.deploy;

@@ -32,9 +32,21 @@ export function defaultBenchServingLauncher(serverLauncher: readonly string[]): 
   return [...serverLauncher.slice(0, m), '-m', 'sglang.bench_serving'];
 }
 
+/**
+ * The address bench_serving, run on the host beside the server (inside its container when
+ * there is an exec prefix), dials: where the server listens, or loopback for a wildcard.
+ */
+export function benchServingHost(listenHost: string): string {
+  if (listenHost === '0.0.0.0' || listenHost === '') return '127.0.0.1';
+  if (listenHost === '::' || listenHost === '[::]') return '::1';
+  return listenHost;
+}
+
 export interface BenchServingLevel {
   launcher: readonly string[];
   api: BenchApi;
+  /** --host: see benchServingHost. */
+  host: string;
   port: number;
   concurrency: number;
   numPrompts: number;
@@ -55,7 +67,7 @@ export function benchServingArgv(l: BenchServingLevel): string[] {
   const argv = [
     ...l.launcher,
     '--backend', benchServingBackend(l.api),
-    '--host', '127.0.0.1',
+    '--host', l.host,
     '--port', String(l.port),
     '--model', l.model,
     '--dataset-name', l.datasetName,

@@ -10,7 +10,7 @@ import { shJoin } from '../hosts/shell-quote.js';
 import { runDir, type StageName } from '../shared.js';
 import { benchmarkReadyArgs, renderServerArgv, serverLaunchEnv, type ServerLaunchSpec } from '../sglang/launch-argv.js';
 import { renderPrepareArgv } from '../stages/extract-offline.js';
-import { extractLayout, hiddenForTrain, prepareSpec, trainSpec, type StagePaths } from '../stages/launch-specs.js';
+import { baseServerSpec, extractLayout, hiddenForTrain, prepareSpec, trainSpec, type StagePaths } from '../stages/launch-specs.js';
 import { commandDrafterDir, renderCommandArgv } from '../stages/train-command.js';
 import { renderSpecforgeConfig, renderSpecforgeExportArgv, renderSpecforgeTrainArgv } from '../stages/train-specforge.js';
 import { renderTrainArgv } from '../stages/train.js';
@@ -36,15 +36,7 @@ type Role = 'generate' | 'extract' | 'deploy' | 'baseline';
 
 /** The server launch for a role, as activities/server.ts builds it. */
 function serverStep(config: Config, role: Role, stage: StageName, drafterDir?: string): PlanStep {
-  const spec: ServerLaunchSpec = {
-    launcher: config.server.launcher,
-    modelPath: config.target['model-path'],
-    port: config.server.port,
-    tpSize: config.server['tp-size'],
-    memFractionStatic: config.server['mem-fraction-static'],
-    extraArgs: config.server['extra-args'],
-    extraction: role === 'extract',
-  };
+  const spec: ServerLaunchSpec = baseServerSpec(config, role);
   const notes: string[] = [];
   if (role === 'deploy') {
     const d = config.stages.deploy;

@@ -50,6 +50,9 @@ export const sshHostSchema = z.strictObject({
     .array(nonEmpty)
     .optional()
     .describe('argv put before every command, for hosts reached through a container runtime, e.g. [pct, exec, "129", "--"] or [docker, exec, -i, NAME]. Files are then read and written through commands too.'),
+  'http-address': nonEmpty
+    .default('127.0.0.1')
+    .describe("Where the SSH host reaches the model server's port: the worker's HTTP is forwarded there through the SSH connection. Default 127.0.0.1. For a container with its own network namespace (behind exec-prefix), the container's address, with server.listen-host set so the server listens on it."),
   workdir,
 });
 
@@ -74,6 +77,9 @@ export const serverSchema = z.strictObject({
     .default(['python3', '-m', 'sglang.launch_server'])
     .describe('argv that starts an SGLang server; aerie appends --model-path, --port and the rest.'),
   port: port.default(30000),
+  'listen-host': nonEmpty
+    .default('127.0.0.1')
+    .describe("SGLang's --host: the address the server listens on. Default 127.0.0.1 (reached through aerie's SSH forward, never exposed); a container's own address (or 0.0.0.0) when the server runs in a separate network namespace."),
   'tp-size': z.number().int().min(1).default(1),
   'mem-fraction-static': z.number().gt(0).lt(1).optional(),
   env: envMap.default({}).describe('Extra environment. ${VAR} is expanded on the worker at launch time, so secrets never enter workflow history.'),

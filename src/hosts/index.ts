@@ -11,7 +11,7 @@ export function createHost(name: string, cfg: HostConfig): Host {
     case 'local':
       return new LocalHost({ name, workdir: cfg.workdir });
     case 'ssh':
-      return new SshHost({ name, workdir: cfg.workdir, ssh: cfg.ssh, execPrefix: cfg['exec-prefix'] });
+      return new SshHost({ name, workdir: cfg.workdir, ssh: cfg.ssh, execPrefix: cfg['exec-prefix'], httpAddress: cfg['http-address'] });
   }
 }
 

@@ -1,5 +1,6 @@
 /**
- * HTTP to a server bound to 127.0.0.1:<port> on an SSH host: a local listener on
+ * HTTP to a server bound to <address>:<port> on an SSH host (127.0.0.1, or a container's own
+ * address when the server runs in a separate network namespace): a local listener on
  * 127.0.0.1:<ephemeral> per remote port, each accepted socket piped through a direct-tcpip
  * channel of the host's connection. The local port outlives reconnects, so the base URL an
  * activity holds stays valid; a socket accepted while the link is down waits for it.
@@ -12,7 +13,11 @@ export class PortForwards {
   private readonly sockets = new Set<Socket>();
   private closed = false;
 
-  constructor(private readonly link: SshLink) {}
+  constructor(
+    private readonly link: SshLink,
+    /** Where the SSH host reaches servers' ports (hosts.<name>.http-address). */
+    private readonly address = '127.0.0.1',
+  ) {}
 
   /** The local port forwarding to remotePort on the host (created on first use). */
   localPort(remotePort: number): Promise<number> {
@@ -48,7 +53,7 @@ export class PortForwards {
     // connection, exactly what it would see on LocalHost while a server is still loading.
     const refuse = () => (socket.destroyed ? undefined : socket.resetAndDestroy());
     this.link
-      .retrying(`forward to port ${remotePort}`, (conn) => conn.forwardOut(remotePort).catch(async (err: unknown) => {
+      .retrying(`forward to port ${remotePort}`, (conn) => conn.forwardOut(remotePort, this.address).catch(async (err: unknown) => {
         throw await conn.lostOr(err);
       }))
       .then((channel) => {

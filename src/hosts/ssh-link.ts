@@ -170,10 +170,11 @@ export class Conn {
     return this.sftpSession;
   }
 
-  forwardOut(port: number): Promise<ClientChannel> {
+  /** A direct-tcpip channel to address:port as the SSH host sees it. */
+  forwardOut(port: number, address = '127.0.0.1'): Promise<ClientChannel> {
     if (this.closed) return Promise.reject(new ConnectionLostError('connection closed'));
     return new Promise((resolve, reject) => {
-      this.client.forwardOut('127.0.0.1', 0, '127.0.0.1', port, (err, ch) => (err ? reject(err) : resolve(ch)));
+      this.client.forwardOut('127.0.0.1', 0, address, port, (err, ch) => (err ? reject(err) : resolve(ch)));
     });
   }
 }

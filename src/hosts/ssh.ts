@@ -38,6 +38,8 @@ export interface SshHostOptions {
   workdir: string;
   ssh: SshTarget & { 'config-file'?: string; 'strict-host-key-checking'?: StrictHostKeyChecking };
   execPrefix?: string[];
+  /** Where the SSH host reaches the model server's port; default 127.0.0.1. */
+  httpAddress?: string;
   /** Overrides for keepalive, retry budget and session limits (tests shorten them). */
   tuning?: Partial<LinkTuning>;
 }
@@ -93,7 +95,7 @@ export class SshHost implements Host {
     // Inside a container the SSH server's SFTP sees the hypervisor's files, not the container's.
     this.files = this.execPrefix.length > 0 ? this.shell : new SftpFiles(this.link, this.name, this.execPrefix);
     this.durable = new DurableExec({ link: this.link, files: this.shell, hostName: this.name, workdir: this.workdir, execPrefix: this.execPrefix, groupOps: this.groupOps() });
-    this.forwards = new PortForwards(this.link);
+    this.forwards = new PortForwards(this.link, opts.httpAddress);
   }
 
   /** The resolved endpoint (ssh config read once per host object). */

@@ -4,6 +4,7 @@
  * render the same argv from the same function.
  */
 import type { Config } from '../config/schema.js';
+import type { ServerLaunchSpec } from '../sglang/launch-argv.js';
 import type { PrepareLaunch } from './extract-offline.js';
 import type { CommandTemplate, CommandValues } from './train-command.js';
 import type { SpecforgeRun } from './train-specforge.js';
@@ -20,6 +21,20 @@ export interface StagePaths {
   logs: string;
   hidden: string;
   train: string;
+}
+
+/** The target server's launch before its role adds speculative or readiness settings. */
+export function baseServerSpec(config: Config, role: 'generate' | 'extract' | 'deploy' | 'baseline'): ServerLaunchSpec {
+  return {
+    launcher: config.server.launcher,
+    modelPath: config.target['model-path'],
+    port: config.server.port,
+    host: config.server['listen-host'],
+    tpSize: config.server['tp-size'],
+    memFractionStatic: config.server['mem-fraction-static'],
+    extraArgs: config.server['extra-args'],
+    extraction: role === 'extract',
+  };
 }
 
 export function prepareSpec(config: Config, dataPath: string, outDir: string): PrepareLaunch {

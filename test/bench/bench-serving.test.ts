@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  benchServingHost,
   benchServingArgv,
   benchServingDriver,
   defaultBenchServingLauncher,
@@ -74,6 +75,7 @@ describe('bench_serving command lines', () => {
     const base = {
       launcher: ['python3', '-m', 'sglang.bench_serving'],
       api: 'generate' as const,
+      host: '127.0.0.1',
       port: 30000,
       concurrency: 10,
       numPrompts: 20,
@@ -95,6 +97,9 @@ describe('bench_serving command lines', () => {
     const chat = benchServingArgv({ ...base, api: 'chat', datasetName: 'sharegpt', warmup: 3 });
     expect(chat.slice(3, 5)).toEqual(['--backend', 'sglang-oai-chat']);
     expect(chat.join(' ')).toContain('--sharegpt-output-len 256 --warmup-requests 3');
+    // A server in its own network namespace listens on the container's address; a wildcard means loopback will do.
+    expect(benchServingArgv({ ...base, host: '10.231.0.2', datasetName: 'random' }).slice(5, 7)).toEqual(['--host', '10.231.0.2']);
+    expect([benchServingHost('0.0.0.0'), benchServingHost('::'), benchServingHost('10.231.0.2')]).toEqual(['127.0.0.1', '::1', '10.231.0.2']);
     expect(JSON.parse(shareGptDataset(['p1']))).toEqual([{ conversations: [{ from: 'human', value: 'p1' }, { from: 'gpt', value: 'placeholder answer' }] }]);
   });
 });
@@ -130,6 +135,7 @@ appendFileSync(arg('--output-file'), line + '\\n');
   const level = (extraArgs: string[]) => ({
     launcher: [process.execPath, fake],
     api: 'generate' as const,
+    host: '127.0.0.1',
     port: 1,
     outputLen: 16,
     inputLen: 8,
