@@ -336,6 +336,17 @@ export function crossFieldProblems(raw: unknown): { path: string[]; message: str
       });
     }
   }
+  // A forward to a container's address reaches nothing while the server listens on loopback.
+  const target = typeof targetHost === 'string' ? hosts[targetHost] : undefined;
+  const httpAddress = target?.['http-address'];
+  const listenHost = doc.server?.['listen-host'] ?? '127.0.0.1';
+  const loopback = (a: unknown) => a === '127.0.0.1' || a === 'localhost' || a === '::1';
+  if (typeof httpAddress === 'string' && !loopback(httpAddress) && loopback(listenHost)) {
+    out.push({
+      path: ['server', 'listen-host'],
+      message: `is ${listenHost}, but hosts.${targetHost}.http-address forwards to ${httpAddress}: the server would not listen where aerie connects. Set server.listen-host to ${httpAddress} (or 0.0.0.0)`,
+    });
+  }
   // The train stage always produces an EAGLE-3 drafter; serving it with EAGLE starts fine
   // and accepts nothing (incident 3), so the combination is refused before any launch.
   const deploy = doc.stages?.deploy ?? {};

@@ -70,6 +70,21 @@ describe('config loading', () => {
     expect(problems[0]).toContain('set speculative-algorithm: EAGLE3');
   });
 
+  it('refuses a forward to a container address while the server would listen on loopback', () => {
+    const ssh = minimal.replace(
+      'gpu: { kind: local, workdir: /srv/aerie }',
+      'gpu: { kind: ssh, ssh: { host: box }, exec-prefix: [pct, exec, "129", "--"], http-address: 192.0.2.7, workdir: /srv/aerie }',
+    );
+    const problems = problemsOf(ssh);
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(/^server\.listen-host: is 127\.0\.0\.1, but hosts\.gpu\.http-address forwards to 192\.0\.2\.7/);
+    expect(problems[0]).toContain('Set server.listen-host to 192.0.2.7 (or 0.0.0.0)');
+    const fixed = parseConfigText(ssh + 'server: { listen-host: 0.0.0.0 }\n', 'ok.yaml', {});
+    expect(fixed.server['listen-host']).toBe('0.0.0.0');
+    const host = fixed.hosts.gpu!;
+    expect(host.kind === 'ssh' && host['http-address']).toBe('192.0.2.7');
+  });
+
   it('names a missing required section', () => {
     const problems = problemsOf('hosts: {}\n');
     expect(problems).toEqual(expect.arrayContaining([expect.stringMatching(/^target: required/), expect.stringMatching(/^stages: required/)]));
