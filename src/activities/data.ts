@@ -4,6 +4,7 @@
  * SpecForge's prepare_hidden_states.py (SpecForge's layout, which its trainers read). Both
  * resume by sample id; both refuse to start when the destination cannot hold the estimate.
  */
+import { withRunGpus } from '../config/gpus.js';
 import { Context } from '@temporalio/activity';
 import type { Config } from '../config/schema.js';
 import type { Host } from '../hosts/host.js';
@@ -194,7 +195,7 @@ export function dataActivities({ hosts }: ActivityDeps) {
             prefix: `${runId}.extract.`,
             logPath: (gen) => `${paths.logs}/extract-${gen}.log`,
             cwd: paths.root,
-            env: expandEnv(e.env),
+            env: expandEnv(withRunGpus(config, e.env)),
             crashRetries: e['crash-retries'],
             pollMs: 2000,
             signal: ctx.cancellationSignal,

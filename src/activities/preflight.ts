@@ -5,9 +5,10 @@
  * algorithm (incident 3). All problems are reported at once, each saying what to change.
  * `aerie doctor` runs the same checks without Temporal.
  */
+import { runGpus } from '../config/gpus.js';
 import type { Config } from '../config/schema.js';
 import { portHolderOf } from './watch.js';
-import type { Host } from '../hosts/host.js';
+import type { GpuInventory, GpuProcess, Host } from '../hosts/host.js';
 import { SshConnectError, SshTrustError } from '../hosts/ssh-connect.js';
 import { SshHost } from '../hosts/ssh.js';
 import { checkDrafterCompat } from '../sglang/drafter-check.js';
@@ -265,15 +266,40 @@ export async function runPreflight(host: Host, config: Config, runId: string): P
   const gpus = await host.gpuInventory();
   if (!gpus.available) out.checks.push(`GPU check skipped: ${gpus.reason}`);
   else {
-    const foreign = gpus.processes.filter((p) => !p.ours);
-    if (foreign.length > 0) {
-      out.problems.push(
-        `GPUs on ${host.name} are in use by processes aerie did not start: ${foreign.map((p) => `pid ${p.pid} (${p.usedMemoryMiB} MiB)`).join(', ')}. ` +
-          `aerie never stops them (incident 4). Fix: ask their owner to stop them, or wait until the GPUs are free`,
-      );
-    } else out.checks.push(`${gpus.gpus.length} GPUs free`);
+    const verdict = judgeGpus(gpus, runGpus(config), `hosts.${config.target.host}.gpus`, host.name);
+    out.checks.push(...verdict.checks);
+    out.problems.push(...verdict.problems);
   }
   return out;
+}
+
+/**
+ * Foreign GPU processes block the run only on the GPUs it will use (all, unless the host
+ * lists its gpus). aerie never stops them (incident 4): it names them and their owner's GPU.
+ */
+export function judgeGpus(inv: GpuInventory, wanted: number[] | undefined, field: string, hostName: string): { checks: string[]; problems: string[] } {
+  const checks: string[] = [];
+  const problems: string[] = [];
+  const present = new Set(inv.gpus.map((g) => g.index));
+  const missing = (wanted ?? []).filter((i) => !present.has(i));
+  if (missing.length > 0) {
+    problems.push(`${field}: GPU ${missing.join(', ')} not on ${hostName}, which has ${inv.gpus.length ? inv.gpus.map((g) => g.index).join(', ') : 'none'}. Fix: list GPUs nvidia-smi shows there`);
+  }
+  const used = wanted ? new Set(wanted) : present;
+  const onOurs = (p: GpuProcess) => p.gpuIndex === null || used.has(p.gpuIndex);
+  const where = (p: GpuProcess) => `pid ${p.pid} (${p.usedMemoryMiB} MiB${p.gpuIndex === null ? '' : ` on GPU ${p.gpuIndex}`})`;
+  const foreign = inv.processes.filter((p) => !p.ours);
+  const blocking = foreign.filter(onOurs);
+  const elsewhere = foreign.filter((p) => !onOurs(p));
+  if (blocking.length > 0) {
+    problems.push(
+      `GPUs ${wanted ? `${[...used].join(', ')} ` : ''}on ${hostName} are in use by processes aerie did not start: ${blocking.map(where).join(', ')}. ` +
+        `aerie never stops them (incident 4). Fix: ask their owner to stop them, wait until the GPUs are free` +
+        (wanted ? `, or choose other GPUs in ${field}` : `, or list the free GPUs in ${field}`),
+    );
+  } else checks.push(wanted ? `GPUs ${wanted.join(', ')} free` : `${inv.gpus.length} GPUs free`);
+  if (elsewhere.length > 0) checks.push(`other GPUs in use, left alone: ${elsewhere.map(where).join(', ')}`);
+  return { checks, problems };
 }
 
 export function renderProblems(problems: readonly string[]): string {

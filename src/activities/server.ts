@@ -3,6 +3,7 @@
  * Every answer is checked against the process aerie launched (incidents 1, 2, 5), and every
  * wait is watched: a dead process fails the waiting activity within one poll interval.
  */
+import { withRunGpus } from '../config/gpus.js';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Host, ProcRecord } from '../hosts/host.js';
 import { renderServerArgv, serverLaunchEnv, benchmarkReadyArgs, type ServerLaunchSpec } from '../sglang/launch-argv.js';
@@ -162,7 +163,7 @@ export function serverActivities({ hosts }: ActivityDeps) {
       let env: Record<string, string>;
       try {
         env = serverLaunchEnv(
-          expandEnv(config.server.env),
+          expandEnv(withRunGpus(config, config.server.env)),
           extract.driver === 'patched-server' && role === 'extract' ? { dumpEnv: extract['dump-env'], dumpDir: extract['dump-dir'] } : undefined,
         );
       } catch (err) {

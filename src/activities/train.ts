@@ -5,6 +5,7 @@
  * drafter before the stage counts as done. The drivers (SpecForge v0.2, the current specforge
  * CLI, a command template) are job hooks in src/stages/train-run.ts.
  */
+import { withRunGpus } from '../config/gpus.js';
 import { Context } from '@temporalio/activity';
 import type { Config } from '../config/schema.js';
 import type { Host } from '../hosts/host.js';
@@ -54,7 +55,7 @@ export function trainPlan(
         prefix: `${runId}.train-export.`,
         logPath: (gen) => `${dir}/export-${gen}.log`,
         cwd: dir,
-        env: expandEnv(t.env),
+        env: expandEnv(withRunGpus(config, t.env)),
         crashRetries: 1,
         pollMs: FOLLOW_MS,
         signal: job.signal,
@@ -96,7 +97,7 @@ export function trainActivities({ hosts }: ActivityDeps) {
             prefix,
             logPath: (gen) => `${dir}/train-${gen}.log`,
             cwd: dir,
-            env: expandEnv(t.env),
+            env: expandEnv(withRunGpus(config, t.env)),
             crashRetries: t['crash-retries'],
             pollMs: FOLLOW_MS,
             signal: ctx.cancellationSignal,

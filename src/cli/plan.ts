@@ -4,6 +4,7 @@
  * values are shown as written in the config: a ${VAR} reference stays a reference (it is
  * expanded on the worker at launch time, and never printed).
  */
+import { withRunGpus } from '../config/gpus.js';
 import { loadConfigFile } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { shJoin } from '../hosts/shell-quote.js';
@@ -54,7 +55,7 @@ function serverStep(config: Config, role: Role, stage: StageName, drafterDir?: s
     if (config.server.env.SGLANG_ENABLE_SPEC_V2 !== undefined) notes.push(`spec v2 (overlap scheduler): SGLANG_ENABLE_SPEC_V2=${config.server.env.SGLANG_ENABLE_SPEC_V2} from server.env`);
   }
   const e = config.stages.extract;
-  const env = serverLaunchEnv(config.server.env, role === 'extract' && e.driver === 'patched-server' ? { dumpEnv: e['dump-env'], dumpDir: e['dump-dir'] } : undefined);
+  const env = serverLaunchEnv(withRunGpus(config, config.server.env), role === 'extract' && e.driver === 'patched-server' ? { dumpEnv: e['dump-env'], dumpDir: e['dump-dir'] } : undefined);
   return { host: config.target.host, stage, step: `launch ${role} server`, argv: renderServerArgv(spec), env, notes };
 }
 
@@ -99,7 +100,7 @@ export function planRun(config: Config, runId = '<run-id>'): PlanStep[] {
       stage: 'extract',
       step: 'prepare_hidden_states (detached)',
       argv: renderPrepareArgv(launch),
-      env: e.env,
+      env: withRunGpus(config, e.env),
       notes: [`log ${p.logs}/extract-<n>.log; every data_{i}.ckpt checked with ${e.python} (zip directory, tensor sizes); bad files deleted and redone`],
     });
   }
@@ -109,7 +110,7 @@ export function planRun(config: Config, runId = '<run-id>'): PlanStep[] {
   const t = config.stages.train;
   let drafterDir: string;
   if (spec.driver === 'specforge-v0.2') {
-    steps.push({ host, stage: 'train', step: 'train_eagle3.py (detached)', argv: renderTrainArgv(spec.launch), env: t.env, notes: trainNotes(config, layout, hidden !== undefined) });
+    steps.push({ host, stage: 'train', step: 'train_eagle3.py (detached)', argv: renderTrainArgv(spec.launch), env: withRunGpus(config, t.env), notes: trainNotes(config, layout, hidden !== undefined) });
     drafterDir = `${spec.launch.outputDir}/epoch_<e>_step_<s>`;
   } else if (spec.driver === 'specforge') {
     steps.push({
@@ -117,14 +118,14 @@ export function planRun(config: Config, runId = '<run-id>'): PlanStep[] {
       stage: 'train',
       step: 'specforge train (detached)',
       argv: renderSpecforgeTrainArgv(spec.run),
-      env: t.env,
+      env: withRunGpus(config, t.env),
       files: { [spec.run.configPath]: renderSpecforgeConfig(spec.run) },
       notes: [...trainNotes(config, layout, hidden !== undefined), `after a crash: + training.resume_from=${spec.run.outputDir}/${spec.run.runId}-step<N> (newest complete)`],
     });
-    steps.push({ host, stage: 'train', step: 'specforge export (detached)', argv: renderSpecforgeExportArgv(spec.run, `${spec.run.outputDir}/${spec.run.runId}-step<N>`, spec.drafterDir), env: t.env });
+    steps.push({ host, stage: 'train', step: 'specforge export (detached)', argv: renderSpecforgeExportArgv(spec.run, `${spec.run.outputDir}/${spec.run.runId}-step<N>`, spec.drafterDir), env: withRunGpus(config, t.env) });
     drafterDir = spec.drafterDir;
   } else {
-    steps.push({ host, stage: 'train', step: 'trainer command (detached)', argv: renderCommandArgv(spec.template, spec.values), env: t.env, notes: trainNotes(config, layout, hidden !== undefined) });
+    steps.push({ host, stage: 'train', step: 'trainer command (detached)', argv: renderCommandArgv(spec.template, spec.values), env: withRunGpus(config, t.env), notes: trainNotes(config, layout, hidden !== undefined) });
     drafterDir = commandDrafterDir(spec.template, spec.values);
   }
 

@@ -24,9 +24,17 @@ export const SPECULATIVE_ALGORITHMS = ['EAGLE', 'EAGLE3', 'NEXTN', 'STANDALONE',
 
 const workdir = nonEmpty.describe('Absolute directory on the host for run folders, process records and ledgers.');
 
+const gpus = z
+  .array(z.number().int().min(0))
+  .min(1)
+  .refine((a) => new Set(a).size === a.length, 'lists a GPU twice')
+  .optional()
+  .describe("GPU indices (nvidia-smi's) this run may use on the host; default all. Every launch gets them as CUDA_VISIBLE_DEVICES, and preflight refuses foreign GPU processes only on these GPUs (others are reported and left alone).");
+
 export const localHostSchema = z.strictObject({
   kind: z.literal('local').describe('Where the GPU work runs. "local": this machine; "ssh": a remote host over SSH.'),
   workdir,
+  gpus,
 });
 
 export const sshTargetSchema = z.strictObject({
@@ -54,6 +62,7 @@ export const sshHostSchema = z.strictObject({
     .default('127.0.0.1')
     .describe("Where the SSH host reaches the model server's port: the worker's HTTP is forwarded there through the SSH connection. Default 127.0.0.1. For a container with its own network namespace (behind exec-prefix), the container's address, with server.listen-host set so the server listens on it."),
   workdir,
+  gpus,
 });
 
 export const hostSchema = z.discriminatedUnion('kind', [localHostSchema, sshHostSchema]);
@@ -346,6 +355,22 @@ export function crossFieldProblems(raw: unknown): { path: string[]; message: str
       path: ['server', 'listen-host'],
       message: `is ${listenHost}, but hosts.${targetHost}.http-address forwards to ${httpAddress}: the server would not listen where aerie connects. Set server.listen-host to ${httpAddress} (or 0.0.0.0)`,
     });
+  }
+  // One source for the GPU set: a stage env naming other devices would silently win.
+  if (Array.isArray(target?.gpus)) {
+    const envs: [string[], unknown][] = [
+      [['server', 'env'], doc.server?.env],
+      [['stages', 'extract', 'env'], doc.stages?.extract?.env],
+      [['stages', 'train', 'env'], doc.stages?.train?.env],
+    ];
+    for (const [path, env] of envs) {
+      if (env && typeof env === 'object' && 'CUDA_VISIBLE_DEVICES' in env) {
+        out.push({
+          path: [...path, 'CUDA_VISIBLE_DEVICES'],
+          message: `conflicts with hosts.${targetHost}.gpus, which sets CUDA_VISIBLE_DEVICES for every launch; remove one of them`,
+        });
+      }
+    }
   }
   // The train stage always produces an EAGLE-3 drafter; serving it with EAGLE starts fine
   // and accepts nothing (incident 3), so the combination is refused before any launch.

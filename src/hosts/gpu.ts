@@ -5,8 +5,9 @@
  */
 import type { ExecResult, GpuInfo, GpuInventory, GpuProcess } from './host.js';
 
-export const NVIDIA_SMI_GPUS = ['nvidia-smi', '--query-gpu=index,name,memory.used,memory.total', '--format=csv,noheader,nounits'];
-export const NVIDIA_SMI_APPS = ['nvidia-smi', '--query-compute-apps=pid,used_memory', '--format=csv,noheader,nounits'];
+export const NVIDIA_SMI_GPUS = ['nvidia-smi', '--query-gpu=index,uuid,name,memory.used,memory.total', '--format=csv,noheader,nounits'];
+// gpu_uuid ties each process to its GPU: a foreign job on a GPU the run does not use is no obstacle.
+export const NVIDIA_SMI_APPS = ['nvidia-smi', '--query-compute-apps=pid,gpu_uuid,used_memory', '--format=csv,noheader,nounits'];
 
 /** Memory nvidia-smi reports as "[N/A]" or "[Not Supported]" (e.g. unified-memory GPUs, some containers). */
 export const UNKNOWN_MIB = -1;
@@ -16,15 +17,16 @@ function mib(field: string): number {
   return /^\d+(\.\d+)?$/.test(t) ? Math.round(Number(t)) : UNKNOWN_MIB;
 }
 
-/** `index, name, memory.used, memory.total` lines; the name may itself contain ", ". */
+/** `index, uuid, name, memory.used, memory.total` lines; the name may itself contain ", ". */
 export function parseGpuQuery(text: string): GpuInfo[] {
   const gpus: GpuInfo[] = [];
   for (const line of text.split('\n')) {
     const f = line.split(',');
-    if (f.length < 4 || !/^\s*\d+\s*$/.test(f[0])) continue;
+    if (f.length < 5 || !/^\s*\d+\s*$/.test(f[0])) continue;
     gpus.push({
       index: Number(f[0]),
-      name: f.slice(1, -2).join(',').trim(),
+      uuid: f[1].trim(),
+      name: f.slice(2, -2).join(',').trim(),
       memoryUsedMiB: mib(f[f.length - 2]),
       memoryTotalMiB: mib(f[f.length - 1]),
     });
@@ -32,19 +34,25 @@ export function parseGpuQuery(text: string): GpuInfo[] {
   return gpus;
 }
 
+export interface ComputeApp {
+  pid: number;
+  gpuUuid: string;
+  usedMemoryMiB: number;
+}
+
 /**
- * `pid, used_memory` lines. A row whose pid is not a number (some containers print
+ * `pid, gpu_uuid, used_memory` lines. A row whose pid is not a number (some containers print
  * "[N/A]") is dropped: a GpuProcess pid must be safe to compare, and 0 or -1 must never
  * reach anything that signals.
  */
-export function parseComputeApps(text: string): { pid: number; usedMemoryMiB: number }[] {
-  const apps: { pid: number; usedMemoryMiB: number }[] = [];
+export function parseComputeApps(text: string): ComputeApp[] {
+  const apps: ComputeApp[] = [];
   for (const line of text.split('\n')) {
     const f = line.split(',');
-    if (f.length < 2 || !/^\s*\d+\s*$/.test(f[0])) continue;
+    if (f.length < 3 || !/^\s*\d+\s*$/.test(f[0])) continue;
     const pid = Number(f[0]);
     if (pid <= 1) continue;
-    apps.push({ pid, usedMemoryMiB: mib(f[1]) });
+    apps.push({ pid, gpuUuid: f[1].trim(), usedMemoryMiB: mib(f[2]) });
   }
   return apps;
 }
@@ -68,7 +76,14 @@ export function gpuInventoryFrom(
     const why = firstLine(gpusRun) || `exit code ${gpusRun.code ?? gpusRun.signal}`;
     return { available: false, reason: `nvidia-smi failed on ${hostName}: ${why}`, gpus: [], processes: [] };
   }
+  const gpus = parseGpuQuery(gpusRun.stdout);
+  const indexOf = new Map(gpus.map((g) => [g.uuid, g.index]));
   const apps = appsRun && appsRun.code === 0 ? parseComputeApps(appsRun.stdout) : [];
-  const processes: GpuProcess[] = apps.map((a) => ({ ...a, ours: isOurs(a.pid) }));
-  return { available: true, gpus: parseGpuQuery(gpusRun.stdout), processes };
+  const processes: GpuProcess[] = apps.map((a) => ({
+    pid: a.pid,
+    usedMemoryMiB: a.usedMemoryMiB,
+    gpuIndex: indexOf.get(a.gpuUuid) ?? null,
+    ours: isOurs(a.pid),
+  }));
+  return { available: true, gpus, processes };
 }

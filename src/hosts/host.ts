@@ -72,6 +72,7 @@ export interface FileStat {
 
 export interface GpuInfo {
   index: number;
+  uuid: string;
   name: string;
   memoryUsedMiB: number;
   memoryTotalMiB: number;
@@ -80,6 +81,8 @@ export interface GpuInfo {
 export interface GpuProcess {
   pid: number;
   usedMemoryMiB: number;
+  /** The GPU it runs on; null when nvidia-smi's uuid matched no GPU (counted as on every GPU). */
+  gpuIndex: number | null;
   ours: boolean;
 }
 

@@ -7,35 +7,36 @@ import { gpuInventoryFrom, parseComputeApps, parseGpuQuery, UNKNOWN_MIB } from '
 import { LocalHost } from '../../src/hosts/local.js';
 import { groupMembers, startUnrelated, stopAll, until } from './proc-helpers.js';
 
-const GPUS = `0, NVIDIA H100 80GB HBM3, 75431, 81559
-1, NVIDIA H100 80GB HBM3, 4, 81559
-2, NVIDIA GB10, [N/A], [N/A]
-3, NVIDIA A100-SXM4-80GB, [Not Supported], 81920
+const UUID = ['GPU-0a1b2c3d-0000-4000-8000-000000000000', 'GPU-0a1b2c3d-1111-4000-8000-000000000001', 'GPU-0a1b2c3d-2222-4000-8000-000000000002', 'GPU-0a1b2c3d-3333-4000-8000-000000000003'];
+const GPUS = `0, ${UUID[0]}, NVIDIA H100 80GB HBM3, 75431, 81559
+1, ${UUID[1]}, NVIDIA H100 80GB HBM3, 4, 81559
+2, ${UUID[2]}, NVIDIA GB10, [N/A], [N/A]
+3, ${UUID[3]}, NVIDIA A100-SXM4-80GB, [Not Supported], 81920
 `;
-const APPS = `1234567, 75410
-2345678, [N/A]
-[N/A], 512
-3456789, [Not Supported]
+const APPS = `1234567, ${UUID[0]}, 75410
+2345678, ${UUID[2]}, [N/A]
+[N/A], ${UUID[1]}, 512
+3456789, GPU-unknown-to-the-gpu-query, [Not Supported]
 `;
 const ok = (stdout: string): ExecResult => ({ code: 0, signal: null, stdout, stderr: '' });
 
 describe('nvidia-smi parsers (golden)', () => {
   it('parses GPUs, unknown memory as UNKNOWN_MIB', () => {
     expect(parseGpuQuery(GPUS)).toEqual([
-      { index: 0, name: 'NVIDIA H100 80GB HBM3', memoryUsedMiB: 75431, memoryTotalMiB: 81559 },
-      { index: 1, name: 'NVIDIA H100 80GB HBM3', memoryUsedMiB: 4, memoryTotalMiB: 81559 },
-      { index: 2, name: 'NVIDIA GB10', memoryUsedMiB: UNKNOWN_MIB, memoryTotalMiB: UNKNOWN_MIB },
-      { index: 3, name: 'NVIDIA A100-SXM4-80GB', memoryUsedMiB: UNKNOWN_MIB, memoryTotalMiB: 81920 },
+      { index: 0, uuid: UUID[0], name: 'NVIDIA H100 80GB HBM3', memoryUsedMiB: 75431, memoryTotalMiB: 81559 },
+      { index: 1, uuid: UUID[1], name: 'NVIDIA H100 80GB HBM3', memoryUsedMiB: 4, memoryTotalMiB: 81559 },
+      { index: 2, uuid: UUID[2], name: 'NVIDIA GB10', memoryUsedMiB: UNKNOWN_MIB, memoryTotalMiB: UNKNOWN_MIB },
+      { index: 3, uuid: UUID[3], name: 'NVIDIA A100-SXM4-80GB', memoryUsedMiB: UNKNOWN_MIB, memoryTotalMiB: 81920 },
     ]);
   });
   it('keeps a GPU name that contains a comma', () => {
-    expect(parseGpuQuery('0, Odd, Name, 1, 2\n')[0].name).toBe('Odd, Name');
+    expect(parseGpuQuery('0, GPU-x, Odd, Name, 1, 2\n')[0].name).toBe('Odd, Name');
   });
   it('parses compute processes and drops rows without a usable pid', () => {
     expect(parseComputeApps(APPS)).toEqual([
-      { pid: 1234567, usedMemoryMiB: 75410 },
-      { pid: 2345678, usedMemoryMiB: UNKNOWN_MIB },
-      { pid: 3456789, usedMemoryMiB: UNKNOWN_MIB },
+      { pid: 1234567, gpuUuid: UUID[0], usedMemoryMiB: 75410 },
+      { pid: 2345678, gpuUuid: UUID[2], usedMemoryMiB: UNKNOWN_MIB },
+      { pid: 3456789, gpuUuid: 'GPU-unknown-to-the-gpu-query', usedMemoryMiB: UNKNOWN_MIB },
     ]);
     expect(parseComputeApps('')).toEqual([]);
     expect(parseComputeApps('No running processes found\n')).toEqual([]);
@@ -62,10 +63,11 @@ describe('gpuInventoryFrom', () => {
     const inv = gpuInventoryFrom('gpu-a', ok(GPUS), ok(APPS), (pid) => pid === 2345678);
     expect(inv.available).toBe(true);
     expect(inv.gpus).toHaveLength(4);
-    expect(inv.processes.map((p) => [p.pid, p.ours])).toEqual([
-      [1234567, false],
-      [2345678, true],
-      [3456789, false],
+    // Each process on its GPU by uuid; a uuid no GPU row has stays unplaced (null).
+    expect(inv.processes.map((p) => [p.pid, p.gpuIndex, p.ours])).toEqual([
+      [1234567, 0, false],
+      [2345678, 2, true],
+      [3456789, null, false],
     ]);
   });
 });
@@ -110,8 +112,8 @@ describe('LocalHost.gpuInventory', () => {
       [
         '#!/bin/sh',
         'case "$1" in',
-        `  --query-gpu=*) printf '0, NVIDIA H100 80GB HBM3, 75431, 81559\\n' ;;`,
-        `  --query-compute-apps=*) printf '${child.pid}, 70000\\n${foreign.pid}, 5000\\n' ;;`,
+        `  --query-gpu=index,uuid,name,memory.used,memory.total) printf '0, ${UUID[0]}, NVIDIA H100 80GB HBM3, 75431, 81559\\n' ;;`,
+        `  --query-compute-apps=pid,gpu_uuid,used_memory) printf '${child.pid}, ${UUID[0]}, 70000\\n${foreign.pid}, ${UUID[0]}, 5000\\n' ;;`,
         '  *) exit 2 ;;',
         'esac',
         '',
@@ -122,10 +124,10 @@ describe('LocalHost.gpuInventory', () => {
 
     const inv = await host.gpuInventory();
     expect(inv.available).toBe(true);
-    expect(inv.gpus).toEqual([{ index: 0, name: 'NVIDIA H100 80GB HBM3', memoryUsedMiB: 75431, memoryTotalMiB: 81559 }]);
+    expect(inv.gpus).toEqual([{ index: 0, uuid: UUID[0], name: 'NVIDIA H100 80GB HBM3', memoryUsedMiB: 75431, memoryTotalMiB: 81559 }]);
     expect(inv.processes).toEqual([
-      { pid: child.pid, usedMemoryMiB: 70000, ours: true },
-      { pid: foreign.pid, usedMemoryMiB: 5000, ours: false },
+      { pid: child.pid, usedMemoryMiB: 70000, gpuIndex: 0, ours: true },
+      { pid: foreign.pid, usedMemoryMiB: 5000, gpuIndex: 0, ours: false },
     ]);
   });
 });

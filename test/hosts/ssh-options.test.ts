@@ -90,7 +90,7 @@ stages:
   it('parses an ssh host with strict host key checking by default', async () => {
     const { parseConfigText } = await import('../../src/config/load.js');
     const cfg = parseConfigText(doc('    kind: ssh\n    ssh: { host: gpu-a }\n    exec-prefix: [pct, exec, "129", "--"]\n    workdir: /data/aerie'), 'x.yaml', {});
-    expect(cfg.hosts.gpu).toEqual({ kind: 'ssh', ssh: { host: 'gpu-a', 'strict-host-key-checking': 'yes' }, 'exec-prefix': ['pct', 'exec', '129', '--'], workdir: '/data/aerie' });
+    expect(cfg.hosts.gpu).toEqual({ kind: 'ssh', ssh: { host: 'gpu-a', 'strict-host-key-checking': 'yes' }, 'exec-prefix': ['pct', 'exec', '129', '--'], 'http-address': '127.0.0.1', workdir: '/data/aerie' });
   });
 
   it('refuses a relative work dir, an exec prefix written as one string, and unknown ssh keys', async () => {
