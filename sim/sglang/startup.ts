@@ -8,7 +8,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { FaultGate } from './faults.js';
 import { type ServerContext, WARMUP_HEADER } from './http.js';
 import type { ModelConfig } from './model.js';
-import { CUDA_GRAPH_GIB } from './settings.js';
+import { gpusFor, holdGpus } from '../gpu/registry.js';
+import { CUDA_GRAPH_GIB, GPU_TOTAL_GIB } from './settings.js';
 import {
   type PyError,
   draftConfigFrames,
@@ -80,6 +81,10 @@ export async function runStartup(d: StartupDeps): Promise<void> {
   all('Init torch distributed ends. mem usage=0.55 GB');
 
   all(`Load weight begin. avail mem=${gb(m.availStart)} GB`);
+  // Each rank holds GPU memory from here until the process ends (nvidia-smi shows it).
+  const gpus = gpusFor(tp);
+  const hold = (gib: number) => holdGpus(gpus, gib * 1024);
+  hold(0.55);
   const loadSeconds = typeof target.sim.load_seconds === 'number' ? target.sim.load_seconds : PHASE_SECONDS.loadWeights;
   const shards = 4;
   const t0 = performance.now();
@@ -99,6 +104,7 @@ export async function runStartup(d: StartupDeps): Promise<void> {
   await wait(PHASE_SECONDS.memoryPool);
   all(`KV Cache is allocated. #tokens: ${r.maxTotalTokens}, K size: ${gb(m.kvGiB / 2)} GB, V size: ${gb(m.kvGiB / 2)} GB`);
   all(`Memory pool end. avail mem=${gb(m.availAfterPool)} GB`);
+  hold(GPU_TOTAL_GIB - m.availAfterPool);
   let avail = m.availAfterPool;
   const capture = async (what: string, seconds: number, memGiB: number) => {
     all(`Capture ${what} begin. This can take up to several minutes. avail mem=${gb(avail)} GB`);

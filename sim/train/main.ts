@@ -9,6 +9,7 @@
  * assumed (data-parallel size 1), so an epoch is ceil(samples / (tp-size × batch-size)) steps.
  */
 import path from 'node:path';
+import { gpusFor, holdGpus } from '../gpu/registry.js';
 import { argsDump, parseTrainArgs, type ParsedArgs } from './args.js';
 import { checkpointName, removeInFlightCheckpoint, writeCheckpoint, type SimRecord } from './checkpoint.js';
 import { claimFault, crashText, faultPlan, oomText, setupErrorText, torchrunSummary } from './faults.js';
@@ -63,6 +64,8 @@ export async function runTrainer(argv: string[], io: TrainerIO = processIO): Pro
 }
 
 async function train(a: ParsedArgs, io: TrainerIO): Promise<number> {
+  // One rank per tensor-parallel GPU, each holding the drafter, target activations and optimizer state.
+  holdGpus(gpusFor(Number(a.tp_size) || 1, io.env), 22_000, io.env);
   const scale = timeScale(io.env);
   const faults = faultPlan(io.env);
   const rev = revisionOf(io.env);

@@ -62,6 +62,10 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'demo':
       process.stdout.write('aerie demo: the full pipeline against the simulator (sim/) on this machine\n');
+      // Simulated GPUs: the simulators this worker launches register their GPU memory here and
+      // the demo's nvidia-smi (the simulator's) reports it, so stops wait for GPU release as on
+      // a real host. Scoped to the demo's state dir: other simulator runs never see it.
+      process.env.AERIE_SIM_GPU_DIR ??= join(stateDir(), 'sim-gpus');
       return runCommand(join(AERIE_HOME, 'examples', 'demo.yaml'), { worker: true });
     case 'resume':
       if (!positionals[0]) return usage('resume needs a run id');

@@ -31,10 +31,15 @@ const gpus = z
   .optional()
   .describe("GPU indices (nvidia-smi's) this run may use on the host; default all. Every launch gets them as CUDA_VISIBLE_DEVICES, and preflight refuses foreign GPU processes only on these GPUs (others are reported and left alone).");
 
+const nvidiaSmi = argv
+  .optional()
+  .describe('argv of nvidia-smi on the host (for the GPU inventory); default [nvidia-smi]. The demo points it at the simulator\'s.');
+
 export const localHostSchema = z.strictObject({
   kind: z.literal('local').describe('Where the GPU work runs. "local": this machine; "ssh": a remote host over SSH.'),
   workdir,
   gpus,
+  'nvidia-smi': nvidiaSmi,
 });
 
 export const sshTargetSchema = z.strictObject({
@@ -63,6 +68,7 @@ export const sshHostSchema = z.strictObject({
     .describe("Where the SSH host reaches the model server's port: the worker's HTTP is forwarded there through the SSH connection. Default 127.0.0.1. For a container with its own network namespace (behind exec-prefix), the container's address, with server.listen-host set so the server listens on it."),
   workdir,
   gpus,
+  'nvidia-smi': nvidiaSmi,
 });
 
 export const hostSchema = z.discriminatedUnion('kind', [localHostSchema, sshHostSchema]);

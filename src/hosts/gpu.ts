@@ -5,9 +5,14 @@
  */
 import type { ExecResult, GpuInfo, GpuInventory, GpuProcess } from './host.js';
 
-export const NVIDIA_SMI_GPUS = ['nvidia-smi', '--query-gpu=index,uuid,name,memory.used,memory.total', '--format=csv,noheader,nounits'];
-// gpu_uuid ties each process to its GPU: a foreign job on a GPU the run does not use is no obstacle.
-export const NVIDIA_SMI_APPS = ['nvidia-smi', '--query-compute-apps=pid,gpu_uuid,used_memory', '--format=csv,noheader,nounits'];
+/** The two queries, after the host's nvidia-smi argv (hosts.<name>.nvidia-smi, default ['nvidia-smi']). */
+export function nvidiaSmiQueries(nvidiaSmi: readonly string[] = ['nvidia-smi']): { gpus: string[]; apps: string[] } {
+  return {
+    gpus: [...nvidiaSmi, '--query-gpu=index,uuid,name,memory.used,memory.total', '--format=csv,noheader,nounits'],
+    // gpu_uuid ties each process to its GPU: a foreign job on a GPU the run does not use is no obstacle.
+    apps: [...nvidiaSmi, '--query-compute-apps=pid,gpu_uuid,used_memory', '--format=csv,noheader,nounits'],
+  };
+}
 
 /** Memory nvidia-smi reports as "[N/A]" or "[Not Supported]" (e.g. unified-memory GPUs, some containers). */
 export const UNKNOWN_MIB = -1;

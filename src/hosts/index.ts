@@ -9,9 +9,9 @@ export type { Host } from './host.js';
 export function createHost(name: string, cfg: HostConfig): Host {
   switch (cfg.kind) {
     case 'local':
-      return new LocalHost({ name, workdir: cfg.workdir });
+      return new LocalHost({ name, workdir: cfg.workdir, nvidiaSmi: cfg['nvidia-smi'] });
     case 'ssh':
-      return new SshHost({ name, workdir: cfg.workdir, ssh: cfg.ssh, execPrefix: cfg['exec-prefix'], httpAddress: cfg['http-address'] });
+      return new SshHost({ name, workdir: cfg.workdir, ssh: cfg.ssh, execPrefix: cfg['exec-prefix'], httpAddress: cfg['http-address'], nvidiaSmi: cfg['nvidia-smi'] });
   }
 }
 

@@ -22,12 +22,14 @@ import {
   type LaunchPaths,
 } from './records.js';
 import { listenersOnPort, parseProcNetTcp } from './net-tcp.js';
-import { gpuInventoryFrom, NVIDIA_SMI_APPS, NVIDIA_SMI_GPUS } from './gpu.js';
+import { gpuInventoryFrom, nvidiaSmiQueries } from './gpu.js';
 import { sharedInFlight } from './single-flight.js';
 
 export interface LocalHostOptions {
   name: string;
   workdir: string;
+  /** argv of nvidia-smi on this host; default ['nvidia-smi']. */
+  nvidiaSmi?: string[];
 }
 
 /** How long a fresh wrapper may take to write its pid file before the launch counts as failed. */
@@ -55,6 +57,7 @@ function signalLocalGroup(pgid: number, signal: GroupSignal): Promise<boolean> {
 export class LocalHost implements Host {
   readonly name: string;
   readonly workdir: string;
+  private readonly nvidiaSmi: string[] | undefined;
   /** Launches under way in this process, so two concurrent calls with one launchId start one process. */
   private readonly launching = new Map<string, Promise<SpawnResult>>();
 
@@ -62,6 +65,7 @@ export class LocalHost implements Host {
     if (!isAbsolutePath(opts.workdir)) throw new Error(`host ${opts.name}: workdir must be an absolute path: ${opts.workdir}`);
     this.name = opts.name;
     this.workdir = opts.workdir.replace(/(.)\/+$/, '$1');
+    this.nvidiaSmi = opts.nvidiaSmi;
   }
 
   exec(argv: string[], opts?: ExecOptions): Promise<ExecResult> {
@@ -248,8 +252,9 @@ export class LocalHost implements Host {
   async gpuInventory(): Promise<GpuInventory> {
     const run = (argv: string[]): Promise<ExecResult> =>
       this.exec(argv, { timeoutMs: 30_000 }).catch((err: Error) => ({ code: 1, signal: null, stdout: '', stderr: err.message }));
-    const gpusRun = await run(NVIDIA_SMI_GPUS);
-    const appsRun = gpusRun.code === 0 ? await run(NVIDIA_SMI_APPS) : null;
+    const q = nvidiaSmiQueries(this.nvidiaSmi);
+    const gpusRun = await run(q.gpus);
+    const appsRun = gpusRun.code === 0 ? await run(q.apps) : null;
     let isOurs: (pid: number) => boolean = () => false;
     if (appsRun && appsRun.code === 0 && appsRun.stdout.trim() !== '') {
       const [stats, records] = await Promise.all([scanProcStats(), this.listLaunches()]);

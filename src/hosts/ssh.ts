@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type {
   ExecOptions, ExecResult, FileStat, GpuInventory, Host, KillResult, ProcRecord, ProcStatus, SpawnOptions, SpawnResult,
 } from './host.js';
-import { gpuInventoryFrom, NVIDIA_SMI_APPS, NVIDIA_SMI_GPUS } from './gpu.js';
+import { gpuInventoryFrom, nvidiaSmiQueries } from './gpu.js';
 import { killGroupWith, type GroupOps, type GroupSignal } from './kill-group.js';
 import { PROC_STAT_SCAN, renderDetachedLaunch, renderGroupSignal, renderLaunchScript } from './launch-script.js';
 import { listenersOnPort, parseProcNetTcpScan, PROC_NET_TCP_SCAN } from './net-tcp.js';
@@ -40,6 +40,8 @@ export interface SshHostOptions {
   execPrefix?: string[];
   /** Where the SSH host reaches the model server's port; default 127.0.0.1. */
   httpAddress?: string;
+  /** argv of nvidia-smi on the host (through the exec prefix); default ['nvidia-smi']. */
+  nvidiaSmi?: string[];
   /** Overrides for keepalive, retry budget and session limits (tests shorten them). */
   tuning?: Partial<LinkTuning>;
 }
@@ -73,6 +75,7 @@ export async function loadEndpoint(ssh: SshHostOptions['ssh']): Promise<SshEndpo
 export class SshHost implements Host {
   readonly name: string;
   readonly workdir: string;
+  private readonly nvidiaSmi: string[] | undefined;
   readonly link: SshLink;
   private readonly files: ShellFiles;
   private readonly shell: ShellFiles;
@@ -96,6 +99,7 @@ export class SshHost implements Host {
     this.files = this.execPrefix.length > 0 ? this.shell : new SftpFiles(this.link, this.name, this.execPrefix);
     this.durable = new DurableExec({ link: this.link, files: this.shell, hostName: this.name, workdir: this.workdir, execPrefix: this.execPrefix, groupOps: this.groupOps() });
     this.forwards = new PortForwards(this.link, opts.httpAddress);
+    this.nvidiaSmi = opts.nvidiaSmi;
   }
 
   /** The resolved endpoint (ssh config read once per host object). */
@@ -306,8 +310,9 @@ export class SshHost implements Host {
   async gpuInventory(): Promise<GpuInventory> {
     const run = (argv: string[]): Promise<ExecResult> =>
       this.exec(argv, { timeoutMs: 30_000 }).catch((err: Error) => ({ code: 1, signal: null, stdout: '', stderr: err.message }));
-    const gpusRun = await run(NVIDIA_SMI_GPUS);
-    const appsRun = gpusRun.code === 0 ? await run(NVIDIA_SMI_APPS) : null;
+    const q = nvidiaSmiQueries(this.nvidiaSmi);
+    const gpusRun = await run(q.gpus);
+    const appsRun = gpusRun.code === 0 ? await run(q.apps) : null;
     let isOurs: (pid: number) => boolean = () => false;
     if (appsRun && appsRun.code === 0 && appsRun.stdout.trim() !== '') {
       const [stats, records] = await Promise.all([this.scanProcStats(), this.listLaunches()]);

@@ -1,0 +1,131 @@
+/**
+ * Incident 4 on simulated GPUs: the simulator's nvidia-smi reports the GPU memory its servers
+ * and trainers hold (AERIE_SIM_GPU_DIR, this file's own). A server aerie did not launch blocks
+ * preflight on its GPU and is never signalled; with hosts.<name>.gpus the run uses other GPUs,
+ * confines its launches to them, and every stop waits until its GPU memory is released.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runPreflight } from '../../src/activities/preflight.js';
+import { AERIE_HOME } from '../../src/config/load.js';
+import { HostPool } from '../../src/hosts/index.js';
+import { LocalHost } from '../../src/hosts/local.js';
+import { TASK_QUEUE, WORKFLOW_TYPE, type PipelineInput, type PipelineResult } from '../../src/shared.js';
+import { freePort } from '../../src/temporal/dev-server.js';
+import { createWorker } from '../../src/worker.js';
+import { stopRecordedLaunches } from '../support/cleanup.js';
+import { demoConfig } from '../support/demo-config.js';
+import { startTestTemporal, waitUntil, type TestTemporal } from '../support/temporal.js';
+
+const SIM = join(AERIE_HOME, 'bin', 'aerie-sim.mjs');
+let t: TestTemporal;
+let work: string;
+let foreign: ChildProcess | undefined;
+
+function nvidiaSmi(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, [SIM, 'nvidia-smi', ...args], { env: process.env });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (d: Buffer) => (stdout += d));
+    p.stderr.on('data', (d: Buffer) => (stderr += d));
+    p.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+beforeAll(async () => {
+  work = await mkdtemp(join(tmpdir(), 'aerie-simgpu-'));
+  process.env.AERIE_SIM_GPU_DIR = join(work, 'gpus');
+  process.env.AERIE_SIM_GPUS = '4';
+  t = await startTestTemporal();
+}, 120_000);
+
+afterAll(async () => {
+  if (foreign?.pid && foreign.exitCode === null) {
+    try {
+      process.kill(-foreign.pid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
+  await t?.stop();
+  if (work) await stopRecordedLaunches(work);
+  if (work) await rm(work, { recursive: true, force: true });
+});
+
+describe('the simulator nvidia-smi', () => {
+  it('answers the query mode like the driver: header and units unless asked otherwise, refuses unknown fields', async () => {
+    const withHeader = await nvidiaSmi(['--query-gpu=index,name,memory.used,memory.total', '--format=csv']);
+    expect(withHeader.code).toBe(0);
+    expect(withHeader.stdout.split('\n').slice(0, 2)).toEqual(['index, name, memory.used [MiB], memory.total [MiB]', '0, NVIDIA H100 80GB HBM3, 4 MiB, 81559 MiB']);
+    expect(withHeader.stdout.trim().split('\n')).toHaveLength(5);
+    const apps = await nvidiaSmi(['--query-compute-apps=pid,gpu_uuid,used_memory', '--format=csv,noheader,nounits']);
+    expect(apps).toEqual({ code: 0, stdout: '', stderr: '' });
+    const bad = await nvidiaSmi(['--query-gpu=index,watts', '--format=csv']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toBe('Field "watts" is not a valid field to query.\n');
+  });
+});
+
+describe('a run beside a server aerie did not start', () => {
+  it('is refused while that server holds its GPU, then runs on other GPUs and waits for GPU release at every stop', async () => {
+    // A colleague's server on GPU 0, in its own process group; aerie never launched it.
+    const port = await freePort();
+    foreign = spawn(process.execPath, [SIM, 'sglang', '--model-path', join(AERIE_HOME, 'examples', 'models', 'sim-llama-8b'), '--port', String(port)], {
+      detached: true,
+      stdio: 'ignore',
+      env: { ...process.env, AERIE_SIM_TIME_SCALE: '0.01', CUDA_VISIBLE_DEVICES: '0' },
+    });
+    await waitUntil(async () => (await nvidiaSmi(['--query-compute-apps=pid,gpu_uuid,used_memory', '--format=csv,noheader,nounits'])).stdout.includes(`${foreign!.pid}, `), 'the foreign server on the GPUs', 60_000, 200);
+
+    const workdir = join(work, 'host');
+    const config = demoConfig(workdir, await freePort());
+    const refused = await runPreflight(new LocalHost({ name: 'local', workdir, nvidiaSmi: config.hosts.local!['nvidia-smi'] }), config, 'refused');
+    expect(refused.problems).toEqual([expect.stringMatching(new RegExp(`^GPUs on local are in use by processes aerie did not start: pid ${foreign.pid} \\(\\d+ MiB on GPU 0\\)`))]);
+
+    config.hosts.local!.gpus = [2, 3];
+    const runId = `simgpu-${Date.now()}`;
+    const input: PipelineInput = { runId, config, configPath: 'test' };
+    const hosts = new HostPool();
+    const { worker } = await createWorker({ connection: t.nativeConnection, workflowBundle: t.bundle, hosts, taskQueue: TASK_QUEUE });
+    let result: PipelineResult;
+    let seenOnOurGpu = false;
+    try {
+      result = (await worker.runUntil(async () => {
+        const handle = await t.client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] });
+        // The run's first server shows up on GPU 2 (CUDA_VISIBLE_DEVICES=2,3, tp 1), never on GPU 0.
+        const gpu2 = (await nvidiaSmi(['--query-gpu=index,uuid', '--format=csv,noheader'])).stdout.split('\n')[2]!.split(', ')[1]!;
+        await waitUntil(async () => {
+          const apps = (await nvidiaSmi(['--query-compute-apps=pid,gpu_uuid,used_memory', '--format=csv,noheader,nounits'])).stdout;
+          return (seenOnOurGpu = apps.includes(`, ${gpu2}, `));
+        }, 'a run server on GPU 2', 120_000, 100);
+        return handle.result();
+      })) as PipelineResult;
+    } finally {
+      await hosts.closeAll();
+    }
+    expect(seenOnOurGpu).toBe(true);
+    expect(result.stages.every((s) => s.state === 'done')).toBe(true);
+
+    // Every stopServer saw its server's GPU memory go, and counted the foreign server.
+    const history = await t.client.workflow.getHandle(runId).fetchHistory();
+    const scheduled = new Map<string, string>();
+    const stops: { gpuReleased: boolean | null; foreignGpuProcesses: number }[] = [];
+    for (const e of history.events ?? []) {
+      const s = e.activityTaskScheduledEventAttributes;
+      if (s) scheduled.set(String(e.eventId), s.activityType?.name ?? '');
+      const c = e.activityTaskCompletedEventAttributes;
+      if (c && scheduled.get(String(c.scheduledEventId)) === 'stopServer') {
+        stops.push(JSON.parse(Buffer.from(c.result!.payloads![0]!.data!).toString('utf8')) as (typeof stops)[number]);
+      }
+    }
+    expect(stops.length).toBeGreaterThanOrEqual(3);
+    for (const s of stops) expect(s).toMatchObject({ gpuReleased: true, foreignGpuProcesses: 1 });
+    // The colleague's server was never signalled.
+    expect(foreign.exitCode).toBeNull();
+    expect(foreign.signalCode).toBeNull();
+  }, 400_000);
+});
