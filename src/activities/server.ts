@@ -6,6 +6,7 @@
 import { withRunGpus } from '../config/gpus.js';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Host, ProcRecord } from '../hosts/host.js';
+import { launchPaths, parsePidFile } from '../hosts/records.js';
 import { renderServerArgv, serverLaunchEnv, benchmarkReadyArgs, type ServerLaunchSpec } from '../sglang/launch-argv.js';
 import { baseServerSpec } from '../stages/launch-specs.js';
 import { PHASE_ORDER, readPhase, serverWarnings, lastLines, type ServerPhase } from '../sglang/log-phase.js';
@@ -65,6 +66,19 @@ const PHASE_WINDOW = 1 << 20;
 const WARNINGS_HEAD = 4 << 20;
 /** Tokens per acceptance-gate request. */
 const GATE_TOKENS = 256;
+
+/**
+ * Whether the port's holder is this very launch, started by an earlier attempt whose link or
+ * worker was lost before the launch record was written: its wrapper's pid file is there and
+ * leads the holder's process group. spawnDetached then adopts it instead of starting another.
+ */
+async function startedButUnrecorded(host: Host, launchId: string, holderPgid: number | undefined): Promise<boolean> {
+  if (holderPgid === undefined) return false;
+  const pidFile = launchPaths(host.workdir, launchId).pid;
+  if (!(await host.stat(pidFile))) return false;
+  const started = parsePidFile((await host.readFile(pidFile)).toString('utf8'));
+  return started !== null && started.pid === holderPgid;
+}
 
 /** Highest generation number among this run's launches of a role, and its record. */
 export async function latestLaunch(host: Host, prefix: string): Promise<{ gen: number; record: ProcRecord } | null> {
@@ -151,8 +165,9 @@ export function serverActivities({ hosts }: ActivityDeps) {
         await host.killGroup(latest.record, { graceMs: 15_000 });
         notes.push(`stopped ${latest.record.launchId} (pid ${latest.record.pid}): it ran another command line than this config asks for`);
       }
+      const gen = latest ? latest.gen + 1 : 0;
       const holder = await portHolderOf(host, config.server.port);
-      if (holder.listening) {
+      if (holder.listening && !(await startedButUnrecorded(host, `${prefix}${gen}`, holder.pgid))) {
         throw fatal(
           'PortInUseError',
           `port ${config.server.port} on ${host.name} is already held by ${describeHolder(holder)}; aerie did not start it and will not stop it. ` +
@@ -172,7 +187,6 @@ export function serverActivities({ hosts }: ActivityDeps) {
       }
       if (extract.driver === 'patched-server' && role === 'extract') await host.mkdirp(extract['dump-dir']);
       await host.mkdirp(paths.logs);
-      const gen = latest ? latest.gen + 1 : 0;
       const { record, reattached } = await host.spawnDetached(`${prefix}${gen}`, argv, {
         env,
         cwd: paths.root,

@@ -90,6 +90,25 @@ describe('launchServer guards', () => {
   }, 60_000);
 });
 
+describe('a launch whose record was never written (link or worker lost right after the start)', () => {
+  it('is adopted by the retried launchServer although it already holds the port: one server, same pid', async () => {
+    const workdir = join(work, 'unrecorded');
+    const config = faultConfig(workdir, await freePort(), {});
+    const first = await acts.launchServer({ runId: 'ur', config, role: 'generate' });
+    started.push({ host: hosts.get(config), launch: first });
+    await waitUntil(async () => (await fetch(`http://127.0.0.1:${first.port}/health`).catch(() => null))?.status === 200, 'the server on its port', 30_000);
+    // What a drop between the wrapper's start and the record write leaves: the pid file only.
+    await rm(join(workdir, '.aerie', 'procs', 'ur.server-generate.0.json'));
+    expect(await launchRecords(workdir)).toEqual([]);
+
+    const retried = await acts.launchServer({ runId: 'ur', config, role: 'generate' });
+    expect(retried.reattached).toBe(true);
+    expect(retried.launchId).toBe('ur.server-generate.0');
+    expect(retried.pid).toBe(first.pid);
+    expect(await launchRecords(workdir)).toEqual(['ur.server-generate.0']);
+  }, 60_000);
+});
+
 describe('confirmOurs: a 200 counts only from our process group', () => {
   const launch = { role: 'deploy', port: 30000, pid: 500, pgid: 500, modelPath: '/m', tpSize: 1 } as unknown as ServerLaunch;
   const hostWith = (holderPid: number, holderPgid: number): Host =>
