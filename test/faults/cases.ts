@@ -48,6 +48,9 @@ export interface SuiteEnv {
 
 const run = promisify(execFile);
 
+/** run.heartbeat-timeout in every case: a killed worker costs this long, not the default 30 s. */
+export const HEARTBEAT_TIMEOUT_MS = 10_000;
+
 /** When a launch died (its exit file) and when its successor was recorded: the detect time of a crash. */
 async function crashAndRelaunch(workdir: string, runId: string, crashed: string, next: string): Promise<{ crashedAt: number; relaunchedAt: number }> {
   const procs = join(workdir, '.aerie', 'procs');
@@ -87,10 +90,13 @@ const killWorkerDuring = (stage: string, activity: string, ready?: (d: Record<st
   async inject({ rig, handle, markFault, detected }) {
     await activityRunning(handle, activity, ready);
     await markFault();
+    const killedAt = Date.now();
     rig.killWorker('main');
     await rig.startWorker('main');
     await retried(handle, activity);
     detected();
+    // Noticed through the configured timeout, not the 30 s default (generous slack for a busy machine).
+    expect(Date.now() - killedAt).toBeLessThan(HEARTBEAT_TIMEOUT_MS + 15_000);
   },
 });
 

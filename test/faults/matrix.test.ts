@@ -16,7 +16,7 @@ import { demoConfig } from '../support/demo-config.js';
 import { startSshFixture, type SshFixture } from '../support/ssh-fixture.js';
 import { waitUntil } from '../support/temporal.js';
 import { bytesDiffering, duplicateLaunches, gatherFacts, liveInGroups, recordedGroups, stagesRedone, type RunFacts } from './facts.js';
-import { faultCases, selectedCases, type FaultCase } from './cases.js';
+import { faultCases, HEARTBEAT_TIMEOUT_MS, selectedCases, type FaultCase } from './cases.js';
 import { FaultRig } from './rig.js';
 
 const SECRET = `aerie-fault-secret-${process.pid}-do-not-log`;
@@ -44,6 +44,8 @@ async function ledgerNow(workdir: string, runId: string): Promise<RunFacts['ledg
 }
 
 const baseTweak = (c: Config) => {
+  // A killed worker is noticed after this long without heartbeats (the default is 30 s).
+  c.run['heartbeat-timeout'] = HEARTBEAT_TIMEOUT_MS;
   c.stages.benchmark.concurrencies = [1, 4];
   c.stages.benchmark['output-len'] = 32;
   // A secret the worker expands at launch time: it must never appear in the history.
@@ -181,6 +183,10 @@ async function checkCase(fc: FaultCase, handle: WorkflowHandle, runId: string, w
   const redone = stagesRedone(before, facts.ledger);
   expect(redone).toEqual([]);
   for (const type of ['generateData', 'extractHiddenStates', 'trainDrafter']) expect(facts.scheduled[type] ?? 0).toBeLessThanOrEqual(1);
+  // The configured heartbeat timeout reached every long activity (checkExtractSpace keeps its own 2 min).
+  const { checkExtractSpace: _, ...beating } = facts.heartbeatTimeouts;
+  expect(Object.keys(beating)).toEqual(expect.arrayContaining(['launchServer', 'awaitServerReady']));
+  for (const [type, ms] of Object.entries(beating)) expect([type, ...new Set(ms)]).toEqual([type, HEARTBEAT_TIMEOUT_MS]);
   // Same bytes as the uninterrupted run.
   const differing = fc.expectFailure ? [] : bytesDiffering(reference.outputs, facts.outputs);
   expect(differing).toEqual([]);
