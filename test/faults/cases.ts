@@ -157,7 +157,9 @@ const diskFull = (env: SuiteEnv): FaultCase => {
       await mkdir(dataDir, { recursive: true });
       // Room for about 40% of the shards (tmpfs counts whole 4 KiB pages).
       const size = Math.ceil((env.referenceShardBytes() * 0.4) / 4096) * 4096;
-      await run('mount', ['-t', 'tmpfs', '-o', `size=${size},mode=0755`, 'aerie-fault-disk', dataDir]);
+      await run('mount', ['-t', 'tmpfs', '-o', `size=${size},mode=0755`, 'aerie-fault-disk', dataDir]).catch((err: Error) => {
+        throw new Error(`the disk-full case mounts a small tmpfs and needs root (CAP_SYS_ADMIN); mount ${dataDir} failed: ${err.message}`);
+      });
       return async () => {
         // Only this mount, by the path this case created; lazily if something still holds it.
         await run('umount', [dataDir]).catch(() => run('umount', ['-l', dataDir]));
