@@ -5,6 +5,7 @@
 import type { Config } from './config/schema.js';
 
 export const TASK_QUEUE = 'aerie-pipeline';
+export const WORKFLOW_TYPE = 'pipeline';
 
 /** Workers send a heartbeat at most this often (maxHeartbeatThrottleInterval), and aerie's activities beat every second. */
 export const HEARTBEAT_THROTTLE_MS = 1000;
@@ -16,7 +17,6 @@ export const DEFAULT_HEARTBEAT_TIMEOUT_MS = 30_000;
  * declared lost while it still works, and its activity run twice.
  */
 export const MIN_HEARTBEAT_TIMEOUT_MS = 5 * HEARTBEAT_THROTTLE_MS;
-export const WORKFLOW_TYPE = 'pipeline';
 
 export const STAGES = ['preflight', 'generate', 'extract', 'train', 'deploy', 'benchmark'] as const;
 export type StageName = (typeof STAGES)[number];

@@ -38,7 +38,7 @@ export class JsonlAppender {
     // A temp file left by an interrupted run would otherwise be appended to.
     await this.host.remove(this.tmp);
     await this.host.writeFileAtomic(this.tmp, '').catch(async (err: unknown) => {
-      throw await writeFailure(this.host, this.path, 0, err);
+      throw await writeFailure(this.host, this.path, null, err);
     });
   }
 
