@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from './activities/index.js';
 import { HostPool } from './hosts/index.js';
-import { TASK_QUEUE } from './shared.js';
+import { HEARTBEAT_THROTTLE_MS, TASK_QUEUE } from './shared.js';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('./workflows/index.ts', import.meta.url));
 
@@ -40,8 +40,9 @@ export async function createWorker(opts: AerieWorkerOptions): Promise<{ worker: 
     // Finished in-flight heartbeats should reach the server before a graceful stop.
     shutdownGraceTime: '5s',
     // Heartbeats carry the live phase the CLI and the UI show: send them within a second,
-    // not at the default 0.8 × heartbeatTimeout (24 s).
-    maxHeartbeatThrottleInterval: '1s',
+    // not at the default 0.8 × heartbeatTimeout (24 s). run.heartbeat-timeout is validated
+    // against this interval (MIN_HEARTBEAT_TIMEOUT_MS).
+    maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE_MS,
   });
   return { worker, hosts };
 }

@@ -12,11 +12,12 @@ import { runExtract, InsufficientSpaceError } from '../stages/extract.js';
 import { estimateRows, offlineHooks, type OfflineResult } from '../stages/extract-offline.js';
 import { prepareSpec, type HiddenStates } from '../stages/launch-specs.js';
 import { estimatedBytesPerToken, formatBytes } from '../stages/extract-plan.js';
+import { DiskFullError } from '../stages/disk-full.js';
 import { runGenerate } from '../stages/generate.js';
 import { JobFailure, superviseJob } from '../stages/job-supervise.js';
 import type { TrainProgress } from '../stages/train-progress.js';
 import { TrainLaunchError } from '../stages/train.js';
-import { cancelRequested, expandEnv, fatal, keepHeartbeating, runPaths, type ActivityDeps, type RunRef } from './context.js';
+import { cancelRequested, expandEnv, fatal, keepHeartbeating, runPaths, transient, type ActivityDeps, type RunRef } from './context.js';
 import type { ServerLaunch } from './server.js';
 import { whileServerLives } from './watch.js';
 
@@ -43,6 +44,21 @@ function asFailure(err: unknown): unknown {
   if (err instanceof TrainLaunchError) return fatal('ConfigError', err.message);
   if (err instanceof JobFailure) return fatal(err.type, err.message, err.logTail ? { logTail: err.logTail } : undefined);
   return err;
+}
+
+/**
+ * A full disk is retried, unlike the other errors a retry cannot fix: space is freed by an
+ * operator or by another job finishing, and each attempt resumes from the shards already
+ * written (an attempt with no room for a shard fails before its first request). Temporal's
+ * backoff (1 s doubling to 30 s, 20 attempts: about 8 minutes) is the window to free it;
+ * after that the run fails, or waits for `aerie retry` with run.on-failure: wait. The
+ * heartbeat says "disk full" so `aerie status` and the Web UI show why the stage is waiting.
+ */
+export function generateFailure(err: unknown, beat: (details: Record<string, unknown>) => void = () => undefined): unknown {
+  if (!(err instanceof DiskFullError)) return err;
+  const details = { phase: 'disk full', path: err.path, freeBytes: err.freeBytes, wantedBytes: err.wantedBytes };
+  beat(details);
+  return transient('DiskFull', err.message, details);
 }
 
 export async function modelHiddenSize(host: Host, modelPath: string): Promise<number> {
@@ -96,6 +112,8 @@ export function dataActivities({ hosts }: ActivityDeps) {
           outputs: [`${outDir}/train.jsonl`, `${outDir}/manifest.json`],
           note: `${c.ok} ok, ${c.error} errors, ${c.skipped} skipped, ${c.rejected} rejected of ${c.input}${summary.resumed ? ` (${summary.resumed} from before a resume)` : ''}`,
         };
+      } catch (err) {
+        throw generateFailure(err, (details) => Context.current().heartbeat({ ...(progress as object), ...details }));
       } finally {
         stopBeat();
       }

@@ -4,6 +4,7 @@
  * Every object is strict: an unknown key is an error, never silently ignored.
  */
 import { z } from 'zod';
+import { DEFAULT_HEARTBEAT_TIMEOUT_MS, HEARTBEAT_THROTTLE_MS, MIN_HEARTBEAT_TIMEOUT_MS } from '../shared.js';
 
 /** "2s", "500ms", "20m", "1h" or a number of seconds → milliseconds. */
 export const duration = z
@@ -301,6 +302,16 @@ export const configSchema = z.strictObject({
           .enum(['fail', 'wait'])
           .default('fail')
           .describe('After a failure retrying cannot fix: end the run (resume it later with `aerie resume`), or wait for `aerie retry` / `aerie cancel`.'),
+        'heartbeat-timeout': duration
+          .refine((ms) => ms >= MIN_HEARTBEAT_TIMEOUT_MS, {
+            message:
+              `must be at least ${MIN_HEARTBEAT_TIMEOUT_MS / 1000}s: workers heartbeat every ${HEARTBEAT_THROTTLE_MS / 1000} s, and a timeout close to that ` +
+              `counts a briefly stalled worker as lost and runs its activity twice. Fix: set run.heartbeat-timeout to "${MIN_HEARTBEAT_TIMEOUT_MS / 1000}s" or more (default "${DEFAULT_HEARTBEAT_TIMEOUT_MS / 1000}s")`,
+          })
+          .default(DEFAULT_HEARTBEAT_TIMEOUT_MS)
+          .describe(
+            'How long a long-running activity (launch, readiness, generate, extract, train, benchmark, stop) may go without a heartbeat before Temporal counts its worker as lost and retries it on another: the time a killed worker costs. At least 5s.',
+          ),
       })
       .prefault({}),
     hosts: z.record(z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/, 'a host name'), hostSchema),

@@ -158,8 +158,13 @@ export async function mergeShards(
         const run = new JsonlAppender(host, path);
         // Intermediate runs keep duplicates' first copy only within the group; `taken` is
         // only for the final pass, so a local set stands in here.
-        await mergeInto(host, group, lineOf, new Set<number>(), (text) => run.addLine(text));
-        await run.commit();
+        try {
+          await mergeInto(host, group, lineOf, new Set<number>(), (text) => run.addLine(text));
+          await run.commit();
+        } catch (err) {
+          await run.discard();
+          throw err;
+        }
         scratch.push(path);
         next.push({ path, order: next.length });
       }

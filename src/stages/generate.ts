@@ -20,12 +20,13 @@
  */
 import type { Host } from '../hosts/host.js';
 import type { Turn } from './conversations.js';
+import { DiskFullError, writeFailure } from './disk-full.js';
 import { postJson, ServerUnreachableError, withRetries } from './generate-http.js';
 import { mergeShards } from './generate-merge.js';
 import { LinePlanner, regenerateTurns, rejectRow, type PlanEntry, type Status } from './generate-plan.js';
 import { runPoolAsync, StageAbortedError } from './generate-pool.js';
 import { digestLines, streamLines } from './host-lines.js';
-import { JsonlAppender } from './jsonl-append.js';
+import { JsonlAppender, tempOutputPath } from './jsonl-append.js';
 import { listShardFiles, readShardIndex, sha256Hex, ShardWriter, splitJsonlLines, type FileEntry, type ShardIndexEntry } from './jsonl.js';
 
 export interface GenerateProgress {
@@ -142,8 +143,13 @@ async function checkSameInput(host: Host, shardDir: string, input: string, sha: 
  * against the index line written with it. A shard that differs from what aerie wrote was
  * changed from outside: stop and say so rather than trust or silently redo it.
  */
-async function scanShards(host: Host, shardDir: string, indexPath: string): Promise<{ done: Map<string, Status>; maxSeq: number; files: number }> {
+async function scanShards(
+  host: Host,
+  shardDir: string,
+  indexPath: string,
+): Promise<{ done: Map<string, Status>; maxSeq: number; files: number; largest: number }> {
   const { shards, maxSeq } = await listShardFiles(host, shardDir, KINDS);
+  await terminateIndex(host, indexPath);
   const index = await readShardIndex(host, indexPath);
   const done = new Map<string, Status>();
   for (const shard of shards) {
@@ -173,7 +179,35 @@ async function scanShards(host: Host, shardDir: string, indexPath: string): Prom
       if (key !== null && !done.has(key)) done.set(key, shard.kind as Status);
     }
   }
-  return { done, maxSeq, files: shards.length };
+  return { done, maxSeq, files: shards.length, largest: Math.max(0, ...shards.map((x) => x.bytes)) };
+}
+
+/**
+ * An index append cut short (a full disk writes part of the line) would swallow the next
+ * line appended after it; ending it here keeps every later line readable. The cut line
+ * itself is skipped by readShardIndex and its shard re-vouched from its content.
+ */
+async function terminateIndex(host: Host, indexPath: string): Promise<void> {
+  const st = await host.stat(indexPath);
+  if (!st || st.size === 0) return;
+  const { data } = await host.tailFrom(indexPath, st.size - 1);
+  if (data !== '\n') await host.appendFile(indexPath, '\n');
+}
+
+const SHARD_TEMP = /^\.(?:ok|error|skipped|rejected)-\d+\.jsonl\..+\.tmp$/;
+
+/**
+ * Temp files an interrupted attempt left (a shard being written when the worker died, a
+ * merge cut short) are never read as data, but they hold space: on a full disk they are
+ * what a retry most needs back. One attempt runs at a time, so none of them is in use.
+ */
+async function removeStaleTemps(host: Host, outDir: string, shardDir: string): Promise<void> {
+  for (const f of await host.list(shardDir)) {
+    const name = f.path.slice(f.path.lastIndexOf('/') + 1);
+    if (!f.isDirectory && SHARD_TEMP.test(name)) await host.remove(f.path);
+  }
+  await host.remove(`${shardDir}/.merge`);
+  for (const kind of KINDS) await host.remove(tempOutputPath(`${outDir}/${OUTPUT_NAMES[kind]}`));
 }
 
 async function chatAnswer(job: GenerateJob, conversation: Turn[], signal: AbortSignal): Promise<Turn> {
@@ -200,6 +234,16 @@ async function chatAnswer(job: GenerateJob, conversation: Turn[], signal: AbortS
 type Regenerate = Extract<PlanEntry, { action: 'regenerate' }>;
 
 export async function runGenerate(job: GenerateJob): Promise<GenerateSummary> {
+  try {
+    return await generate(job);
+  } catch (err) {
+    // Writes that name their own path say so already; the rest (input.json, the manifest,
+    // a directory) are reported against the output directory.
+    throw await writeFailure(job.host, `${job.outDir}/`, null, err);
+  }
+}
+
+async function generate(job: GenerateJob): Promise<GenerateSummary> {
   const { host } = job;
   if (!(job.concurrency >= 1)) throw new Error(`generate: concurrency must be at least 1 (got ${job.concurrency})`);
   const shardDir = `${job.outDir}/shards`;
@@ -208,8 +252,13 @@ export async function runGenerate(job: GenerateJob): Promise<GenerateSummary> {
   const digest = await digestLines(host, job.inputPath, job.inputChunkBytes);
   const total = job.numSamples === undefined ? digest.lines : Math.min(job.numSamples, digest.lines);
   await host.mkdirp(shardDir);
+  await removeStaleTemps(host, job.outDir, shardDir);
   await checkSameInput(host, shardDir, job.inputPath, digest.sha256);
   const prior = await scanShards(host, shardDir, indexPath);
+  // A retry after a full disk that cannot write even a shard like the ones before would only
+  // spend the target's time on answers it must throw away: fail before the first request.
+  const free = await host.freeBytes(shardDir);
+  if (prior.largest > 0 && free < prior.largest) throw new DiskFullError(host.name, `${shardDir}/`, prior.largest, free);
 
   const writer = new ShardWriter(host, shardDir, {
     shardSize: job.shardSize ?? 256,
@@ -339,7 +388,13 @@ async function combine(
     );
   }
   const files: FileEntry[] = [];
-  for (const kind of KINDS) files.push(await outputs.get(kind)!.commit());
+  try {
+    for (const kind of KINDS) files.push(await outputs.get(kind)!.commit());
+  } catch (err) {
+    // Committed outputs stay (a retry rewrites them from the shards); the rest hold space.
+    for (const o of outputs.values()) await o.discard();
+    throw err;
+  }
   const manifest: GenerateManifest = {
     input: job.inputPath,
     inputSha256: inputSha,

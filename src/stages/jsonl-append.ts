@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Host } from '../hosts/host.js';
+import { writeFailure } from './disk-full.js';
 import type { FileEntry } from './jsonl.js';
 
 const BATCH_BYTES = 1 << 20;
@@ -22,6 +23,7 @@ export class JsonlAppender {
   private bytes = 0;
   private rows = 0;
   private started = false;
+  private failed: unknown = null;
 
   constructor(
     private readonly host: Host,
@@ -35,7 +37,9 @@ export class JsonlAppender {
     this.started = true;
     // A temp file left by an interrupted run would otherwise be appended to.
     await this.host.remove(this.tmp);
-    await this.host.writeFileAtomic(this.tmp, '');
+    await this.host.writeFileAtomic(this.tmp, '').catch(async (err: unknown) => {
+      throw await writeFailure(this.host, this.path, null, err);
+    });
   }
 
   /** Add one row (already JSON text, no newline). */
@@ -55,11 +59,18 @@ export class JsonlAppender {
     this.pendingBytes = 0;
     this.hash.update(data);
     this.bytes += data.length;
-    await this.host.appendFile(this.tmp, data);
+    try {
+      await this.host.appendFile(this.tmp, data);
+    } catch (err) {
+      // The temp file may now end in a cut row, and these rows are gone: never commit it.
+      this.failed = await writeFailure(this.host, this.path, data.length, err);
+      throw this.failed;
+    }
   }
 
   /** Flush, make the data durable where the host allows it, and rename into place. */
   async commit(): Promise<FileEntry> {
+    if (this.failed) throw this.failed;
     await this.drain();
     // appendFile does not fsync; sync(1) with a file argument does (coreutils ≥ 8.24). Best effort.
     await this.host.exec(['sync', '--', this.tmp]).catch(() => undefined);

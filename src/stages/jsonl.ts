@@ -8,6 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Host } from '../hosts/host.js';
+import { DiskFullError, writeFailure } from './disk-full.js';
 
 export interface NumberedLine {
   /** 1-based line number in the file. */
@@ -200,14 +201,21 @@ export class ShardWriter {
           const name = shardFileName(kind, seq);
           const path = joinPath(this.dir, name);
           const data = Buffer.from(rows.map((r) => r.json + '\n').join(''), 'utf8');
+          let target = path;
+          let bytes = data.length;
           try {
+            // writeFileAtomic removes its temp file when the write fails: a shard is whole or absent.
             await this.host.writeFileAtomic(path, data);
             if (this.opts.indexPath) {
               const entry: ShardIndexEntry = { file: name, kind, seq, rows: rows.length, bytes: data.length, sha256: sha256Hex(data) };
-              await this.host.appendFile(this.opts.indexPath, JSON.stringify(entry) + '\n');
+              const line = JSON.stringify(entry) + '\n';
+              target = this.opts.indexPath;
+              bytes = Buffer.byteLength(line);
+              await this.host.appendFile(this.opts.indexPath, line);
             }
           } catch (err) {
-            this.failure = new Error(`writing shard ${path} failed: ${(err as Error).message}`);
+            const full = await writeFailure(this.host, target, bytes, err);
+            this.failure = full instanceof DiskFullError ? full : new Error(`writing shard ${path} failed: ${(err as Error).message}`);
             throw this.failure;
           }
           this.written.push({ kind, seq, path, rows: rows.length });

@@ -20,7 +20,7 @@ import type { ServerLaunch, ServerRole } from '../activities/server.js';
 import type { LedgerCheck } from '../activities/ledger.js';
 import type { BenchServingRecord } from '../bench/metrics.js';
 import { STAGES, type PipelineInput, type PipelineResult, type RetryRequest, type RunStatus, type StageName } from '../shared.js';
-import { acts, launch, longRunning, quick, readiness, smoke, stop } from './activities.js';
+import { acts, heartbeating, quick } from './activities.js';
 import { SERVER_RELAUNCHABLE } from '../sglang/readiness.js';
 import { renderStageMarkdown, StageBoard } from './status.js';
 import { hiddenForTrain } from '../stages/launch-specs.js';
@@ -60,6 +60,8 @@ export async function pipeline(input: PipelineInput): Promise<PipelineResult> {
     },
   );
   const base = { runId, config };
+  // Histories started before the setting existed carry configs without it: the old 30 s.
+  const { launch, readiness, smoke, stop, longRunning } = heartbeating(config.run['heartbeat-timeout']);
   const target = `${config.target.host}:${config.server.port}`;
 
   const show = () => setCurrentDetails(renderStageMarkdown(board.snapshot()));

@@ -42,6 +42,16 @@ describe('config loading', () => {
     expect(cfg.stages.deploy['acceptance-threshold']).toBe(1.3);
   });
 
+  it('run.heartbeat-timeout: 30 s by default, a duration, and refused below 5 s with the field and the fix', () => {
+    expect(parseConfigText(minimal, 'min.yaml', {}).run['heartbeat-timeout']).toBe(30_000);
+    expect(parseConfigText(`run: { heartbeat-timeout: 10s }\n${minimal}`, 'min.yaml', {}).run['heartbeat-timeout']).toBe(10_000);
+    expect(parseConfigText(`run: { heartbeat-timeout: 5s }\n${minimal}`, 'min.yaml', {}).run['heartbeat-timeout']).toBe(5_000);
+    expect(problemsOf(`run: { heartbeat-timeout: 2s }\n${minimal}`)).toEqual([
+      expect.stringMatching(/^run\.heartbeat-timeout: must be at least 5s: workers heartbeat every 1 s.*Fix: set run\.heartbeat-timeout to "5s" or more \(default "30s"\)$/),
+    ]);
+    expect(problemsOf(`run: { heartbeat-timeout: soon }\n${minimal}`)).toEqual([expect.stringMatching(/^run\.heartbeat-timeout: .*a duration like "2s"/)]);
+  });
+
   it('reports five mistakes as five errors, each with its field path', () => {
     const bad = minimal
       .replace('target: { model-path: /models/llama, host: gpu }', 'target: { model-path: /models/llama, host: gpu-b }')

@@ -14,6 +14,8 @@ export interface RunFacts {
   outputs: Record<string, string>;
   /** How many times each activity type was scheduled (a retry is not a new scheduling). */
   scheduled: Record<string, number>;
+  /** Heartbeat timeouts (ms) the workflow gave each activity type that has one. */
+  heartbeatTimeouts: Record<string, number[]>;
   historyJson: string;
   status: string;
 }
@@ -50,12 +52,18 @@ export async function gatherFacts(client: Client, workdir: string, runId: string
   const handle = client.workflow.getHandle(runId);
   const history = await handle.fetchHistory();
   const scheduled: Record<string, number> = {};
+  const heartbeatTimeouts: Record<string, number[]> = {};
   for (const e of history.events ?? []) {
-    const name = e.activityTaskScheduledEventAttributes?.activityType?.name;
-    if (name) scheduled[name] = (scheduled[name] ?? 0) + 1;
+    const a = e.activityTaskScheduledEventAttributes;
+    const name = a?.activityType?.name;
+    if (!name) continue;
+    scheduled[name] = (scheduled[name] ?? 0) + 1;
+    const hb = a.heartbeatTimeout;
+    const ms = hb ? Number(hb.seconds ?? 0) * 1000 + Math.round((hb.nanos ?? 0) / 1e6) : 0;
+    if (ms > 0) (heartbeatTimeouts[name] ??= []).push(ms);
   }
   const desc = await handle.describe();
-  return { launches, ledger, outputs, scheduled, historyJson: JSON.stringify(history), status: desc.status.name };
+  return { launches, ledger, outputs, scheduled, heartbeatTimeouts, historyJson: JSON.stringify(history), status: desc.status.name };
 }
 
 /** Launch ids (without the run prefix) that name a role more than once for the same generation: never allowed. */
