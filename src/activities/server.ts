@@ -6,7 +6,7 @@
 import { withRunGpus } from '../config/gpus.js';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Host, ProcRecord } from '../hosts/host.js';
-import { launchPaths, parsePidFile } from '../hosts/records.js';
+import { latestLaunch, sameArgv, startedButUnrecorded } from './server-launches.js';
 import { renderServerArgv, serverLaunchEnv, benchmarkReadyArgs, type ServerLaunchSpec } from '../sglang/launch-argv.js';
 import { baseServerSpec } from '../stages/launch-specs.js';
 import { PHASE_ORDER, readPhase, serverWarnings, lastLines, type ServerPhase } from '../sglang/log-phase.js';
@@ -66,34 +66,6 @@ const PHASE_WINDOW = 1 << 20;
 const WARNINGS_HEAD = 4 << 20;
 /** Tokens per acceptance-gate request. */
 const GATE_TOKENS = 256;
-
-/**
- * Whether the port's holder is this very launch, started by an earlier attempt whose link or
- * worker was lost before the launch record was written: its wrapper's pid file is there and
- * leads the holder's process group. spawnDetached then adopts it instead of starting another.
- */
-async function startedButUnrecorded(host: Host, launchId: string, holderPgid: number | undefined): Promise<boolean> {
-  if (holderPgid === undefined) return false;
-  const pidFile = launchPaths(host.workdir, launchId).pid;
-  if (!(await host.stat(pidFile))) return false;
-  const started = parsePidFile((await host.readFile(pidFile)).toString('utf8'));
-  return started !== null && started.pid === holderPgid;
-}
-
-/** Highest generation number among this run's launches of a role, and its record. */
-export async function latestLaunch(host: Host, prefix: string): Promise<{ gen: number; record: ProcRecord } | null> {
-  let best: { gen: number; record: ProcRecord } | null = null;
-  for (const r of await host.listLaunches()) {
-    if (!r.launchId.startsWith(prefix)) continue;
-    const gen = Number(r.launchId.slice(prefix.length));
-    if (Number.isInteger(gen) && (!best || gen > best.gen)) best = { gen, record: r };
-  }
-  return best;
-}
-
-function sameArgv(a: readonly string[], b: readonly string[]): boolean {
-  return a.length === b.length && a.every((x, i) => x === b[i]);
-}
 
 export function serverActivities({ hosts }: ActivityDeps) {
   return {
