@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import type { SFTPWrapper, Stats } from 'ssh2';
 import type { FileMove, FileStat, MoveOutcome } from './host.js';
 import { chunkMoves, MOVE_FILES, parseMoveOutput } from './ssh-move.js';
-import type { Conn, SshLink } from './ssh-link.js';
+import { ConnectionLostError, type Conn, type SshLink } from './ssh-link.js';
 import {
   APPEND_AT, CAT_IF_PRESENT, EXIT_ABSENT, EXIT_IS_DIR, FREE_BYTES, LIST, MKDIR_P, READ_FILE, REMOVE, RENAME, STAT, TAIL_FROM, WRITE_ATOMIC,
   parseCatIfPresent, parseFreeBytes, parseListing, parseStatLine, parseTail, remoteCommand,
@@ -171,15 +171,26 @@ export class SftpFiles extends ShellFiles {
 
   /** One SFTP exchange on the current connection, retried on a fresh one if the link drops. */
   private sftp<T>(what: string, fn: (s: SFTPWrapper, conn: Conn) => Promise<T>): Promise<T> {
-    return this.link.retrying(what, async (conn) => {
-      const s = await conn.sftp();
-      try {
-        return await fn(s, conn);
-      } catch (err) {
-        // SFTP status errors carry a numeric code; anything else while the link dies is a lost link.
-        if (typeof (err as { code?: unknown }).code === 'number') throw err;
-        throw await conn.lostOr(err);
-      }
+    return this.link.retrying(what, (conn) => {
+      const work = (async () => {
+        const s = await conn.sftp();
+        try {
+          return await fn(s, conn);
+        } catch (err) {
+          // SFTP status errors carry a numeric code; anything else while the link dies is a lost link.
+          if (typeof (err as { code?: unknown }).code === 'number') throw err;
+          throw await conn.lostOr(err);
+        }
+      })();
+      // ssh2 does not always answer a request (or the subsystem open) whose channel died
+      // with the connection; without this such an operation waited forever instead of being retried.
+      return new Promise<T>((resolve, reject) => {
+        const unwatch = conn.watchClose(() => reject(new ConnectionLostError(`connection lost during ${what}`)));
+        work.then(
+          (v) => (unwatch(), resolve(v)),
+          (err: unknown) => (unwatch(), reject(err)),
+        );
+      });
     });
   }
 
