@@ -9,7 +9,8 @@
  *
  * before: what the extract driver did per sample: `host.exec(['mv', '--', src, dst])`, then
  * a stat of dst, from `concurrency` workers at once.
- * after: see movePaths in extract-move-paths.ts.
+ * after: the driver now: DumpMover batches (Host.moveFiles) while the workers go on, then a
+ * stat of each dst.
  * Every file is checked at its destination (size) and the dump dir must end empty.
  * Reports wall time / files (what a sample pays, amortised) and each file's latency.
  */

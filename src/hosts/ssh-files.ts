@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import type { SFTPWrapper, Stats } from 'ssh2';
 import type { FileMove, FileStat, MoveOutcome } from './host.js';
-import { chunkMoves, MOVE_FILES, parseMoveOutput } from './ssh-move.js';
+import { chunkMoves, MOVE_FILES, MOVE_INTO_DIR, parseIntoDirOutput, parseMoveOutput, planMoves } from './ssh-move.js';
 import { ConnectionLostError, type Conn, type SshLink } from './ssh-link.js';
 import {
   APPEND_AT, CAT_IF_PRESENT, EXIT_ABSENT, EXIT_IS_DIR, FREE_BYTES, LIST, MKDIR_P, READ_FILE, REMOVE, RENAME, STAT, TAIL_FROM, WRITE_ATOMIC,
@@ -103,15 +103,31 @@ export class ShellFiles {
     if (r.code !== 0) throw this.failed(`rename to ${to}:`, from, r);
   }
 
-  /** One script run per chunk of moves (see ssh-move.ts for why a re-run after a drop is safe). */
+  /**
+   * Moves sharing a destination directory and their names in one script run per chunk
+   * (MOVE_INTO_DIR); the rest, and any that run could not finish, one script run per chunk
+   * of pairs (MOVE_FILES). See ssh-move.ts for why re-running either after a drop is safe.
+   */
   async moveFiles(moves: readonly FileMove[]): Promise<MoveOutcome[]> {
-    const out: MoveOutcome[] = [];
-    for (const chunk of chunkMoves(moves)) {
+    const out: (MoveOutcome | undefined)[] = new Array(moves.length);
+    const { groups, singles } = planMoves(moves);
+    const alone = [...singles];
+    for (const g of groups) {
+      for (const chunk of chunkMoves(g.items.map((i) => moves[i]!))) {
+        const items = g.items.splice(0, chunk.length);
+        const r = await this.query(`move ${chunk.length} files into ${g.dir}`, MOVE_INTO_DIR, [g.dir, ...chunk.map((m) => m.from)]);
+        const done = r.code === 0 ? parseIntoDirOutput(r.stdout.toString('utf8'), chunk.length) : chunk.map(() => false);
+        items.forEach((i, k) => (done[k] ? (out[i] = { ok: true }) : alone.push(i)));
+      }
+    }
+    const rest = alone.sort((a, b) => a - b);
+    let at = 0;
+    for (const chunk of chunkMoves(rest.map((i) => moves[i]!))) {
       const r = await this.query(`move ${chunk.length} files`, MOVE_FILES, chunk.flatMap((m) => [m.from, m.to]));
       if (r.code !== 0) throw new Error(`moving ${chunk.length} files on ${this.hostName} failed (exit ${r.code}): ${r.stderr.trim().slice(0, 500)}`);
-      out.push(...parseMoveOutput(r.stdout.toString('utf8'), chunk.length));
+      for (const o of parseMoveOutput(r.stdout.toString('utf8'), chunk.length)) out[rest[at++]!] = o;
     }
-    return out;
+    return out.map((o) => o ?? { ok: false, error: 'no outcome' });
   }
 
   async remove(path: string): Promise<void> {

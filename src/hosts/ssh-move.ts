@@ -1,7 +1,9 @@
 /**
- * Host.moveFiles on an SSH host, shell side: one fixed script moves a whole batch, so a
- * batch costs one session channel (on a host whose login shell runs conda or pyenv init,
- * ~100 ms) instead of one exactly-once exec per file.
+ * Host.moveFiles on an SSH host, shell side: fixed scripts move a whole batch, so a batch
+ * costs one session channel (on a host whose login shell runs conda or pyenv init, ~100 ms)
+ * instead of one exactly-once exec per file. MOVE_INTO_DIR takes the common shape (same
+ * names, one destination dir) with a few processes for the whole group; MOVE_FILES takes
+ * any pair, three or four processes each.
  *
  * Why the script is safe to simply run again (link.retrying does, after a drop) rather than
  * going through DurableExec's exactly-once protocol: when sshd's session dies, the first
@@ -41,6 +43,29 @@ export const MOVE_FILES = [
 ].join('\n');
 
 /**
+ * The common case in one go: $1 a directory, $2… sources to move into it under their own
+ * names (the extraction's dumps: <dump dir>/<id>.hs → rows_…/<id>.hs). A handful of
+ * processes for the whole group instead of three or four per file — cp, sync and mv each
+ * take every file at once. Staged in a fresh directory inside $1 (mktemp: its own per
+ * run, on $1's filesystem so the final renames are atomic); sources go only after every
+ * staged copy is whole, flushed and renamed into place. One line per source: "ok", or
+ * "retry" (not done here; MOVE_FILES then does it, or says why not).
+ */
+export const MOVE_INTO_DIR = [
+  'd=$1; shift',
+  's=$(mktemp -d -- "$d/.aerie-mv.XXXXXX") || exit 3',
+  // Same filesystem: hard links, no bytes copied (an exec prefix leaves no SFTP rename).
+  'if { ln -- "$@" "$s/" 2>/dev/null || { rm -f -- "$s"/*; cp -- "$@" "$s/" && sync -- "$s"/*; }; } && mv -f -t "$d" -- "$s"/*; then',
+  '  rm -f -- "$@"',
+  'fi',
+  'rm -rf -- "$s"',
+  'for f do',
+  '  if [ ! -e "$f" ] && [ -f "$d/${f##*/}" ]; then echo ok; else echo retry; fi',
+  'done',
+  'exit 0',
+].join('\n');
+
+/**
  * The remote command reaches the host as one argument of the login shell's -c, which Linux
  * caps at 128 KiB (MAX_ARG_STRLEN); batches are cut well below that.
  */
@@ -64,6 +89,45 @@ export function chunkMoves(moves: readonly FileMove[], maxBytes = MOVE_ARG_BYTES
   }
   if (current.length > 0) chunks.push(current);
   return chunks;
+}
+
+/**
+ * Which moves can go through MOVE_INTO_DIR: same name at both ends, not hidden (the script's
+ * glob would miss it), one source per name per directory; groups of at least two (a single
+ * file gains nothing). Everything else goes alone through MOVE_FILES. Indexes into moves.
+ */
+export function planMoves(moves: readonly FileMove[]): { groups: { dir: string; items: number[] }[]; singles: number[] } {
+  const byDir = new Map<string, { names: Set<string>; items: number[] }>();
+  const singles: number[] = [];
+  moves.forEach((m, i) => {
+    const cut = m.to.lastIndexOf('/');
+    const dir = m.to.slice(0, cut);
+    const name = m.to.slice(cut + 1);
+    const g = byDir.get(dir) ?? { names: new Set<string>(), items: [] };
+    if (cut <= 0 || name === '' || name.startsWith('.') || m.from.slice(m.from.lastIndexOf('/') + 1) !== name || g.names.has(name)) {
+      singles.push(i);
+      return;
+    }
+    g.names.add(name);
+    g.items.push(i);
+    byDir.set(dir, g);
+  });
+  const groups: { dir: string; items: number[] }[] = [];
+  for (const [dir, g] of byDir) {
+    if (g.items.length >= 2) groups.push({ dir, items: g.items });
+    else singles.push(...g.items);
+  }
+  return { groups, singles: singles.sort((a, b) => a - b) };
+}
+
+/** MOVE_INTO_DIR's stdout: true per source it moved, false for one to retry alone. */
+export function parseIntoDirOutput(text: string, count: number): boolean[] {
+  const lines = text.split('\n');
+  if (lines[lines.length - 1] === '') lines.pop();
+  if (lines.length !== count || lines.some((l) => l !== 'ok' && l !== 'retry')) {
+    throw new Error(`the move script reported ${JSON.stringify(text.slice(0, 200))} for ${count} moves`);
+  }
+  return lines.map((l) => l === 'ok');
 }
 
 /** MOVE_FILES's stdout as outcomes; anything but exactly one ok/err line per move is an error. */

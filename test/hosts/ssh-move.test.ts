@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FileMove } from '../../src/hosts/host.js';
 import type { SshHost } from '../../src/hosts/ssh.js';
-import { chunkMoves, parseMoveOutput } from '../../src/hosts/ssh-move.js';
+import { chunkMoves, parseIntoDirOutput, parseMoveOutput, planMoves } from '../../src/hosts/ssh-move.js';
 import { startSshFixture, type SshFixture } from '../support/ssh-fixture.js';
 import { mountTmpfs, type Tmpfs } from '../support/tmpfs.js';
 import { until } from './proc-helpers.js';
@@ -65,6 +65,22 @@ describe('move script helpers', () => {
     expect(chunks.flat()).toEqual(moves);
     for (const c of chunks) expect(c.reduce((s, m) => s + 4 * (m.from.length + m.to.length) + 8, 0)).toBeLessThanOrEqual(10_000);
     expect(chunkMoves([{ from: 'a'.repeat(20_000), to: 'b' }], 10_000)).toHaveLength(1);
+  });
+
+  it('groups moves that keep their names in one directory, and sends the rest alone', () => {
+    const m = (from: string, to: string) => ({ from, to });
+    const plan = planMoves([
+      m('/shm/a.hs', '/out/r0/a.hs'),
+      m('/shm/b.hs', '/out/r0/b.hs'),
+      m('/shm/c.hs', '/out/r1/c.hs'), // alone in its directory
+      m('/shm/d.hs', '/out/r0/renamed.hs'), // a new name
+      m('/shm/.e.hs', '/out/r0/.e.hs'), // hidden: the script's glob would miss it
+      m('/other/a.hs', '/out/r0/a.hs'), // a second a.hs for the same directory
+      m('/shm/f.hs', '/out/r0/f.hs'),
+    ]);
+    expect(plan).toEqual({ groups: [{ dir: '/out/r0', items: [0, 1, 6] }], singles: [2, 3, 4, 5] });
+    expect(parseIntoDirOutput('ok\nretry\n', 2)).toEqual([true, false]);
+    expect(() => parseIntoDirOutput('ok\n', 2)).toThrow();
   });
 
   it('reads one outcome per move and refuses a short or garbled report', () => {
@@ -139,11 +155,13 @@ describe('SshHost.moveFiles', () => {
     await host.stat(fx.dir);
     const drops = host.link.stats.drops;
     const moving = host.moveFiles(moves);
-    // Cut once the batch has landed some files but not all.
-    const landed = await until('the first files to land', async () => {
-      const names = (await readdir(dst)).filter((f) => f.endsWith('.hs') && !f.startsWith('.'));
-      return names.length > 0 ? names.length : null;
+    // Cut while the batch is copying: its staging directory holds some files, none has landed.
+    await until('the batch to start copying', async () => {
+      const staged = (await readdir(dst)).filter((f) => f.startsWith('.aerie-mv.'));
+      for (const s of staged) if ((await readdir(join(dst, s)).catch(() => [])).length > 0) return true;
+      return null;
     }, 60_000);
+    const landed = (await readdir(dst)).filter((f) => !f.startsWith('.')).length;
     expect((await fx.sshd.dropConnections()).length).toBeGreaterThan(0);
     expect(landed).toBeLessThan(n);
     const out = await moving;

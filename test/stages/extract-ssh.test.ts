@@ -52,6 +52,7 @@ describe('runExtract over SSH, dumps on tmpfs, output on disk', () => {
       outDir,
       hiddenSize: HIDDEN,
       concurrency: 8,
+      moveBatch: 8,
       moveLingerMs: 200,
       indexBatch: 8,
       flushMs: 200,
