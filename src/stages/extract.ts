@@ -255,8 +255,9 @@ export async function runExtract(job: ExtractJob): Promise<ExtractSummary> {
   let moveError: unknown = null;
   const landing = new Set<Promise<void>>();
   const handOff = (item: ExtractItem, got: Dumped): void => {
-    const p = mover.move({ from: got.path, to: `${job.outDir}/${item.file}`, bytes: got.bytes }).then(
-      () => {
+    const p = mover
+      .move({ from: got.path, to: `${job.outDir}/${item.file}`, bytes: got.bytes })
+      .then(() => {
         // Only now, at its destination at the expected size, does the sample count as done.
         const entry: Finished = { id: item.id, index: item.index, file: item.file, tokens: got.tokens, bytes: got.bytes, textSha256: sha256Hex(item.text) };
         writer.add('index', entry);
@@ -264,13 +265,13 @@ export async function runExtract(job: ExtractJob): Promise<ExtractSummary> {
         bytes += got.bytes;
         finishedThisRun++;
         report();
-      },
-      async (err: unknown) => {
+      })
+      // Never rejects: a failure (of the move or of recording it) stops the stage through moveError.
+      .catch(async (err: unknown) => {
         await removeIfPresent(host, got.path).catch(() => undefined);
         moveError ??= err;
         stop.abort(err);
-      },
-    );
+      });
     landing.add(p);
     void p.finally(() => landing.delete(p));
   };
