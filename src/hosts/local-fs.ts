@@ -17,7 +17,7 @@ function isAbsent(err: unknown): boolean {
 }
 
 /** Flush a directory entry change (the rename) to disk; some filesystems refuse, which is fine. */
-async function fsyncDir(dir: string): Promise<void> {
+export async function fsyncDir(dir: string): Promise<void> {
   let handle;
   try {
     handle = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY);

@@ -73,6 +73,7 @@ export class Conn {
   readonly whenClosed: Promise<void>;
   private sftpSession: Promise<SFTPWrapper> | null = null;
   private readonly slots: Slots;
+  private readonly closeWatchers = new Set<() => void>();
 
   constructor(
     readonly client: Client,
@@ -86,6 +87,8 @@ export class Conn {
         if (this.closed) return;
         this.closed = true;
         for (const j of this.jumps) j.end();
+        for (const w of [...this.closeWatchers]) w();
+        this.closeWatchers.clear();
         resolve();
       };
       client.on('close', done);
@@ -97,6 +100,20 @@ export class Conn {
         j.on('close', () => client.end());
       }
     });
+  }
+
+  /**
+   * Call fn when the connection closes (at once if it has); returns the unsubscribe. A set,
+   * not a promise reaction: an operation that ends first leaves nothing behind on a
+   * connection that may serve millions of them.
+   */
+  watchClose(fn: () => void): () => void {
+    if (this.closed) {
+      fn();
+      return () => undefined;
+    }
+    this.closeWatchers.add(fn);
+    return () => this.closeWatchers.delete(fn);
   }
 
   /** Close now (after a lost operation, so the next one reconnects instead of reusing a dying link). */

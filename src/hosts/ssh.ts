@@ -10,7 +10,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { homedir, userInfo } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type {
-  ExecOptions, ExecResult, FileStat, GpuInventory, Host, KillResult, ProcRecord, ProcStatus, SpawnOptions, SpawnResult,
+  ExecOptions, ExecResult, FileMove, FileStat, GpuInventory, Host, KillResult, MoveOutcome, ProcRecord, ProcStatus, SpawnOptions, SpawnResult,
 } from './host.js';
 import { gpuInventoryFrom, nvidiaSmiQueries } from './gpu.js';
 import { killGroupWith, type GroupOps, type GroupSignal } from './kill-group.js';
@@ -277,6 +277,9 @@ export class SshHost implements Host {
   }
   rename(from: string, to: string): Promise<void> {
     return this.shell.rename(from, to);
+  }
+  moveFiles(moves: readonly FileMove[]): Promise<MoveOutcome[]> {
+    return this.files.moveFiles(moves);
   }
   remove(path: string): Promise<void> {
     return this.shell.remove(path);

@@ -1,6 +1,6 @@
 /**
- * One sample through the patched server: prefill it, wait for its hidden-state dump, verify
- * the exact size, and move it off the RAM-backed dump dir into the output tree at once.
+ * One sample through the patched server: prefill it, wait for its hidden-state dump and
+ * verify the exact size. Moving it off the RAM-backed dump dir is extract-mover.ts's job.
  */
 import type { Host } from '../hosts/host.js';
 import { expectedDumpBytes, type ExtractItem } from './extract-plan.js';
@@ -27,12 +27,9 @@ export interface DumpContext {
   host: Host;
   baseUrl: string;
   dumpDir: string;
-  outDir: string;
   hiddenSize: number;
   dumpWaitMs: number;
   requestTimeoutMs: number;
-  /** mkdir -p, once per directory. */
-  ensureDir(path: string): Promise<void>;
 }
 
 export function dumpPathFor(dumpDir: string, id: string): string {
@@ -64,11 +61,14 @@ async function waitForDump(ctx: DumpContext, path: string, expected: number, sig
   }
 }
 
-export async function extractOne(
-  ctx: DumpContext,
-  item: ExtractItem,
-  signal: AbortSignal,
-): Promise<{ tokens: number; bytes: number }> {
+/** A verified dump, still in the dump dir at `path`. */
+export interface Dumped {
+  path: string;
+  tokens: number;
+  bytes: number;
+}
+
+export async function dumpOne(ctx: DumpContext, item: ExtractItem, signal: AbortSignal): Promise<Dumped> {
   const { host } = ctx;
   const src = dumpPathFor(ctx.dumpDir, item.id);
   // A leftover from an interrupted attempt would pass for this attempt's dump.
@@ -89,17 +89,5 @@ export async function extractOne(
     await removeIfPresent(host, src).catch(() => undefined);
     throw err;
   }
-  const dst = `${ctx.outDir}/${item.file}`;
-  await ctx.ensureDir(dst.slice(0, dst.lastIndexOf('/')));
-  // mv, not rename: the dump dir is usually tmpfs and the output a real disk.
-  const mv = await host.exec(['mv', '--', src, dst], { signal });
-  if (mv.code !== 0) {
-    await removeIfPresent(host, src).catch(() => undefined);
-    throw new OutputWriteError(`mv ${src} ${dst} failed (exit ${mv.code}): ${mv.stderr.trim().slice(0, 500)}`);
-  }
-  const st = await host.stat(dst);
-  if (!st || st.size !== expected) {
-    throw new OutputWriteError(`${dst} has ${st ? st.size : 'no'} bytes after the move, expected ${expected}`);
-  }
-  return { tokens, bytes: expected };
+  return { path: src, tokens, bytes: expected };
 }

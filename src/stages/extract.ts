@@ -13,7 +13,8 @@
  * recorded size and its text is unchanged; anything else is redone. Errors are redone too.
  */
 import type { Host } from '../hosts/host.js';
-import { BadDumpError, dumpPathFor, extractOne, OutputWriteError, removeIfPresent } from './extract-dump.js';
+import { BadDumpError, dumpOne, dumpPathFor, OutputWriteError, removeIfPresent, type Dumped } from './extract-dump.js';
+import { DumpMover } from './extract-mover.js';
 import {
   estimatedBytesPerToken,
   expectedDumpBytes,
@@ -58,6 +59,9 @@ export interface ExtractJob {
   /** Index rows per batch file (default 256) and the longest they stay unwritten (default 10 s). */
   indexBatch?: number;
   flushMs?: number;
+  /** Dumps moved per Host.moveFiles call (default 256) and the longest the first waits for the rest (default 1 s). */
+  moveBatch?: number;
+  moveLingerMs?: number;
   signal?: AbortSignal;
   onProgress?: (p: ExtractProgress) => void;
 }
@@ -160,7 +164,11 @@ async function checkSpace(job: ExtractJob, todo: ExtractRef[]): Promise<void> {
   }
 }
 
-/** Dumps of our samples left in the dump dir by an interrupted run: RAM we must give back. */
+/**
+ * Dumps of our samples left in the dump dir by an interrupted run: RAM we must give back.
+ * Finished samples too: a run stopped early still lands every dump it had verified, so a
+ * late or repeated dump can name a sample that is already done.
+ */
 async function clearStaleDumps(job: ExtractJob, items: ExtractRef[]): Promise<void> {
   const st = await job.host.stat(job.dumpDir);
   if (!st?.isDirectory) return;
@@ -197,7 +205,7 @@ export async function runExtract(job: ExtractJob): Promise<ExtractSummary> {
   const finished = await reverify(job, items, previous.entries);
   const todo = items.filter((it) => !finished.has(it.id));
   await checkSpace(job, todo);
-  await clearStaleDumps(job, todo);
+  await clearStaleDumps(job, items);
 
   const dirs = new Map<string, Promise<void>>();
   const ensureDir = (path: string): Promise<void> => {
@@ -209,12 +217,11 @@ export async function runExtract(job: ExtractJob): Promise<ExtractSummary> {
     host,
     baseUrl: job.baseUrl,
     dumpDir: job.dumpDir,
-    outDir: job.outDir,
     hiddenSize: job.hiddenSize,
     dumpWaitMs: job.dumpWaitMs ?? 20_000,
     requestTimeoutMs: job.requestTimeoutMs ?? 600_000,
-    ensureDir,
   };
+  const mover = new DumpMover(host, { maxBatch: job.moveBatch, lingerMs: job.moveLingerMs });
   const writer = new ShardWriter(host, job.outDir, {
     shardSize: job.indexBatch ?? 256,
     flushMs: job.flushMs ?? 10_000,
@@ -243,25 +250,55 @@ export async function runExtract(job: ExtractJob): Promise<ExtractSummary> {
 
   // Prefills we stopped listening to: the server may still dump them.
   const abandoned: string[] = [];
+  // A failed move means the output cannot take more (disk full, permissions): stop the pool.
+  const stop = new AbortController();
+  let moveError: unknown = null;
+  const landing = new Set<Promise<void>>();
+  const handOff = (item: ExtractItem, got: Dumped): void => {
+    const p = mover
+      .move({ from: got.path, to: `${job.outDir}/${item.file}`, bytes: got.bytes })
+      .then(() => {
+        // Only now, at its destination at the expected size, does the sample count as done.
+        const entry: Finished = { id: item.id, index: item.index, file: item.file, tokens: got.tokens, bytes: got.bytes, textSha256: sha256Hex(item.text) };
+        writer.add('index', entry);
+        finished.set(item.id, entry);
+        bytes += got.bytes;
+        finishedThisRun++;
+        report();
+      })
+      // Never rejects: a failure (of the move or of recording it) stops the stage through moveError.
+      .catch(async (err: unknown) => {
+        await removeIfPresent(host, got.path).catch(() => undefined);
+        moveError ??= err;
+        stop.abort(err);
+      });
+    landing.add(p);
+    void p.finally(() => landing.delete(p));
+  };
   const extract = async (item: ExtractItem, signal: AbortSignal): Promise<void> => {
-    let got: { tokens: number; bytes: number } | null = null;
+    let got: Dumped | null = null;
     try {
-      got = await withRetries(() => extractOne(ctx, item, signal), { retries: job.retries ?? 2, signal, backoffMs: 100 });
+      got = await withRetries(() => dumpOne(ctx, item, signal), { retries: job.retries ?? 2, signal, backoffMs: 100 });
     } catch (err) {
       if (signal.aborted) return void abandoned.push(item.id);
-      // The server or the output disk is gone: every further sample would fail the same way.
-      if (err instanceof ServerUnreachableError || err instanceof OutputWriteError) throw err;
+      // The server is gone: every further sample would fail the same way.
+      if (err instanceof ServerUnreachableError) throw err;
       const message = (err as Error)?.message ?? String(err);
       runErrors.push({ id: item.id, line: item.lineNo, error: err instanceof BadDumpError ? `bad dump: ${message}` : message });
+      finishedThisRun++;
+      report();
+      return;
     }
-    if (got) {
-      const entry: Finished = { id: item.id, index: item.index, file: item.file, ...got, textSha256: sha256Hex(item.text) };
-      writer.add('index', entry);
-      finished.set(item.id, entry);
-      bytes += got.bytes;
+    const dst = `${job.outDir}/${item.file}`;
+    try {
+      await ensureDir(dst.slice(0, dst.lastIndexOf('/')));
+      // Bounds the dumps waiting in RAM; the sample's slot goes back to the pool once it is queued.
+      await mover.whenRoom();
+    } catch (err) {
+      await removeIfPresent(host, got.path).catch(() => undefined);
+      throw new OutputWriteError(`cannot create the output directory for ${dst}: ${(err as Error)?.message ?? String(err)}`);
     }
-    finishedThisRun++;
-    report();
+    handOff(item, got);
   };
 
   // Pass 2, streamed: the texts of the samples still to do, read as the workers pull them.
@@ -274,14 +311,22 @@ export async function runExtract(job: ExtractJob): Promise<ExtractSummary> {
       if ('item' in r && wanted.has(r.item.index)) yield r.item;
     }
   }
+  let poolError: unknown = null;
   try {
-    await runPoolAsync(todoItems(), extract, { concurrency: job.concurrency, signal: job.signal });
+    await runPoolAsync(todoItems(), extract, { concurrency: job.concurrency, signal: AbortSignal.any([stop.signal, ...(job.signal ? [job.signal] : [])]) });
   } catch (err) {
-    await writer.close().catch(() => undefined);
-    throw err;
+    poolError = err;
   } finally {
+    // Dumps already verified still land (and count) even when the stage stops early.
+    await mover.drain();
+    await Promise.all([...landing]);
     // Take back what abandoned prefills dumped so far; the next run clears any later ones.
     for (const id of abandoned) await removeIfPresent(host, dumpPathFor(job.dumpDir, id)).catch(() => undefined);
+  }
+  const failure = poolError ?? moveError;
+  if (failure !== null) {
+    await writer.close().catch(() => undefined);
+    throw failure;
   }
   await writer.close();
   if (job.signal?.aborted) {

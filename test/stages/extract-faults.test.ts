@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { LocalHost } from '../../src/hosts/local.js';
 import { runExtract, type ExtractJob } from '../../src/stages/extract.js';
+import { mountTmpfs } from '../support/tmpfs.js';
 
 const H = 16;
 let server: Server;
@@ -147,7 +148,7 @@ describe('runExtract with a stand-in patched server', () => {
     await writeSamples(12);
     const ctrl = new AbortController();
     await expect(
-      runExtract(job({ signal: ctrl.signal, concurrency: 2, onProgress: (p) => p.ok >= 4 && ctrl.abort() })),
+      runExtract(job({ signal: ctrl.signal, concurrency: 2, moveLingerMs: 0, onProgress: (p) => p.ok >= 4 && ctrl.abort() })),
     ).rejects.toMatchObject({ name: 'AbortError' });
     // The abandoned prefills' own dumps land first (a real server writes them too).
     await waitUntil(async () => pendingDumps === 0, 'the stand-in to finish its dumps', 10_000, 10);
@@ -177,5 +178,34 @@ describe('runExtract with a stand-in patched server', () => {
     expect(summary.counts).toEqual({ input: 4, ok: 1, error: 3, resumed: 0 });
     expect(rids).toEqual(['ok1']);
     expect((await readdir(dir)).sort()).toEqual(['hs', 'shm', 'train.jsonl']);
+  });
+  it('stops with an output error when the output disk fills mid-run, leaving no dump behind, and resumes', async () => {
+    const ids = await writeSamples(10);
+    const disk = await mountTmpfs(dir, 4);
+    try {
+      const outDir = join(disk.path, 'hs');
+      let filled = false;
+      const fill = async (): Promise<void> => {
+        // Take every free byte once the first samples have landed: the next moves cannot.
+        filled = true;
+        await writeFile(join(disk.path, 'filler'), Buffer.alloc(8 << 20)).catch(() => undefined);
+      };
+      let filling: Promise<void> | null = null;
+      await expect(
+        runExtract(job({ outDir, concurrency: 1, moveLingerMs: 0, onProgress: (p) => void (p.ok >= 2 && !filled && (filling = fill())) })),
+      ).rejects.toMatchObject({ name: 'OutputWriteError', message: expect.stringMatching(/No space left|ENOSPC/i) });
+      await filling;
+      expect(await readdir(dumpDir)).toEqual([]);
+      // Whatever landed is whole; nothing half-copied sits beside it.
+      const landed = await readdir(join(outDir, 'rows_0-2000'));
+      expect(landed.every((f) => /^s\d+\.hs$/.test(f))).toBe(true);
+      await rm(join(disk.path, 'filler'));
+      const summary = await runExtract(job({ outDir }));
+      expect(summary.counts).toMatchObject({ input: 10, ok: 10, error: 0 });
+      expect((await readdir(join(outDir, 'rows_0-2000'))).sort()).toEqual(ids.map((id) => `${id}.hs`).sort());
+      expect(await readdir(dumpDir)).toEqual([]);
+    } finally {
+      await disk.unmount();
+    }
   });
 });
