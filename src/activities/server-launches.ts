@@ -1,8 +1,9 @@
 /**
  * Which launch of a server role a launchServer attempt is looking at: the newest recorded
- * generation, or one an earlier attempt started but never recorded.
+ * generation (latestGeneration, shared with the job stages), or one an earlier attempt
+ * started but never recorded.
  */
-import type { Host, ProcRecord } from '../hosts/host.js';
+import type { Host } from '../hosts/host.js';
 import { launchPaths, parsePidFile } from '../hosts/records.js';
 
 /**
@@ -16,17 +17,6 @@ export async function startedButUnrecorded(host: Host, launchId: string, holderP
   if (!(await host.stat(pidFile))) return false;
   const started = parsePidFile((await host.readFile(pidFile)).toString('utf8'));
   return started !== null && started.pid === holderPgid;
-}
-
-/** Highest generation number among this run's launches of a role, and its record. */
-export async function latestLaunch(host: Host, prefix: string): Promise<{ gen: number; record: ProcRecord } | null> {
-  let best: { gen: number; record: ProcRecord } | null = null;
-  for (const r of await host.listLaunches()) {
-    if (!r.launchId.startsWith(prefix)) continue;
-    const gen = Number(r.launchId.slice(prefix.length));
-    if (Number.isInteger(gen) && (!best || gen > best.gen)) best = { gen, record: r };
-  }
-  return best;
 }
 
 export function sameArgv(a: readonly string[], b: readonly string[]): boolean {

@@ -6,7 +6,8 @@
 import { withRunGpus } from '../config/gpus.js';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Host, ProcRecord } from '../hosts/host.js';
-import { latestLaunch, sameArgv, startedButUnrecorded } from './server-launches.js';
+import { latestGeneration } from '../stages/job-follow.js';
+import { sameArgv, startedButUnrecorded } from './server-launches.js';
 import { renderServerArgv, serverLaunchEnv, benchmarkReadyArgs, type ServerLaunchSpec } from '../sglang/launch-argv.js';
 import { baseServerSpec } from '../stages/launch-specs.js';
 import { PHASE_ORDER, readPhase, serverWarnings, lastLines, type ServerPhase } from '../sglang/log-phase.js';
@@ -131,7 +132,7 @@ export function serverActivities({ hosts }: ActivityDeps) {
 
       // A live launch of this role from an earlier attempt is re-attached, never duplicated.
       // One with another command line (the config changed) is ours to stop and replace.
-      const latest = await latestLaunch(host, prefix);
+      const latest = await latestGeneration(host, prefix);
       if (latest && (await host.procStatus(latest.record)).state === 'alive') {
         if (sameArgv(latest.record.argv, argv)) return made(latest.record, true);
         await host.killGroup(latest.record, { graceMs: 15_000 });

@@ -15,6 +15,7 @@ import { createWorker } from '../../src/worker.js';
 import { demoConfig } from '../support/demo-config.js';
 import { startTestTemporal, type TestTemporal } from '../support/temporal.js';
 import { stopRecordedLaunches } from '../support/cleanup.js';
+import { ALL_STAGES_DONE, stageStates } from '../support/stages.js';
 
 let t: TestTemporal;
 let work: string;
@@ -54,14 +55,7 @@ describe('pipeline end to end on the simulator', () => {
     const input: PipelineInput = { runId, config, configPath: 'test' };
     const result = (await withWorker(() => t.client.workflow.execute(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] }))) as PipelineResult;
 
-    expect(result.stages.map((s) => [s.stage, s.state])).toEqual([
-      ['preflight', 'done'],
-      ['generate', 'done'],
-      ['extract', 'done'],
-      ['train', 'done'],
-      ['deploy', 'done'],
-      ['benchmark', 'done'],
-    ]);
+    expect(stageStates(result)).toEqual(ALL_STAGES_DONE);
     expect(result.report?.table).toMatch(/speedup/i);
     const results = (await readFile(join(workdir, 'runs', runId, 'bench', 'results.jsonl'), 'utf8')).trim().split('\n').map((l) => parseJsonLine(l) as Record<string, any>);
     expect(results).toHaveLength(6);

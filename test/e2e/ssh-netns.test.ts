@@ -18,6 +18,7 @@ import { createWorker } from '../../src/worker.js';
 import { stopRecordedLaunches } from '../support/cleanup.js';
 import { startSshFixture, type SshFixture } from '../support/ssh-fixture.js';
 import { startTestTemporal, waitUntil, type TestTemporal } from '../support/temporal.js';
+import { ALL_STAGES_DONE, stageStates } from '../support/stages.js';
 
 const run = promisify(execFile);
 const ip = (...args: string[]) => run('ip', args, { timeout: 30_000 });
@@ -99,14 +100,7 @@ describe('a host whose servers live in their own network namespace', () => {
         return handle.result();
       })) as PipelineResult;
 
-      expect(result.stages.map((s) => [s.stage, s.state])).toEqual([
-        ['preflight', 'done'],
-        ['generate', 'done'],
-        ['extract', 'done'],
-        ['train', 'done'],
-        ['deploy', 'done'],
-        ['benchmark', 'done'],
-      ]);
+      expect(stageStates(result)).toEqual(ALL_STAGES_DONE);
       const serverLog = (await readdir(join(workdir, 'runs', runId, 'logs'))).find((f) => f.startsWith('server-deploy'))!;
       expect(await readFile(join(workdir, 'runs', runId, 'logs', serverLog), 'utf8')).toContain(`Uvicorn running on http://${NS_ADDR}:${config.server.port}`);
     } finally {

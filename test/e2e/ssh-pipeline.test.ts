@@ -17,6 +17,7 @@ import { createWorker } from '../../src/worker.js';
 import { startSshFixture, type SshFixture } from '../support/ssh-fixture.js';
 import { startTestTemporal, waitUntil, type TestTemporal } from '../support/temporal.js';
 import { stopRecordedLaunches } from '../support/cleanup.js';
+import { ALL_STAGES_DONE, stageStates } from '../support/stages.js';
 
 let t: TestTemporal;
 let fx: SshFixture;
@@ -66,14 +67,7 @@ describe('pipeline end to end over SSH', () => {
         return handle.result();
       })) as PipelineResult;
 
-      expect(result.stages.map((s) => [s.stage, s.state])).toEqual([
-        ['preflight', 'done'],
-        ['generate', 'done'],
-        ['extract', 'done'],
-        ['train', 'done'],
-        ['deploy', 'done'],
-        ['benchmark', 'done'],
-      ]);
+      expect(stageStates(result)).toEqual(ALL_STAGES_DONE);
       const host = hosts.get(config) as SshHost;
       expect(host).toBeInstanceOf(SshHost);
       expect(host.link.stats.drops).toBeGreaterThanOrEqual(1);

@@ -1,4 +1,4 @@
-import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -6,6 +6,7 @@ import type { ExecResult, ProcRecord } from '../../src/hosts/host.js';
 import { gpuInventoryFrom, parseComputeApps, parseGpuQuery, UNKNOWN_MIB } from '../../src/hosts/gpu.js';
 import { LocalHost } from '../../src/hosts/local.js';
 import { groupMembers, startUnrelated, stopAll, until } from './proc-helpers.js';
+import { writeFakeNvidiaSmi } from '../support/fake-nvidia-smi.js';
 
 const UUID = ['GPU-0a1b2c3d-0000-4000-8000-000000000000', 'GPU-0a1b2c3d-1111-4000-8000-000000000001', 'GPU-0a1b2c3d-2222-4000-8000-000000000002', 'GPU-0a1b2c3d-3333-4000-8000-000000000003'];
 const GPUS = `0, ${UUID[0]}, NVIDIA H100 80GB HBM3, 75431, 81559
@@ -106,20 +107,7 @@ describe('LocalHost.gpuInventory', () => {
     const foreign = await startUnrelated(['sleep', '60']);
     unrelated.push(foreign);
 
-    const fake = join(dir, 'bin', 'nvidia-smi');
-    await writeFile(
-      fake,
-      [
-        '#!/bin/sh',
-        'case "$1" in',
-        `  --query-gpu=index,uuid,name,memory.used,memory.total) printf '0, ${UUID[0]}, NVIDIA H100 80GB HBM3, 75431, 81559\\n' ;;`,
-        `  --query-compute-apps=pid,gpu_uuid,used_memory) printf '${child.pid}, ${UUID[0]}, 70000\\n${foreign.pid}, ${UUID[0]}, 5000\\n' ;;`,
-        '  *) exit 2 ;;',
-        'esac',
-        '',
-      ].join('\n'),
-    );
-    await chmod(fake, 0o755);
+    await writeFakeNvidiaSmi(join(dir, 'bin'), [`0, ${UUID[0]}, NVIDIA H100 80GB HBM3, 75431, 81559`], [`${child.pid}, ${UUID[0]}, 70000`, `${foreign.pid}, ${UUID[0]}, 5000`]);
     process.env.PATH = `${join(dir, 'bin')}:${savedPath}`;
 
     const inv = await host.gpuInventory();

@@ -2,7 +2,7 @@
  * hosts.<name>.gpus on a shared GPU host: foreign processes block the run only on its own
  * GPUs, every launch is confined to them, and a stage env cannot contradict them.
  */
-import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +13,7 @@ import type { GpuInventory } from '../../src/hosts/host.js';
 import { LocalHost } from '../../src/hosts/local.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { demoConfig } from '../support/demo-config.js';
+import { writeFakeNvidiaSmi } from '../support/fake-nvidia-smi.js';
 
 const gpu = (index: number) => ({ index, uuid: `GPU-${index}`, name: 'NVIDIA H100 80GB HBM3', memoryUsedMiB: 0, memoryTotalMiB: 81559 });
 const inv = (processes: GpuInventory['processes']): GpuInventory => ({ available: true, gpus: [0, 1, 2, 3].map(gpu), processes });
@@ -68,21 +69,11 @@ describe('hosts.<name>.gpus end to end', () => {
 
   it('preflight passes with a foreign job on another GPU, and every launch gets CUDA_VISIBLE_DEVICES', async () => {
     // nvidia-smi as the host has it: 4 GPUs, a "colleague's" process on GPU 3 (this test's own pid: preflight only reports it).
-    await mkdir(join(work, 'bin'));
-    const fake = join(work, 'bin', 'nvidia-smi');
-    await writeFile(
-      fake,
-      [
-        '#!/bin/sh',
-        'case "$1" in',
-        `  --query-gpu=index,uuid,name,memory.used,memory.total) printf '0, GPU-0, NVIDIA H100, 1, 81559\\n1, GPU-1, NVIDIA H100, 1, 81559\\n2, GPU-2, NVIDIA H100, 1, 81559\\n3, GPU-3, NVIDIA H100, 5000, 81559\\n' ;;`,
-        `  --query-compute-apps=pid,gpu_uuid,used_memory) printf '${process.pid}, GPU-3, 5000\\n' ;;`,
-        '  *) exit 2 ;;',
-        'esac',
-        '',
-      ].join('\n'),
+    await writeFakeNvidiaSmi(
+      join(work, 'bin'),
+      ['0, GPU-0, NVIDIA H100, 1, 81559', '1, GPU-1, NVIDIA H100, 1, 81559', '2, GPU-2, NVIDIA H100, 1, 81559', '3, GPU-3, NVIDIA H100, 5000, 81559'],
+      [`${process.pid}, GPU-3, 5000`],
     );
-    await chmod(fake, 0o755);
     process.env.PATH = `${join(work, 'bin')}:${savedPath}`;
 
     const workdir = join(work, 'host');
