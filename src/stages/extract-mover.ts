@@ -137,3 +137,28 @@ export class DumpMover {
     }
   }
 }
+
+/** A move script's staging that has not changed for this long belongs to a script that died. */
+export const STALE_STAGING_MS = 3600_000;
+
+/**
+ * Staged copies (`.aerie-mv.*` directories, `.<name>.<pid>.aerie-mv` files) a move script
+ * leaves in the output directories only when it is itself killed (host reboot, OOM): dumps
+ * are tens of MB each, so they are reclaimed before the space check. Young ones are left
+ * alone, since a script from an attempt whose worker died may still be copying.
+ */
+export async function sweepStagedMoves(host: Host, outDir: string, now = Date.now()): Promise<number> {
+  let swept = 0;
+  for (const dir of await host.list(outDir)) {
+    if (!dir.isDirectory) continue;
+    for (const f of await host.list(dir.path)) {
+      const name = f.path.slice(f.path.lastIndexOf('/') + 1);
+      const staged = name.startsWith('.aerie-mv.') || (name.startsWith('.') && name.endsWith('.aerie-mv'));
+      if (staged && now - f.mtimeMs > STALE_STAGING_MS) {
+        await host.remove(f.path);
+        swept++;
+      }
+    }
+  }
+  return swept;
+}

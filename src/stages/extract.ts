@@ -14,7 +14,7 @@
  */
 import type { Host } from '../hosts/host.js';
 import { BadDumpError, dumpOne, dumpPathFor, OutputWriteError, removeIfPresent, type Dumped } from './extract-dump.js';
-import { DumpMover } from './extract-mover.js';
+import { DumpMover, sweepStagedMoves } from './extract-mover.js';
 import {
   estimatedBytesPerToken,
   expectedDumpBytes,
@@ -204,6 +204,7 @@ export async function runExtract(job: ExtractJob): Promise<ExtractSummary> {
   const previous = await readIndex(host, job.outDir);
   const finished = await reverify(job, items, previous.entries);
   const todo = items.filter((it) => !finished.has(it.id));
+  await sweepStagedMoves(host, job.outDir);
   await checkSpace(job, todo);
   await clearStaleDumps(job, items);
 

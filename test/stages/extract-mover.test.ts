@@ -3,13 +3,13 @@
  * itself is real): batches form by size and by time, one goes at a time, a move counts only
  * at the expected size, and failures reach the right waiter.
  */
-import { mkdir, mkdtemp, readdir, rm, truncate, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, truncate, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { FileMove, MoveOutcome } from '../../src/hosts/host.js';
 import { LocalHost } from '../../src/hosts/local.js';
-import { DumpMover } from '../../src/stages/extract-mover.js';
+import { DumpMover, sweepStagedMoves } from '../../src/stages/extract-mover.js';
 
 let dir: string;
 let local: LocalHost;
@@ -111,5 +111,21 @@ describe('DumpMover', () => {
     expect(results[0]).toEqual({ status: 'fulfilled', value: undefined });
     expect(results[1]).toMatchObject({ status: 'rejected', reason: { name: 'OutputWriteError', message: expect.stringMatching(/moving .*missing.* failed: .*ENOENT/) } });
     expect(results[2]).toMatchObject({ status: 'rejected', reason: { name: 'OutputWriteError', message: expect.stringMatching(/has 10 bytes after the move, expected 100/) } });
+  });
+});
+
+describe('sweepStagedMoves', () => {
+  it('removes staging a killed move script left (an hour untouched) and keeps young staging and real dumps', async () => {
+    const rows = join(dir, 'out', 'rows_0-2000');
+    await mkdir(join(rows, '.aerie-mv.Ab12Cd'), { recursive: true });
+    await writeFile(join(rows, '.aerie-mv.Ab12Cd', 's1.hs'), 'x'.repeat(4096));
+    await writeFile(join(rows, '.s2.hs.4242.aerie-mv'), 'y');
+    await mkdir(join(rows, '.aerie-mv.Young1'));
+    await writeFile(join(rows, 's3.hs'), 'z');
+    const old = new Date(Date.now() - 2 * 3600_000);
+    for (const p of ['.aerie-mv.Ab12Cd', '.s2.hs.4242.aerie-mv', 's3.hs']) await utimes(join(rows, p), old, old);
+
+    expect(await sweepStagedMoves(local, join(dir, 'out'))).toBe(2);
+    expect((await readdir(rows)).sort()).toEqual(['.aerie-mv.Young1', 's3.hs']);
   });
 });
