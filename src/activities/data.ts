@@ -113,7 +113,8 @@ export function dataActivities({ hosts }: ActivityDeps) {
           note: `${c.ok} ok, ${c.error} errors, ${c.skipped} skipped, ${c.rejected} rejected of ${c.input}${summary.resumed ? ` (${summary.resumed} from before a resume)` : ''}`,
         };
       } catch (err) {
-        throw generateFailure(err, (details) => Context.current().heartbeat({ ...(progress as object), ...details }));
+        // Only what is true while waiting for space: the attempt's done count included rows it never wrote.
+        throw generateFailure(err, (details) => Context.current().heartbeat({ ...details, total: (progress as { total?: number }).total }));
       } finally {
         stopBeat();
       }
