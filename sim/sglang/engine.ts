@@ -77,6 +77,8 @@ export interface EngineOptions {
   disableRadixCache: boolean;
   decodeLogInterval: number;
   decodeScale: number;
+  /** Multiplies prefill steps; defaults to decodeScale. */
+  prefillScale?: number;
   eosTokenId: number;
   latency?: LatencyParams;
   /** Called before a decode step that carries a real request; return true to halt the scheduler. */
@@ -173,17 +175,17 @@ export class Engine {
       let cost: number;
       if (this.waiting.length > 0 && this.running.length < this.o.maxRunning) {
         const batch = this.admit();
-        cost = prefillMs(batch.reduce((s, r) => s + r.req.promptTokens - r.cachedTokens, 0), this.o.spec, lat);
+        cost = prefillMs(batch.reduce((s, r) => s + r.req.promptTokens - r.cachedTokens, 0), this.o.spec, lat) * (this.o.prefillScale ?? this.o.decodeScale);
         apply = () => this.applyPrefill(batch);
       } else {
         if (this.o.beforeRealDecode && this.running.some((r) => r.req.kind === 'real') && this.o.beforeRealDecode()) {
           this.halted = true;
           return;
         }
-        cost = decodeStepMs(this.running.length, this.o.spec, this.cudaGraph(), lat);
+        cost = decodeStepMs(this.running.length, this.o.spec, this.cudaGraph(), lat) * this.o.decodeScale;
         apply = () => this.applyDecode();
       }
-      clock += cost * this.o.decodeScale;
+      clock += cost;
       const ahead = clock - performance.now();
       if (ahead >= 1) await sleep(ahead);
       else await yieldLoop();

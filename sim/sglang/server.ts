@@ -134,6 +134,7 @@ export async function runSglang(argv: string[]): Promise<number> {
     disableRadixCache: Boolean(args.disable_radix_cache),
     decodeLogInterval: args.decode_log_interval as number,
     decodeScale: env.decodeScale,
+    prefillScale: env.prefillScale,
     eosTokenId: target.eosTokenId,
     beforeRealDecode: () => {
       if (!faults.fire('crash-first-decode')) return false;

@@ -16,6 +16,8 @@ export interface SimEnv {
   timeScale: number;
   /** Multiplies every model step (prefill, decode); 0 = no model delay. */
   decodeScale: number;
+  /** Multiplies prefill steps only; defaults to decodeScale (prefill-heavy work such as extraction). */
+  prefillScale: number;
   fault: Fault | null;
   faultOnce: string | null;
   dumpDir: string | null;
@@ -44,6 +46,7 @@ export function readSimEnv(env: NodeJS.ProcessEnv): SimEnv {
   return {
     timeScale: scale(env, 'AERIE_SIM_TIME_SCALE'),
     decodeScale: scale(env, 'AERIE_SIM_DECODE_SCALE'),
+    prefillScale: env.AERIE_SIM_PREFILL_SCALE ? scale(env, 'AERIE_SIM_PREFILL_SCALE') : scale(env, 'AERIE_SIM_DECODE_SCALE'),
     fault: fault as Fault | null,
     faultOnce: env.AERIE_SIM_FAULT_ONCE || null,
     dumpDir: env.SGLANG_HS_DUMP_DIR || null,

@@ -80,8 +80,9 @@ const killWorkerDuring = (stage: string, activity: string, ready?: (d: Record<st
     // Slow the interrupted stage down enough to land the kill inside it.
     if (stage === 'generate' || stage === 'benchmark') c.server.env.AERIE_SIM_DECODE_SCALE = '1';
     if (stage === 'extract') {
-      // Prefill-only requests are quick: one at a time, at a slower model, to land inside the stage.
-      c.server.env.AERIE_SIM_DECODE_SCALE = '3';
+      // Prefill-only requests are quick and dumps now land in batches: one request at a time at a
+      // slow prefill (~150 ms each, ~15 s for the stage) so the kill lands well inside it.
+      c.server.env.AERIE_SIM_PREFILL_SCALE = '30';
       (c.stages.extract as { concurrency: number }).concurrency = 1;
     }
     if (stage === 'train') c.stages.train.env.AERIE_SIM_TIME_SCALE = '0.1';
@@ -266,6 +267,9 @@ export function faultCases(env: SuiteEnv): FaultCase[] {
         c.hosts = { gpu: { kind: 'ssh', ssh: { host: ssh.alias, 'config-file': ssh.sshConfig, 'strict-host-key-checking': 'yes' }, workdir } } as unknown as Config['hosts'];
         c.target.host = 'gpu';
         c.server.env.AERIE_SIM_DECODE_SCALE = '1';
+        // A stage long enough (~15 s) to cut the session inside it: batched moves made it quick.
+        c.server.env.AERIE_SIM_PREFILL_SCALE = '30';
+        (c.stages.extract as { concurrency: number }).concurrency = 1;
       },
       async inject({ handle, markFault, detected }) {
         await activityRunning(handle, 'extractHiddenStates', (d) => Number(d.done ?? 0) > 0);

@@ -137,3 +137,12 @@ describe('deterministic text and sizes', () => {
     expect(dumpBytes(10, 512)).toBe(30720);
   });
 });
+
+describe('model step scales', () => {
+  it('prefill follows the decode scale unless AERIE_SIM_PREFILL_SCALE sets its own; bad values are refused', () => {
+    expect(readSimEnv({}).prefillScale).toBe(1);
+    expect(readSimEnv({ AERIE_SIM_DECODE_SCALE: '0.5' })).toMatchObject({ decodeScale: 0.5, prefillScale: 0.5 });
+    expect(readSimEnv({ AERIE_SIM_DECODE_SCALE: '0', AERIE_SIM_PREFILL_SCALE: '30' })).toMatchObject({ decodeScale: 0, prefillScale: 30 });
+    expect(() => readSimEnv({ AERIE_SIM_PREFILL_SCALE: 'slow' })).toThrow(/AERIE_SIM_PREFILL_SCALE must be a number >= 0, got 'slow'/);
+  });
+});
