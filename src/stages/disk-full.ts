@@ -37,10 +37,16 @@ export class DiskFullError extends Error {
   }
 }
 
-/** The error to throw for a failed write of `bytes` to `path`: a DiskFullError when space ran out. */
+/**
+ * The error to throw for a failed write of `bytes` to `path`: a DiskFullError when space ran
+ * out. SFTP (protocol 3) has no ENOSPC status and reports a refused write as a bare
+ * "Failure", so a failure with less room left than the write needed counts as a full disk too.
+ */
 export async function writeFailure(host: Host, path: string, bytes: number | null, err: unknown): Promise<unknown> {
-  if (err instanceof DiskFullError || !isNoSpace(err)) return err;
+  if (err instanceof DiskFullError) return err;
   const dir = path.slice(0, Math.max(1, path.lastIndexOf('/')));
   const free = await host.freeBytes(dir).catch(() => null);
+  const noRoom = free !== null && free < Math.max(bytes ?? 0, 1);
+  if (!isNoSpace(err) && !noRoom) return err;
   return new DiskFullError(host.name, path, bytes, free);
 }
