@@ -154,7 +154,9 @@ export function renderPlan(config: Config, steps: PlanStep[], source: string): s
     const ssh = (hc.ssh ?? {}) as { host?: string; user?: string; port?: number; 'proxy-jump'?: string };
     const target = `${ssh.user ? `${ssh.user}@` : ''}${ssh.host ?? '?'}${ssh.port ? `:${ssh.port}` : ''}${ssh['proxy-jump'] ? ` via ${ssh['proxy-jump']}` : ''}`;
     const how = hc.kind === 'ssh' ? `ssh ${target}${hc['exec-prefix'] ? `, every command through: ${shJoin(hc['exec-prefix'] as string[])}` : ''}` : 'this machine';
-    out.push(`host ${h} (${how}), workdir ${String(hc.workdir)}`);
+    const http = typeof hc['http-address'] === 'string' && hc['http-address'] !== '127.0.0.1' ? `, HTTP forwarded to ${hc['http-address']}` : '';
+    const gpus = Array.isArray(hc.gpus) ? `, GPUs ${(hc.gpus as number[]).join(',')} only` : '';
+    out.push(`host ${h} (${how}${http}), workdir ${String(hc.workdir)}${gpus}`);
     for (const s of steps.filter((x) => x.host === h)) {
       out.push('', `  ${s.stage} · ${s.step}`);
       for (const [path, content] of Object.entries(s.files ?? {})) {

@@ -67,6 +67,23 @@ describe('examples/kimi-k2.5.yaml: patched-server extraction, command trainer, E
     const text = renderPlan(config, steps, 'kimi-k2.5.yaml');
     expect(text).toContain('every command through: pct exec 129 --');
     expect(text).toContain('HF_TOKEN=${HF_TOKEN}');
+    expect(text).toContain('host gpu8 (ssh pve-gpu, every command through: pct exec 129 --), workdir /data/aerie\n');
+  });
+
+  it('with a container network and a GPU subset: the forward address, the GPUs, and CUDA_VISIBLE_DEVICES on every launch', () => {
+    const c = load('kimi-k2.5.yaml');
+    const gpu8 = c.hosts.gpu8!;
+    if (gpu8.kind !== 'ssh') throw new Error('gpu8 is an ssh host');
+    gpu8['http-address'] = '192.0.2.129';
+    gpu8.gpus = [0, 1, 2, 3];
+    c.server['listen-host'] = '0.0.0.0';
+    const planned = planRun(c, 'r1');
+    const text = renderPlan(c, planned, 'kimi-k2.5.yaml');
+    expect(text).toContain('host gpu8 (ssh pve-gpu, every command through: pct exec 129 --, HTTP forwarded to 192.0.2.129), workdir /data/aerie, GPUs 0,1,2,3 only');
+    expect(step(planned, 'generate', 'launch generate server').argv).toEqual(expect.arrayContaining(['--host', '0.0.0.0']));
+    const launches = planned.filter((p) => p.env !== undefined);
+    expect(launches.length).toBeGreaterThanOrEqual(4);
+    for (const p of launches) expect(p.env!.CUDA_VISIBLE_DEVICES).toBe('0,1,2,3');
   });
 });
 
