@@ -74,6 +74,21 @@ async function retried(handle: WorkflowHandle, type: string): Promise<void> {
   await waitUntil(async () => (await pendingActivities(handle)).some((a) => a.activityType === type && a.attempt >= 2), `${type} attempt 2`, 180_000, 100);
 }
 
+/** The generate server crashes once (the simulator fault, one-shot by its marker file) and is relaunched. */
+const serverCrash = (name: string, fault: string, once: string): FaultCase => ({
+  name,
+  tweak: (c) => {
+    c.server.env.AERIE_SIM_FAULT = fault;
+    c.server.env.AERIE_SIM_FAULT_ONCE = `\${AERIE_FAULT_ONCE_DIR}/${once}`;
+  },
+  extraLaunches: ['server-generate.1'],
+  async inject({ workdir, runId, markFault, detected }) {
+    const t = await crashAndRelaunch(workdir, runId, 'server-generate.0', 'server-generate.1');
+    await markFault({}, t.crashedAt);
+    detected(t.relaunchedAt);
+  },
+});
+
 const killWorkerDuring = (stage: string, activity: string, ready?: (d: Record<string, unknown>) => boolean): FaultCase => ({
   name: `worker SIGKILL during ${stage}`,
   tweak: (c) => {
@@ -221,32 +236,8 @@ export function faultCases(env: SuiteEnv): FaultCase[] {
         detected(t.relaunchedAt);
       },
     },
-    {
-      name: 'model server crash during load',
-      tweak: (c) => {
-        c.server.env.AERIE_SIM_FAULT = 'exit-during-load';
-        c.server.env.AERIE_SIM_FAULT_ONCE = '${AERIE_FAULT_ONCE_DIR}/load';
-      },
-      extraLaunches: ['server-generate.1'],
-      async inject({ workdir, runId, markFault, detected }) {
-        const t = await crashAndRelaunch(workdir, runId, 'server-generate.0', 'server-generate.1');
-        await markFault({}, t.crashedAt);
-        detected(t.relaunchedAt);
-      },
-    },
-    {
-      name: 'model server crash on first decode',
-      tweak: (c) => {
-        c.server.env.AERIE_SIM_FAULT = 'crash-first-decode';
-        c.server.env.AERIE_SIM_FAULT_ONCE = '${AERIE_FAULT_ONCE_DIR}/decode';
-      },
-      extraLaunches: ['server-generate.1'],
-      async inject({ workdir, runId, markFault, detected }) {
-        const t = await crashAndRelaunch(workdir, runId, 'server-generate.0', 'server-generate.1');
-        await markFault({}, t.crashedAt);
-        detected(t.relaunchedAt);
-      },
-    },
+    serverCrash('model server crash during load', 'exit-during-load', 'load'),
+    serverCrash('model server crash on first decode', 'crash-first-decode', 'decode'),
     {
       name: 'run cancelled by the user during train',
       tweak: (c) => (c.stages.train.env.AERIE_SIM_TIME_SCALE = '0.2'),
