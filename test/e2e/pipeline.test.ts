@@ -8,10 +8,8 @@ import { join } from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseJsonLine } from '../../src/bench/jsonl.js';
-import { HostPool } from '../../src/hosts/index.js';
 import { TASK_QUEUE, WORKFLOW_TYPE, type PipelineInput, type PipelineResult } from '../../src/shared.js';
 import { freePort } from '../../src/temporal/dev-server.js';
-import { createWorker } from '../../src/worker.js';
 import { demoConfig } from '../support/demo-config.js';
 import { startTestTemporal, type TestTemporal } from '../support/temporal.js';
 import { stopRecordedLaunches } from '../support/cleanup.js';
@@ -32,16 +30,6 @@ afterAll(async () => {
   if (work) await rm(work, { recursive: true, force: true });
 });
 
-async function withWorker<T>(fn: () => Promise<T>): Promise<T> {
-  const hosts = new HostPool();
-  const { worker } = await createWorker({ connection: t.nativeConnection, workflowBundle: t.bundle, hosts, taskQueue: TASK_QUEUE });
-  try {
-    return await worker.runUntil(fn());
-  } finally {
-    await hosts.closeAll();
-  }
-}
-
 async function launchRecords(workdir: string): Promise<string[]> {
   const files = await readdir(join(workdir, '.aerie', 'procs')).catch(() => [] as string[]);
   return files.filter((f) => f.endsWith('.json')).map((f) => f.slice(0, -5)).sort();
@@ -53,7 +41,7 @@ describe('pipeline end to end on the simulator', () => {
     const config = demoConfig(workdir, await freePort());
     const runId = `e2e-full-${Date.now()}`;
     const input: PipelineInput = { runId, config, configPath: 'test' };
-    const result = (await withWorker(() => t.client.workflow.execute(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] }))) as PipelineResult;
+    const result = (await t.withWorker(() => t.client.workflow.execute(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] }))) as PipelineResult;
 
     expect(stageStates(result)).toEqual(ALL_STAGES_DONE);
     expect(result.report?.table).toMatch(/speedup/i);
@@ -69,7 +57,7 @@ describe('pipeline end to end on the simulator', () => {
     );
 
     // Same run id again (what `aerie resume` does after a failure): every stage is a ledger hit.
-    const again = (await withWorker(() => t.client.workflow.execute(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] }))) as PipelineResult;
+    const again = (await t.withWorker(() => t.client.workflow.execute(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] }))) as PipelineResult;
     expect(again.stages.map((s) => s.state)).toEqual(['done', 'skipped', 'skipped', 'skipped', 'skipped', 'skipped']);
     expect(await launchRecords(workdir)).toEqual(launchesAfterFirst);
   }, 300_000);
@@ -82,7 +70,7 @@ describe('pipeline end to end on the simulator', () => {
       c.stages.deploy['draft-model-path'] = join(process.cwd(), 'test', 'fixtures', 'eagle3-drafter');
     });
     const runId = `e2e-eagle-${Date.now()}`;
-    const err = await withWorker(() =>
+    const err = await t.withWorker(() =>
       t.client.workflow.execute(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args: [{ runId, config, configPath: 'test' }] }).then(
         () => undefined,
         (e: unknown) => e,

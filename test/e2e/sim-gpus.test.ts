@@ -11,11 +11,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runPreflight } from '../../src/activities/preflight.js';
 import { AERIE_HOME } from '../../src/config/load.js';
-import { HostPool } from '../../src/hosts/index.js';
 import { LocalHost } from '../../src/hosts/local.js';
 import { TASK_QUEUE, WORKFLOW_TYPE, type PipelineInput, type PipelineResult } from '../../src/shared.js';
 import { freePort } from '../../src/temporal/dev-server.js';
-import { createWorker } from '../../src/worker.js';
 import { stopRecordedLaunches } from '../support/cleanup.js';
 import { demoConfig } from '../support/demo-config.js';
 import { startTestTemporal, waitUntil, type TestTemporal } from '../support/temporal.js';
@@ -89,24 +87,17 @@ describe('a run beside a server aerie did not start', () => {
     config.hosts.local!.gpus = [2, 3];
     const runId = `simgpu-${Date.now()}`;
     const input: PipelineInput = { runId, config, configPath: 'test' };
-    const hosts = new HostPool();
-    const { worker } = await createWorker({ connection: t.nativeConnection, workflowBundle: t.bundle, hosts, taskQueue: TASK_QUEUE });
-    let result: PipelineResult;
     let seenOnOurGpu = false;
-    try {
-      result = (await worker.runUntil(async () => {
-        const handle = await t.client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] });
-        // The run's first server shows up on GPU 2 (CUDA_VISIBLE_DEVICES=2,3, tp 1), never on GPU 0.
-        const gpu2 = (await nvidiaSmi(['--query-gpu=index,uuid', '--format=csv,noheader'])).stdout.split('\n')[2]!.split(', ')[1]!;
-        await waitUntil(async () => {
-          const apps = (await nvidiaSmi(['--query-compute-apps=pid,gpu_uuid,used_memory', '--format=csv,noheader,nounits'])).stdout;
-          return (seenOnOurGpu = apps.includes(`, ${gpu2}, `));
-        }, 'a run server on GPU 2', 120_000, 100);
-        return handle.result();
-      })) as PipelineResult;
-    } finally {
-      await hosts.closeAll();
-    }
+    const result = (await t.withWorker(async () => {
+      const handle = await t.client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] });
+      // The run's first server shows up on GPU 2 (CUDA_VISIBLE_DEVICES=2,3, tp 1), never on GPU 0.
+      const gpu2 = (await nvidiaSmi(['--query-gpu=index,uuid', '--format=csv,noheader'])).stdout.split('\n')[2]!.split(', ')[1]!;
+      await waitUntil(async () => {
+        const apps = (await nvidiaSmi(['--query-compute-apps=pid,gpu_uuid,used_memory', '--format=csv,noheader,nounits'])).stdout;
+        return (seenOnOurGpu = apps.includes(`, ${gpu2}, `));
+      }, 'a run server on GPU 2', 120_000, 100);
+      return handle.result();
+    })) as PipelineResult;
     expect(seenOnOurGpu).toBe(true);
     expect(result.stages.every((s) => s.state === 'done')).toBe(true);
 

@@ -11,10 +11,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AERIE_HOME, loadConfigFile } from '../../src/config/load.js';
-import { HostPool } from '../../src/hosts/index.js';
 import { TASK_QUEUE, WORKFLOW_TYPE, type PipelineInput, type PipelineResult } from '../../src/shared.js';
 import { freePort, portOpen } from '../../src/temporal/dev-server.js';
-import { createWorker } from '../../src/worker.js';
 import { stopRecordedLaunches } from '../support/cleanup.js';
 import { startSshFixture, type SshFixture } from '../support/ssh-fixture.js';
 import { startTestTemporal, waitUntil, type TestTemporal } from '../support/temporal.js';
@@ -78,33 +76,27 @@ describe('a host whose servers live in their own network namespace', () => {
 
     const runId = `e2e-netns-${Date.now()}`;
     const input: PipelineInput = { runId, config, configPath: 'examples/demo-ssh.yaml' };
-    const hosts = new HostPool();
-    const { worker } = await createWorker({ connection: t.nativeConnection, workflowBundle: t.bundle, hosts, taskQueue: TASK_QUEUE });
-    try {
-      const result = (await worker.runUntil(async () => {
-        const handle = await t.client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] });
-        // While the generate server serves, its port is open in the namespace and closed on the host's loopback.
-        const logs = join(workdir, 'runs', runId, 'logs');
-        await waitUntil(
-          async () => {
-            for (const f of await readdir(logs).catch(() => [] as string[])) {
-              if (f.startsWith('server-generate') && (await readFile(join(logs, f), 'utf8')).includes('The server is fired up')) return true;
-            }
-            return false;
-          },
-          'the generate server to be ready',
-          120_000,
-          100,
-        );
-        expect(await portOpen(config.server.port, '127.0.0.1')).toBe(false);
-        return handle.result();
-      })) as PipelineResult;
+    const result = (await t.withWorker(async () => {
+      const handle = await t.client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] });
+      // While the generate server serves, its port is open in the namespace and closed on the host's loopback.
+      const logs = join(workdir, 'runs', runId, 'logs');
+      await waitUntil(
+        async () => {
+          for (const f of await readdir(logs).catch(() => [] as string[])) {
+            if (f.startsWith('server-generate') && (await readFile(join(logs, f), 'utf8')).includes('The server is fired up')) return true;
+          }
+          return false;
+        },
+        'the generate server to be ready',
+        120_000,
+        100,
+      );
+      expect(await portOpen(config.server.port, '127.0.0.1')).toBe(false);
+      return handle.result();
+    })) as PipelineResult;
 
-      expect(stageStates(result)).toEqual(ALL_STAGES_DONE);
-      const serverLog = (await readdir(join(workdir, 'runs', runId, 'logs'))).find((f) => f.startsWith('server-deploy'))!;
-      expect(await readFile(join(workdir, 'runs', runId, 'logs', serverLog), 'utf8')).toContain(`Uvicorn running on http://${NS_ADDR}:${config.server.port}`);
-    } finally {
-      await hosts.closeAll();
-    }
+    expect(stageStates(result)).toEqual(ALL_STAGES_DONE);
+    const serverLog = (await readdir(join(workdir, 'runs', runId, 'logs'))).find((f) => f.startsWith('server-deploy'))!;
+    expect(await readFile(join(workdir, 'runs', runId, 'logs', serverLog), 'utf8')).toContain(`Uvicorn running on http://${NS_ADDR}:${config.server.port}`);
   }, 400_000);
 });

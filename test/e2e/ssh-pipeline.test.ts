@@ -9,11 +9,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AERIE_HOME, loadConfigFile } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
-import { HostPool } from '../../src/hosts/index.js';
 import { SshHost } from '../../src/hosts/ssh.js';
 import { TASK_QUEUE, WORKFLOW_TYPE, type PipelineInput, type PipelineResult } from '../../src/shared.js';
 import { freePort } from '../../src/temporal/dev-server.js';
-import { createWorker } from '../../src/worker.js';
 import { startSshFixture, type SshFixture } from '../support/ssh-fixture.js';
 import { startTestTemporal, waitUntil, type TestTemporal } from '../support/temporal.js';
 import { stopRecordedLaunches } from '../support/cleanup.js';
@@ -54,33 +52,28 @@ describe('pipeline end to end over SSH', () => {
     const config = await sshDemoConfig(workdir);
     const runId = `e2e-ssh-${Date.now()}`;
     const input: PipelineInput = { runId, config, configPath: 'examples/demo-ssh.yaml' };
-    const hosts = new HostPool();
-    const { worker } = await createWorker({ connection: t.nativeConnection, workflowBundle: t.bundle, hosts, taskQueue: TASK_QUEUE });
-    try {
-      const result = (await worker.runUntil(async () => {
-        const handle = await t.client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] });
-        // Drop the SSH link once the generate server is launched and being polled.
-        const logs = join(workdir, 'runs', runId, 'logs');
-        await waitUntil(async () => (await readdir(logs).catch(() => [] as string[])).some((f) => f.startsWith('server-generate')), 'the generate server launch', 120_000, 100);
-        const dropped = await fx.sshd.dropConnections();
-        expect(dropped.length).toBeGreaterThan(0);
-        return handle.result();
-      })) as PipelineResult;
-
-      expect(stageStates(result)).toEqual(ALL_STAGES_DONE);
-      const host = hosts.get(config) as SshHost;
+    const { result, stats } = await t.withWorker(async (hosts) => {
+      const handle = await t.client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] });
+      // Drop the SSH link once the generate server is launched and being polled.
+      const logs = join(workdir, 'runs', runId, 'logs');
+      await waitUntil(async () => (await readdir(logs).catch(() => [] as string[])).some((f) => f.startsWith('server-generate')), 'the generate server launch', 120_000, 100);
+      const dropped = await fx.sshd.dropConnections();
+      expect(dropped.length).toBeGreaterThan(0);
+      const done = (await handle.result()) as PipelineResult;
+      const host = hosts.get(config);
       expect(host).toBeInstanceOf(SshHost);
-      expect(host.link.stats.drops).toBeGreaterThanOrEqual(1);
-      expect(host.link.stats.connects).toBeGreaterThanOrEqual(2);
-      expect(result.report?.table).toMatch(/speedup/i);
-      const results = (await readFile(join(workdir, 'runs', runId, 'bench', 'results.jsonl'), 'utf8')).trim().split('\n');
-      expect(results).toHaveLength(6);
-      const launches = (await readdir(join(workdir, '.aerie', 'procs'))).filter((f) => f.endsWith('.json')).sort();
-      expect(launches).toEqual(
-        [`${runId}.server-generate.0`, `${runId}.server-extract.0`, `${runId}.train.0`, `${runId}.server-deploy.0`].map((id) => `${id}.json`).sort(),
-      );
-    } finally {
-      await hosts.closeAll();
-    }
+      return { result: done, stats: { ...(host as SshHost).link.stats } };
+    });
+
+    expect(stageStates(result)).toEqual(ALL_STAGES_DONE);
+    expect(stats.drops).toBeGreaterThanOrEqual(1);
+    expect(stats.connects).toBeGreaterThanOrEqual(2);
+    expect(result.report?.table).toMatch(/speedup/i);
+    const results = (await readFile(join(workdir, 'runs', runId, 'bench', 'results.jsonl'), 'utf8')).trim().split('\n');
+    expect(results).toHaveLength(6);
+    const launches = (await readdir(join(workdir, '.aerie', 'procs'))).filter((f) => f.endsWith('.json')).sort();
+    expect(launches).toEqual(
+      [`${runId}.server-generate.0`, `${runId}.server-extract.0`, `${runId}.train.0`, `${runId}.server-deploy.0`].map((id) => `${id}.json`).sort(),
+    );
   }, 400_000);
 });

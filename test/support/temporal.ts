@@ -7,9 +7,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { HostPool } from '../../src/hosts/index.js';
+import { TASK_QUEUE } from '../../src/shared.js';
 import { ensureSearchAttributes } from '../../src/temporal/connect.js';
 import { ensureDevServer, freePort, stopDevServer, type DevServerRecord } from '../../src/temporal/dev-server.js';
-import { WORKFLOWS_PATH } from '../../src/worker.js';
+import { createWorker, WORKFLOWS_PATH } from '../../src/worker.js';
 
 export interface TestTemporal {
   dir: string;
@@ -17,6 +19,8 @@ export interface TestTemporal {
   client: Client;
   nativeConnection: NativeConnection;
   bundle: WorkflowBundleWithSourceMap;
+  /** fn with an in-process aerie worker on the task queue; its hosts (and SSH links) closed after. */
+  withWorker<T>(fn: (hosts: HostPool) => Promise<T>): Promise<T>;
   stop(): Promise<void>;
 }
 
@@ -35,6 +39,15 @@ export async function startTestTemporal(): Promise<TestTemporal> {
     client,
     nativeConnection,
     bundle,
+    async withWorker<T>(fn: (hosts: HostPool) => Promise<T>): Promise<T> {
+      const hosts = new HostPool();
+      const { worker } = await createWorker({ connection: nativeConnection, workflowBundle: bundle, hosts, taskQueue: TASK_QUEUE });
+      try {
+        return await worker.runUntil(fn(hosts));
+      } finally {
+        await hosts.closeAll();
+      }
+    },
     async stop() {
       await nativeConnection.close().catch(() => undefined);
       await connection.close().catch(() => undefined);
