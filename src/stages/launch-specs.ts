@@ -14,6 +14,8 @@ import type { TrainLaunch } from './train.js';
 export interface HiddenStates {
   dir: string;
   layout: 'specforge' | 'aerie-dumps';
+  /** SpecForge's prepare step also wrote the draft vocab mapping (`<out>/vocab_mapping/vocab_mapping.pt`): train and export pass it on. */
+  vocabMapping?: string;
 }
 
 export interface StagePaths {
