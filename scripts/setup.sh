@@ -35,4 +35,19 @@ if [ "${1:-}" = "--test" ]; then
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   fi
+
+  # SpecForge's own config schema judges the configs aerie renders (test/real/): PyPI's
+  # specforge==0.2.0 without its dependencies (they pull torch and sglang) plus what
+  # specforge.config imports: pydantic (with its own three) and pyyaml. specforge/__init__.py
+  # and specforge/config/__init__.py import nothing heavier, so no torch is needed.
+  SPECFORGE_PINS="specforge==0.2.0 pydantic==2.14.4 pydantic_core==2.50.5 annotated_types==0.8.0 typing_extensions==4.16.0 typing_inspection==0.4.5 pyyaml==6.0.4"
+  if [ "$(cat .venv-specforge/.aerie-pins 2>/dev/null)" != "${SPECFORGE_PINS}" ]; then
+    echo "setup: installing SpecForge's config schema (specforge==0.2.0, no deps) into .venv-specforge"
+    rm -rf .venv-specforge
+    python3 -m venv .venv-specforge
+    # shellcheck disable=SC2086 # the pins are words on purpose
+    .venv-specforge/bin/pip install --quiet --disable-pip-version-check --no-deps ${SPECFORGE_PINS}
+    .venv-specforge/bin/python -c "import specforge.config, sys; sys.exit('torch' in sys.modules)"
+    echo "${SPECFORGE_PINS}" > .venv-specforge/.aerie-pins
+  fi
 fi
