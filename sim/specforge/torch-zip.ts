@@ -1,9 +1,25 @@
 /**
- * Files shaped like `torch.save` output: a zip archive (stored, no compression) holding
- * `<name>/data.pkl`, `<name>/version` and one `<name>/data/<i>` entry per tensor storage.
- * Tensor data is zeros left as a hole in a sparse file, so a simulated hidden-state set of
- * any logical size costs little disk. Anything that reads a zip's central directory (Python's
- * zipfile, aerie's verifier) sees real entry names and sizes.
+ * Files as `torch.save` writes them, so that a real `torch.load` (weights_only=True, mmap=True)
+ * opens what the simulator leaves behind. The layout is torch 2.13.0's writer, read off a file
+ * it made (test/fixtures/real/torch-2.13.0/data_0.ckpt):
+ *
+ *   <archive>/data.pkl                 protocol-2 pickle of the object; each tensor is
+ *                                      torch._utils._rebuild_tensor_v2 over a persistent-id
+ *                                      storage ('storage', torch.<T>Storage, key, 'cpu', numel)
+ *   <archive>/.format_version          "1"
+ *   <archive>/.storage_alignment       "64"
+ *   <archive>/byteorder                "little"
+ *   <archive>/data/<key>               the storage's raw little-endian bytes
+ *   <archive>/version                  "3\n"
+ *   <archive>/.data/serialization_id   40 digits
+ *
+ * Every entry is stored (no compression) with general-purpose flags 0x0808 (UTF-8 names, sizes
+ * in a data descriptor after the data), zero times, and an extra field "FB" of 'Z' padding that
+ * puts the data at a multiple of 64 bytes — what lets torch mmap a storage in place. The
+ * directory ends with a zip64 end record, its locator, and the classic end record.
+ *
+ * Tensor data left out is zeros, written as a hole in a sparse file, so a simulated
+ * hidden-state set of any logical size costs little disk.
  */
 import { promises as fs } from 'node:fs';
 import { crc32 } from 'node:zlib';
@@ -14,6 +30,8 @@ export interface ZipEntry {
   data: Buffer | number;
 }
 
+/** torch's kFieldAlignment (caffe2/serialize/inline_container.cc) and `.storage_alignment`. */
+const ALIGN = 64;
 const ZEROS = Buffer.alloc(1 << 16);
 
 function crcOf(data: Buffer | number): number {
@@ -25,26 +43,33 @@ function crcOf(data: Buffer | number): number {
 
 const sizeOf = (d: Buffer | number): number => (typeof d === 'number' ? d : d.length);
 
-function localHeader(name: Buffer, crc: number, size: number): Buffer {
+/** Local header with sizes and CRC left to the data descriptor, padded so the data is aligned. */
+function localHeader(name: Buffer, at: number): Buffer {
+  const pad = (ALIGN - ((at + 30 + name.length + 4) % ALIGN)) % ALIGN;
   const h = Buffer.alloc(30);
   h.writeUInt32LE(0x04034b50, 0);
-  h.writeUInt16LE(20, 4); // version needed
-  h.writeUInt16LE(0x0800, 6); // UTF-8 names
-  h.writeUInt16LE(0, 8); // stored
-  h.writeUInt32LE(crc >>> 0, 14);
-  h.writeUInt32LE(size, 18);
-  h.writeUInt32LE(size, 22);
+  h.writeUInt16LE(0x0808, 6);
   h.writeUInt16LE(name.length, 26);
-  return Buffer.concat([h, name]);
+  h.writeUInt16LE(4 + pad, 28);
+  const extra = Buffer.alloc(4 + pad, 'Z');
+  extra.write('FB', 0, 'latin1');
+  extra.writeUInt16LE(pad, 2);
+  return Buffer.concat([h, name, extra]);
+}
+
+function dataDescriptor(crc: number, size: number): Buffer {
+  const d = Buffer.alloc(16);
+  d.writeUInt32LE(0x08074b50, 0);
+  d.writeUInt32LE(crc >>> 0, 4);
+  d.writeUInt32LE(size, 8);
+  d.writeUInt32LE(size, 12);
+  return d;
 }
 
 function centralHeader(name: Buffer, crc: number, size: number, offset: number): Buffer {
   const h = Buffer.alloc(46);
   h.writeUInt32LE(0x02014b50, 0);
-  h.writeUInt16LE(20, 4);
-  h.writeUInt16LE(20, 6);
-  h.writeUInt16LE(0x0800, 8);
-  h.writeUInt16LE(0, 10);
+  h.writeUInt16LE(0x0808, 8);
   h.writeUInt32LE(crc >>> 0, 16);
   h.writeUInt32LE(size, 20);
   h.writeUInt32LE(size, 24);
@@ -53,14 +78,27 @@ function centralHeader(name: Buffer, crc: number, size: number, offset: number):
   return Buffer.concat([h, name]);
 }
 
-function endRecord(entries: number, cdSize: number, cdOffset: number): Buffer {
+function endRecords(entries: number, cdSize: number, cdOffset: number): Buffer {
+  const z64 = Buffer.alloc(56);
+  z64.writeUInt32LE(0x06064b50, 0);
+  z64.writeBigUInt64LE(44n, 4);
+  z64.writeUInt16LE(0x031e, 12); // version made by, as torch's miniz writes it
+  z64.writeUInt16LE(0x2d, 14); // version needed: zip64
+  z64.writeBigUInt64LE(BigInt(entries), 24);
+  z64.writeBigUInt64LE(BigInt(entries), 32);
+  z64.writeBigUInt64LE(BigInt(cdSize), 40);
+  z64.writeBigUInt64LE(BigInt(cdOffset), 48);
+  const loc = Buffer.alloc(20);
+  loc.writeUInt32LE(0x07064b50, 0);
+  loc.writeBigUInt64LE(BigInt(cdOffset + cdSize), 8);
+  loc.writeUInt32LE(1, 16);
   const e = Buffer.alloc(22);
   e.writeUInt32LE(0x06054b50, 0);
   e.writeUInt16LE(entries, 8);
   e.writeUInt16LE(entries, 10);
   e.writeUInt32LE(cdSize, 12);
   e.writeUInt32LE(cdOffset, 16);
-  return e;
+  return Buffer.concat([z64, loc, e]);
 }
 
 /** The archive's total size and where each piece goes, without writing anything. */
@@ -72,16 +110,17 @@ export function planZip(entries: ZipEntry[]): { size: number; parts: { at: numbe
     const name = Buffer.from(e.name, 'utf8');
     const size = sizeOf(e.data);
     const crc = crcOf(e.data);
-    const head = localHeader(name, crc, size);
+    const head = localHeader(name, at);
     parts.push({ at, bytes: head });
     if (typeof e.data !== 'number') parts.push({ at: at + head.length, bytes: e.data });
+    parts.push({ at: at + head.length + size, bytes: dataDescriptor(crc, size) });
     central.push(centralHeader(name, crc, size, at));
-    at += head.length + size;
+    at += head.length + size + 16;
   }
   const cd = Buffer.concat(central);
-  parts.push({ at, bytes: cd });
-  parts.push({ at: at + cd.length, bytes: endRecord(entries.length, cd.length, at) });
-  return { size: at + cd.length + 22, parts };
+  const tail = endRecords(entries.length, cd.length, at);
+  parts.push({ at, bytes: cd }, { at: at + cd.length, bytes: tail });
+  return { size: at + cd.length + tail.length, parts };
 }
 
 /**
@@ -105,16 +144,238 @@ export async function writeZip(path: string, entries: ZipEntry[], truncateAt?: n
   return end;
 }
 
-/** The entries torch.save writes for one hidden-state record of `tokens` tokens at hidden size H. */
-export function hiddenStateEntries(record: string, tokens: number, hidden: number): ZipEntry[] {
-  const pkl = Buffer.from(`aerie-sim: stands in for the pickle of {input_ids, loss_mask, hidden_state [1,${tokens},${hidden}], aux_hidden_state [1,${tokens},${3 * hidden}]}\n`);
-  return [
-    { name: `${record}/data.pkl`, data: pkl },
-    { name: `${record}/byteorder`, data: Buffer.from('little') },
-    { name: `${record}/data/0`, data: tokens * 8 }, // input_ids int64
-    { name: `${record}/data/1`, data: tokens * 8 }, // loss_mask int64
-    { name: `${record}/data/2`, data: tokens * hidden * 2 }, // hidden_state bf16
-    { name: `${record}/data/3`, data: tokens * 3 * hidden * 2 }, // aux_hidden_state bf16
-    { name: `${record}/version`, data: Buffer.from('3\n') },
+/**
+ * A 40-digit id of the shape torch writes (20 digits from the records' CRCs, 20 from their
+ * names). torch's digits come from c10::hash, which is not reproducible here; torch.load never
+ * checks them, it only carries the id along.
+ */
+function serializationId(entries: ZipEntry[]): string {
+  let crcs = 0n;
+  let names = 0n;
+  for (const e of entries) {
+    crcs = (crcs * 31n + BigInt(crcOf(e.data) >>> 0)) % 10n ** 20n;
+    names = (names * 131n + BigInt(crc32(Buffer.from(e.name)) >>> 0)) % 10n ** 20n;
+  }
+  return crcs.toString().padStart(20, '0') + names.toString().padStart(20, '0');
+}
+
+/**
+ * The entries of `torch.save(dict)` for named tensors, in torch's order. `archive` is what
+ * torch names the top folder: the file's name without its extension when saving to a path,
+ * "archive" when saving to a file object (SpecForge's --compress writes through gzip.open).
+ */
+export function torchSaveEntries(archive: string, tensors: TensorSpec[]): ZipEntry[] {
+  const { pickle, storages } = pickleTensorDict(tensors);
+  const entries: ZipEntry[] = [
+    { name: `${archive}/data.pkl`, data: pickle },
+    { name: `${archive}/.format_version`, data: Buffer.from('1') },
+    { name: `${archive}/.storage_alignment`, data: Buffer.from(String(ALIGN)) },
+    { name: `${archive}/byteorder`, data: Buffer.from('little') },
+    ...storages.map((s, i) => ({ name: `${archive}/data/${i}`, data: s })),
+    { name: `${archive}/version`, data: Buffer.from('3\n') },
   ];
+  entries.push({ name: `${archive}/.data/serialization_id`, data: Buffer.from(serializationId(entries)) });
+  return entries;
+}
+
+export interface HiddenStateValues {
+  inputIds?: number[];
+  lossMask?: number[];
+  /**
+   * Key order of the dict. SpecForge@73e6f808:scripts/prepare_hidden_states.py:64-68 saves
+   * `asdict(DataPoint)`: input_ids, loss_mask, hidden_state, aux_hidden_state. From the
+   * capture-layout refactor (SpecForge@a6b6b023:specforge/algorithms/common/providers.py:458-481
+   * with the eagle3 layout of scripts/prepare_hidden_states.py:468-476) the aux state comes first.
+   */
+  order?: 'v0.2' | 'cli';
+}
+
+/**
+ * One record of SpecForge's offline EAGLE-3 features, as prepare_hidden_states.py saves it:
+ * input_ids int64 [T], loss_mask int64 [T] (1-D: SpecForge@a6b6b023:specforge/algorithms/eagle3/data.py:15-18
+ * slices then unsqueezes them), hidden_state [1,T,H] and aux_hidden_state [1,T,3H] in the
+ * target's dtype, bf16 here (the `.unsqueeze(0)` of SpecForge@a6b6b023:scripts/prepare_hidden_states.py:710-718;
+ * keys SpecForge@a6b6b023:specforge/runtime/data_plane/offline_reader.py:46 and
+ * specforge/algorithms/eagle3/providers.py:141-150). States are zeros.
+ */
+export function hiddenStateEntries(archive: string, tokens: number, hidden: number, v: HiddenStateValues = {}): ZipEntry[] {
+  const longs = (xs: number[] | undefined): Buffer | undefined => {
+    if (!xs) return undefined;
+    if (xs.length !== tokens) throw new Error(`hiddenStateEntries: ${xs.length} values for ${tokens} tokens`);
+    const b = Buffer.alloc(tokens * 8);
+    xs.forEach((x, i) => b.writeBigInt64LE(BigInt(x), i * 8));
+    return b;
+  };
+  const ids: TensorSpec = { key: 'input_ids', dtype: 'int64', shape: [tokens], data: longs(v.inputIds) };
+  const mask: TensorSpec = { key: 'loss_mask', dtype: 'int64', shape: [tokens], data: longs(v.lossMask) };
+  const last: TensorSpec = { key: 'hidden_state', dtype: 'bfloat16', shape: [1, tokens, hidden] };
+  const aux: TensorSpec = { key: 'aux_hidden_state', dtype: 'bfloat16', shape: [1, tokens, 3 * hidden] };
+  return torchSaveEntries(archive, v.order === 'v0.2' ? [ids, mask, last, aux] : [ids, mask, aux, last]);
+}
+
+// ---- data.pkl: the pickle torch.save writes for a dict of CPU tensors ----
+
+export type DType = 'int64' | 'int32' | 'bool' | 'float32' | 'float16' | 'bfloat16';
+
+/** torch's legacy storage class for each dtype (what the persistent id names) and its size. */
+const STORAGE: Record<DType, [string, number]> = {
+  int64: ['LongStorage', 8],
+  int32: ['IntStorage', 4],
+  bool: ['BoolStorage', 1],
+  float32: ['FloatStorage', 4],
+  float16: ['HalfStorage', 2],
+  bfloat16: ['BFloat16Storage', 2],
+};
+
+export interface TensorSpec {
+  key: string;
+  dtype: DType;
+  shape: number[];
+  /** The storage's little-endian bytes; zeros when absent. */
+  data?: Buffer;
+}
+
+/**
+ * Python's pickler at protocol 2, for the few object kinds torch.save emits here. Python
+ * memoizes by object identity; torch reuses the same 'storage' and 'cpu' strings and each
+ * global, so memoizing strings and globals by value gives the same opcodes byte for byte.
+ */
+class Pickler {
+  private parts: Buffer[] = [Buffer.from([0x80, 2])];
+  private memo = new Map<string, number>();
+  private next = 0;
+
+  private op(...bytes: number[]): void {
+    this.parts.push(Buffer.from(bytes));
+  }
+  private raw(b: Buffer): void {
+    this.parts.push(b);
+  }
+  private put(): void {
+    const n = this.next++;
+    if (n < 256) this.op(0x71, n); // BINPUT
+    else {
+      const b = Buffer.alloc(5);
+      b[0] = 0x72; // LONG_BINPUT
+      b.writeUInt32LE(n, 1);
+      this.raw(b);
+    }
+  }
+  private get(n: number): void {
+    if (n < 256) this.op(0x68, n); // BINGET
+    else {
+      const b = Buffer.alloc(5);
+      b[0] = 0x6a; // LONG_BINGET
+      b.writeUInt32LE(n, 1);
+      this.raw(b);
+    }
+  }
+  private memoized(key: string, write: () => void): void {
+    const hit = this.memo.get(key);
+    if (hit !== undefined) return this.get(hit);
+    write();
+    this.memo.set(key, this.next);
+    this.put();
+  }
+  mark(): void {
+    this.op(0x28);
+  }
+  str(s: string): void {
+    this.memoized(`s:${s}`, () => {
+      const body = Buffer.from(s, 'utf8');
+      const head = Buffer.alloc(5);
+      head[0] = 0x58; // BINUNICODE
+      head.writeUInt32LE(body.length, 1);
+      this.raw(Buffer.concat([head, body]));
+    });
+  }
+  global(module: string, name: string): void {
+    this.memoized(`g:${module}\n${name}`, () => this.raw(Buffer.from(`c${module}\n${name}\n`, 'latin1')));
+  }
+  int(n: number): void {
+    if (!Number.isSafeInteger(n)) throw new Error(`pickle: ${n} is not an integer`);
+    if (n >= 0 && n < 256) return this.op(0x4b, n); // BININT1
+    if (n >= 0 && n < 65536) return this.op(0x4d, n & 0xff, n >> 8); // BININT2
+    if (n >= -(2 ** 31) && n < 2 ** 31) {
+      const b = Buffer.alloc(5);
+      b[0] = 0x4a; // BININT
+      b.writeInt32LE(n, 1);
+      return this.raw(b);
+    }
+    // LONG1: the shortest little-endian two's complement, as Python's encode_long.
+    const bytes: number[] = [];
+    let v = BigInt(n);
+    for (;;) {
+      const byte = Number(v & 0xffn);
+      bytes.push(byte);
+      v >>= 8n;
+      if ((v === 0n && !(byte & 0x80)) || (v === -1n && byte & 0x80)) break;
+    }
+    this.op(0x8a, bytes.length, ...bytes);
+  }
+  /** Tuples of one to three items close with TUPLE1-3, longer ones with MARK … TUPLE. */
+  tuple(items: (() => void)[]): void {
+    if (items.length === 0) return this.op(0x29); // EMPTY_TUPLE, never memoized
+    if (items.length > 3) this.mark();
+    for (const it of items) it();
+    this.op(items.length > 3 ? 0x74 : 0x84 + items.length);
+    this.put();
+  }
+  /** `tuple` and REDUCE: callable(*args). */
+  reduce(callable: () => void, args: (() => void)[]): void {
+    callable();
+    this.tuple(args);
+    this.op(0x52);
+    this.put();
+  }
+  emptyDict(): void {
+    this.op(0x7d);
+    this.put();
+  }
+  persistentId(pid: () => void): void {
+    pid();
+    this.op(0x51); // BINPERSID
+  }
+  falsy(): void {
+    this.op(0x89); // NEWFALSE
+  }
+  raw1(code: number): void {
+    this.op(code);
+  }
+  done(): Buffer {
+    this.op(0x2e); // STOP
+    return Buffer.concat(this.parts);
+  }
+}
+
+/**
+ * `data.pkl` for a dict of tensors and the storages it refers to, keyed '0', '1', … in the
+ * order they are met, as torch.save's persistent_id numbers them. Each tensor pickles as
+ * `_rebuild_tensor_v2(storage, 0, size, stride, False, OrderedDict())`.
+ */
+export function pickleTensorDict(tensors: TensorSpec[]): { pickle: Buffer; storages: (Buffer | number)[] } {
+  const p = new Pickler();
+  const storages: (Buffer | number)[] = [];
+  p.emptyDict();
+  if (tensors.length > 1) p.mark();
+  for (const t of tensors) {
+    const [cls, item] = STORAGE[t.dtype];
+    const numel = t.shape.reduce((a, b) => a * b, 1);
+    if (t.data && t.data.length !== numel * item) throw new Error(`${t.key}: ${t.data.length} bytes for ${numel} × ${item}`);
+    const stride = t.shape.map((_, i) => t.shape.slice(i + 1).reduce((a, b) => a * b, 1));
+    const key = String(storages.length);
+    storages.push(t.data ?? numel * item);
+    p.str(t.key);
+    p.reduce(() => p.global('torch._utils', '_rebuild_tensor_v2'), [
+      () => p.persistentId(() => p.tuple([() => p.str('storage'), () => p.global('torch', cls), () => p.str(key), () => p.str('cpu'), () => p.int(numel)])),
+      () => p.int(0),
+      () => p.tuple(t.shape.map((d) => () => p.int(d))),
+      () => p.tuple(stride.map((d) => () => p.int(d))),
+      () => p.falsy(),
+      () => p.reduce(() => p.global('collections', 'OrderedDict'), []),
+    ]);
+    if (tensors.length === 1) p.raw1(0x73); // SETITEM
+  }
+  if (tensors.length > 1) p.raw1(0x75); // SETITEMS
+  return { pickle: p.done(), storages };
 }
