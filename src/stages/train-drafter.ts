@@ -78,6 +78,32 @@ function tensorEntryProblem(info: unknown): string | undefined {
 const posInt = (v: unknown): v is number => Number.isInteger(v) && (v as number) > 0;
 const same = (a: number[], b: number[]): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
 
+// Modules under LlamaForCausalLMEagle3.model; lm_head sits beside it, at the top level.
+const MODEL_MODULES = ['fc.', 'norm.', 'layers.', 'embed_tokens.', 'fc_norm.'];
+
+/**
+ * The parameter SGLang 0.5.23's EAGLE3 loader puts a tensor into, named without the
+ * `model.` prefix (`lm_head.weight`, `fc.weight`, `layers.0.…`, `d2t`), or null when the
+ * loader drops it without a word. Its rules (sglang==0.5.23:sglang/srt/models/llama_eagle3.py):
+ * legacy names are rewritten first, `midlayer` → `layers.0` and the aux norms (:338-348);
+ * any name containing `d2t` is the vocab offset table, any containing `t2d` is skipped
+ * (:350-356); every other name is used as is when it is a parameter, else with `model.`
+ * prepended (:362,372), so `x` and `model.x` both load for modules under `model`, while
+ * `lm_head.weight` loads only bare (the head is not under `model`, :309) and a
+ * `draft_model.` prefix loads nowhere.
+ */
+export function sglangEagle3ParamName(name: string): string | null {
+  if (name.includes('d2t')) return 'd2t';
+  if (name.includes('t2d')) return 't2d';
+  let n = name;
+  for (const [legacy, now] of [['midlayer', 'layers.0'], ['aux_norm_low', 'fc_norm.0'], ['aux_norm_mid', 'fc_norm.1'], ['aux_norm_high', 'fc_norm.2']] as const) {
+    if (n.includes(legacy)) n = n.split(legacy).join(now);
+  }
+  if (n.startsWith('lm_head.')) return n;
+  const under = n.startsWith('model.') ? n.slice('model.'.length) : n;
+  return MODEL_MODULES.some((m) => under.startsWith(m)) ? under : null;
+}
+
 const MISSING_CONSEQUENCE: Record<string, string> = {
   'fc.weight': 'the fusion of the three target hidden states would stay untrained',
   'lm_head.weight': 'the draft head would be random',
@@ -101,22 +127,30 @@ export function verifyDrafter(configJson: unknown, safetensorsHeader: unknown): 
   const wrapped = safetensorsHeader as { header?: unknown; headerLength?: unknown } | null;
   const header = wrapped && typeof wrapped === 'object' && typeof wrapped.headerLength === 'number' ? wrapped.header : safetensorsHeader;
   if (typeof header !== 'object' || header === null || Array.isArray(header)) return [...problems, 'model.safetensors header is not a JSON object'];
+  // Keyed by the parameter SGLang loads each tensor into, so `model.fc.weight` counts as fc.
   const tensors = new Map<string, TensorInfo>();
+  const dropped: string[] = [];
   for (const [name, info] of Object.entries(header as Record<string, unknown>)) {
-    if (name !== '__metadata__' && !tensorEntryProblem(info)) tensors.set(name, info as TensorInfo);
+    if (name === '__metadata__' || tensorEntryProblem(info)) continue;
+    const param = sglangEagle3ParamName(name);
+    if (param === null) dropped.push(name);
+    else if (!tensors.has(param)) tensors.set(param, info as TensorInfo);
   }
 
   for (const name of ['fc.weight', 'lm_head.weight', 'd2t']) {
-    if (!tensors.has(name)) {
-      problems.push(`model.safetensors has no ${name}: SGLang ignores missing weights silently, so ${MISSING_CONSEQUENCE[name]} (accept length ≈ 1)`);
-    }
+    if (tensors.has(name)) continue;
+    const misplaced = dropped.find((n) => n.endsWith(`.${name}`));
+    problems.push(
+      misplaced
+        ? `model.safetensors names it "${misplaced}": SGLang loads only ${name === 'lm_head.weight' ? '"lm_head.weight" (the head is not under model.)' : `"${name}" or "model.${name}"`} and would skip it silently, so ${MISSING_CONSEQUENCE[name]} (accept length ≈ 1)`
+        : `model.safetensors has no ${name}: SGLang ignores missing weights silently, so ${MISSING_CONSEQUENCE[name]} (accept length ≈ 1)`,
+    );
   }
-  const names = [...tensors.keys()];
-  if (!names.some((n) => n.startsWith('midlayer.'))) {
-    const prefixed = names.find((n) => /^(draft_model|model)\.midlayer\./.test(n));
+  if (![...tensors.keys()].some((n) => n.startsWith('layers.'))) {
+    const prefixed = dropped.find((n) => n.includes('.midlayer.'));
     problems.push(
       prefixed
-        ? `model.safetensors names its decoder layer "${prefixed.split('.midlayer.')[0]}.midlayer.*": SGLang expects "midlayer.*" and would ignore it`
+        ? `model.safetensors names its decoder layer "${prefixed.split('.midlayer.')[0]}.midlayer.*": SGLang expects "midlayer.*" or "model.midlayer.*" and would ignore it`
         : 'model.safetensors has no midlayer.* weights: the drafter has no decoder layer SGLang can load',
     );
   }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseSafetensorsHeader, safetensorsHeaderLength, SafetensorsTruncatedError, verifyDrafter } from '../../src/stages/train.js';
+import { sglangEagle3ParamName } from '../../src/stages/train-drafter.js';
 
 function file(header: unknown, data = Buffer.alloc(0)): Buffer {
   const json = Buffer.from(typeof header === 'string' ? header : JSON.stringify(header), 'utf8');
@@ -106,7 +107,7 @@ describe('verifyDrafter', () => {
     h['draft_model.midlayer.self_attn.q_proj.weight'] = h['midlayer.self_attn.q_proj.weight'];
     delete h['midlayer.self_attn.q_proj.weight'];
     expect(verifyDrafter(cfg, h)).toEqual([
-      'model.safetensors names its decoder layer "draft_model.midlayer.*": SGLang expects "midlayer.*" and would ignore it',
+      'model.safetensors names its decoder layer "draft_model.midlayer.*": SGLang expects "midlayer.*" or "model.midlayer.*" and would ignore it',
       `d2t is I32[${VD}]: expected I64[${VD}] (one offset per draft token)`,
       `fc.weight is [${H},${H}]: expected [${H}, ${3 * H}] (hidden_size × three target hidden states)`,
     ]);
@@ -117,5 +118,46 @@ describe('verifyDrafter', () => {
     h['fc.weight'] = { dtype: 'BF16', shape: [H, 3 * 32], data_offsets: [0, H * 96 * 2] };
     expect(verifyDrafter({ ...cfg, target_hidden_size: 32 }, h)).toEqual([]);
     expect(verifyDrafter(cfg, h)).toHaveLength(1);
+  });
+
+  // sglang==0.5.23:sglang/srt/models/llama_eagle3.py:338-378: `x` or `model.x` for modules under
+  // model; lm_head only bare; d2t under any name containing it.
+  it('passes a drafter whose weights carry the model. prefix, as SGLang loads them', () => {
+    const h: Record<string, unknown> = {};
+    for (const [name, info] of Object.entries(drafterHeader())) {
+      h[name === '__metadata__' || name === 'lm_head.weight' ? name : `model.${name}`] = info;
+    }
+    expect(verifyDrafter(cfg, h)).toEqual([]);
+  });
+
+  it('catches model.lm_head.weight, which SGLang skips (lm_head is not under model)', () => {
+    const h = drafterHeader();
+    h['model.lm_head.weight'] = h['lm_head.weight'];
+    delete h['lm_head.weight'];
+    expect(verifyDrafter(cfg, h)).toEqual([
+      'model.safetensors names it "model.lm_head.weight": SGLang loads only "lm_head.weight" (the head is not under model.) and would skip it silently, so the draft head would be random (accept length ≈ 1)',
+    ]);
+  });
+
+  it('catches fc under a draft_model. prefix, which SGLang skips', () => {
+    const h = drafterHeader();
+    h['draft_model.fc.weight'] = h['fc.weight'];
+    delete h['fc.weight'];
+    expect(verifyDrafter(cfg, h)[0]).toMatch(/names it "draft_model\.fc\.weight": SGLang loads only "fc\.weight" or "model\.fc\.weight"/);
+  });
+});
+
+describe('sglangEagle3ParamName', () => {
+  it("maps names as SGLang 0.5.23's EAGLE3 loader does", () => {
+    expect(sglangEagle3ParamName('fc.weight')).toBe('fc.weight');
+    expect(sglangEagle3ParamName('model.fc.weight')).toBe('fc.weight');
+    expect(sglangEagle3ParamName('midlayer.mlp.up_proj.weight')).toBe('layers.0.mlp.up_proj.weight');
+    expect(sglangEagle3ParamName('model.midlayer.mlp.up_proj.weight')).toBe('layers.0.mlp.up_proj.weight');
+    expect(sglangEagle3ParamName('lm_head.weight')).toBe('lm_head.weight');
+    expect(sglangEagle3ParamName('model.lm_head.weight')).toBeNull();
+    expect(sglangEagle3ParamName('draft_model.d2t')).toBe('d2t');
+    expect(sglangEagle3ParamName('model.t2d')).toBe('t2d');
+    expect(sglangEagle3ParamName('draft_model.midlayer.mlp.up_proj.weight')).toBeNull();
+    expect(sglangEagle3ParamName('aux_norm_low.weight')).toBe('fc_norm.0.weight');
   });
 });
