@@ -110,6 +110,7 @@ export function trainSpec(config: Config, paths: StagePaths, dataPath: string, h
           targetBackend: t['target-backend'],
           trainDataPath: dataPath,
           hiddenStatesPath: specforgeHidden,
+          vocabMappingPath: hidden?.layout === 'specforge' ? hidden.vocabMapping : undefined,
           chatTemplate: t['chat-template'],
           maxLength: t['max-length'],
           numEpochs: t['num-epochs'],

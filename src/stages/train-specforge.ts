@@ -9,6 +9,7 @@
  * not the `-latest` symlink, which filesystems without symlinks do not have.
  */
 import { stringify } from 'yaml';
+import { refusedOverride } from '../config/schema.js';
 import { TrainLaunchError } from './train.js';
 
 export interface SpecforgeRun {
@@ -18,11 +19,18 @@ export interface SpecforgeRun {
   outputDir: string;
   targetModelPath: string;
   draftModelConfig: string;
-  targetBackend: 'sglang' | 'hf' | 'custom';
-  /** Online: the conversations. */
+  /** SpecForge@a6b6b023:specforge/config/schema.py:54: the only backend the CLI accepts. */
+  targetBackend: 'sglang';
+  /** The conversations the hidden states were made from (for the record: the CLI is driven offline only). */
   trainDataPath: string;
-  /** Offline: SpecForge's hidden-state layout (rows_<k>/data_{i}.ckpt); replaces trainDataPath as the data source. */
+  /** SpecForge's hidden-state layout (rows_<k>/data_{i}.ckpt): the config's one data source. Rendering refuses without it (D1). */
   hiddenStatesPath?: string;
+  /**
+   * The vocab mapping the prepare step wrote (`<out>/vocab_mapping/vocab_mapping.pt`). Without it
+   * every rank rebuilds the mapping by scanning every feature file before step 1; export uses
+   * it to refresh the drafter's t2d/d2t (SpecForge@a6b6b023:specforge/export/to_sglang.py:62-79).
+   */
+  vocabMappingPath?: string;
   chatTemplate: string;
   maxLength: number;
   numEpochs: number;
@@ -34,18 +42,6 @@ export interface SpecforgeRun {
   maxCheckpoints?: number;
   overrides: Record<string, string | number | boolean>;
 }
-
-/** Keys aerie sets: an override of one would silently change where data or checkpoints are. */
-const MANAGED = [
-  'run_id',
-  'output_dir',
-  'model.target_model_path',
-  'model.draft_model_config',
-  'data.train_data_path',
-  'data.prompts_path',
-  'data.hidden_states_path',
-  'training.resume_from',
-];
 
 function setPath(obj: Record<string, unknown>, dotted: string, value: unknown): void {
   const keys = dotted.split('.');
@@ -59,10 +55,16 @@ function setPath(obj: Record<string, unknown>, dotted: string, value: unknown): 
 
 /** The config document aerie writes for the run (key order fixed, so the file is golden-testable). */
 export function specforgeConfig(r: SpecforgeRun): Record<string, unknown> {
+  // Config load refuses these already; a config built in code must not slip past either.
   for (const key of Object.keys(r.overrides)) {
-    if (MANAGED.includes(key)) {
-      throw new TrainLaunchError(`stages.train.overrides: "${key}" is set by aerie from the run (paths, run id, resume); remove it from overrides`);
-    }
+    const why = refusedOverride(key);
+    if (why) throw new TrainLaunchError(`stages.train.overrides.${key}: ${why}`);
+  }
+  if (!r.hiddenStatesPath) {
+    // SpecForge@a6b6b023:specforge/config/schema.py:706-710: online needs deployment.mode=disaggregated.
+    throw new TrainLaunchError(
+      'stages.train.driver: specforge trains offline only (SpecForge refuses colocated online training): set stages.extract.driver: specforge-offline',
+    );
   }
   const training: Record<string, unknown> = {
     strategy: 'eagle3',
@@ -77,9 +79,16 @@ export function specforgeConfig(r: SpecforgeRun): Record<string, unknown> {
   const doc: Record<string, unknown> = {
     run_id: r.runId,
     output_dir: r.outputDir,
-    model: { target_model_path: r.targetModelPath, draft_model_config: r.draftModelConfig, target_backend: r.targetBackend },
+    model: {
+      target_model_path: r.targetModelPath,
+      draft_model_config: r.draftModelConfig,
+      target_backend: r.targetBackend,
+      // SpecForge@a6b6b023:specforge/config/schema.py:67-68 ("" = none)
+      ...(r.vocabMappingPath ? { vocab_mapping_path: r.vocabMappingPath } : {}),
+    },
     data: {
-      ...(r.hiddenStatesPath ? { hidden_states_path: r.hiddenStatesPath } : { train_data_path: r.trainDataPath }),
+      // Exactly one source (SpecForge@a6b6b023:specforge/config/schema.py:152-165).
+      hidden_states_path: r.hiddenStatesPath,
       max_length: r.maxLength,
       chat_template: r.chatTemplate,
     },
@@ -93,7 +102,11 @@ export function renderSpecforgeConfig(r: SpecforgeRun): string {
   return `# written by aerie for this run; edit stages.train in the aerie config instead\n${stringify(specforgeConfig(r))}`;
 }
 
-/** `specforge train -c <config>`, plus the resume override on a relaunch. */
+/**
+ * `specforge train -c <config>`, plus the resume override on a relaunch: a dotted override of
+ * a field the dumped config has (SpecForge@a6b6b023:specforge/config/schema.py:937-963), so
+ * the config file on disk stays the one the first launch used.
+ */
 export function renderSpecforgeTrainArgv(r: SpecforgeRun, resumeFrom?: string): string[] {
   if (r.launcher.length === 0) throw new TrainLaunchError('train launch: launcher is empty');
   const argv = [...r.launcher, 'train', '-c', r.configPath];
@@ -101,8 +114,11 @@ export function renderSpecforgeTrainArgv(r: SpecforgeRun, resumeFrom?: string): 
   return argv;
 }
 
+/** SpecForge@a6b6b023:specforge/cli.py:199-206: --to, --checkpoint, --draft-config, --output-dir required; --vocab-mapping optional. */
 export function renderSpecforgeExportArgv(r: SpecforgeRun, checkpointDir: string, drafterDir: string): string[] {
-  return [...r.launcher, 'export', '--to', 'sglang', '--checkpoint', checkpointDir, '--draft-config', r.draftModelConfig, '--output-dir', drafterDir];
+  const argv = [...r.launcher, 'export', '--to', 'sglang', '--checkpoint', checkpointDir, '--draft-config', r.draftModelConfig, '--output-dir', drafterDir];
+  if (r.vocabMappingPath) argv.push('--vocab-mapping', r.vocabMappingPath);
+  return argv;
 }
 
 export interface SpecforgeCheckpoint {

@@ -5,7 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { commandCheckpoints, fillTemplate, renderCommandArgv, type CommandValues } from '../../src/stages/train-command.js';
 import { parseGenericProgress } from '../../src/stages/train-progress.js';
-import { specforgeCheckpoints, specforgeConfig, type SpecforgeRun } from '../../src/stages/train-specforge.js';
+import { renderSpecforgeExportArgv, renderSpecforgeTrainArgv, specforgeCheckpoints, specforgeConfig, type SpecforgeRun } from '../../src/stages/train-specforge.js';
+import { classifySpecforgeFailure } from '../../src/stages/train-specforge-run.js';
 import { TrainLaunchError } from '../../src/stages/train.js';
 
 const run: SpecforgeRun = {
@@ -17,6 +18,7 @@ const run: SpecforgeRun = {
   draftModelConfig: '/d.json',
   targetBackend: 'sglang',
   trainDataPath: '/r/data/train.jsonl',
+  hiddenStatesPath: '/r/hs',
   chatTemplate: 'llama3',
   maxLength: 2048,
   numEpochs: 1,
@@ -30,9 +32,26 @@ const run: SpecforgeRun = {
 const values: CommandValues = { target_model: '/m', draft_model_config: '/d.json', train_data: '/t.jsonl', hidden_states_layout: 'none', output_dir: '/o', run_dir: '/r' };
 
 describe('specforge driver', () => {
-  it('uses exactly one data source: the conversations online, the hidden states offline', () => {
-    expect(specforgeConfig(run).data).toEqual({ train_data_path: '/r/data/train.jsonl', max_length: 2048, chat_template: 'llama3' });
-    expect(specforgeConfig({ ...run, hiddenStatesPath: '/r/hs' }).data).toEqual({ hidden_states_path: '/r/hs', max_length: 2048, chat_template: 'llama3' });
+  it('uses exactly one data source, the hidden states, and refuses online training (D1)', () => {
+    expect(specforgeConfig(run).data).toEqual({ hidden_states_path: '/r/hs', max_length: 2048, chat_template: 'llama3' });
+    // SpecForge@a6b6b023:specforge/config/schema.py:706-710 rejects colocated online training.
+    expect(() => specforgeConfig({ ...run, hiddenStatesPath: undefined })).toThrow(/trains offline only.*stages\.extract\.driver: specforge-offline/);
+  });
+
+  it('passes the prepare step\'s vocab mapping to train and to export (D9), and nothing when there is none', () => {
+    const withMap = { ...run, vocabMappingPath: '/r/hs/vocab_mapping/vocab_mapping.pt' };
+    expect(specforgeConfig(withMap).model).toMatchObject({ vocab_mapping_path: '/r/hs/vocab_mapping/vocab_mapping.pt' });
+    expect(renderSpecforgeExportArgv(withMap, '/r/o/x-step9', '/r/d')).toEqual([
+      'specforge', 'export', '--to', 'sglang', '--checkpoint', '/r/o/x-step9', '--draft-config', '/d.json', '--output-dir', '/r/d',
+      '--vocab-mapping', '/r/hs/vocab_mapping/vocab_mapping.pt',
+    ]);
+    expect(specforgeConfig(run).model).not.toHaveProperty('vocab_mapping_path');
+    expect(renderSpecforgeExportArgv(run, '/r/o/x-step9', '/r/d')).not.toContain('--vocab-mapping');
+  });
+
+  it('resumes with a dotted training.resume_from override, leaving the config file as the first launch wrote it', () => {
+    expect(renderSpecforgeTrainArgv(run, '/r/train/output/x-step40')).toEqual(['specforge', 'train', '-c', '/r/train/specforge.yaml', 'training.resume_from=/r/train/output/x-step40']);
+    expect(renderSpecforgeTrainArgv(run)).toEqual(['specforge', 'train', '-c', '/r/train/specforge.yaml']);
   });
 
   it('merges dotted overrides and refuses one that would move data, checkpoints or resume', () => {
@@ -40,8 +59,12 @@ describe('specforge driver', () => {
       training: { warmup_ratio: 0.02 },
       deployment: { trainer: { nproc_per_node: 8 } },
     });
-    for (const key of ['output_dir', 'training.resume_from', 'data.hidden_states_path']) {
+    for (const key of ['output_dir', 'training.resume_from', 'data.hidden_states_path', 'data.train_data_path', 'model.vocab_mapping_path', 'model.target_backend']) {
       expect(() => specforgeConfig({ ...run, overrides: { [key]: 'x' } })).toThrow(TrainLaunchError);
+    }
+    // Online mode cannot come in through the overrides either (D1).
+    for (const key of ['deployment.mode', 'deployment.disaggregated.backend', 'training.role']) {
+      expect(() => specforgeConfig({ ...run, overrides: { [key]: 'disaggregated' } })).toThrow(/disaggregated online deployment, which aerie does not drive/);
     }
   });
 
@@ -50,6 +73,24 @@ describe('specforge driver', () => {
       { dir: '/o/x-step10', step: 10 },
       { dir: '/o/x-step9', step: 9 },
     ]);
+  });
+});
+
+describe('specforge driver failures', () => {
+  it('a resume refused for another world size is not retried, and says how to fix it', () => {
+    // The message of SpecForge@a6b6b023:specforge/training/checkpoint.py:313-318.
+    const tail =
+      '[rank0]: ValueError: checkpoint /r/o/x-step40 has no usable per-rank state for rank 0 at world_size=4 (written at world_size=8): ' +
+      "resuming training needs each rank's optimizer/RNG shard — resume at the original world size, or pass require_full_state=False to restore weights and counters only\n";
+    const f = classifySpecforgeFailure(tail);
+    expect(f).toMatchObject({ kind: 'usage', retryable: false });
+    expect(f.advice).toMatch(/written at world_size=8 with world_size=4.*Fix: launch with the original number of processes/);
+  });
+
+  it('a config SpecForge refuses is not retried; a plain crash is', () => {
+    expect(classifySpecforgeFailure('pydantic_core._pydantic_core.ValidationError: 1 validation error for Config\nmodel.target_backend\n').retryable).toBe(false);
+    expect(classifySpecforgeFailure("ValueError: override path 'training.nope' does not exist\n").retryable).toBe(false);
+    expect(classifySpecforgeFailure('Traceback (most recent call last):\nRuntimeError: NCCL error\n').retryable).toBe(true);
   });
 });
 

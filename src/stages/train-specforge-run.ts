@@ -1,0 +1,126 @@
+/**
+ * The current SpecForge CLI as job hooks (job-supervise.ts): `specforge train -c <config>`,
+ * a relaunch with `training.resume_from=<newest complete checkpoint>` after a crash, and
+ * `specforge export --to sglang` of the newest checkpoint once training exits 0. All host I/O,
+ * no Temporal: the activity supplies heartbeats and maps JobFailure to the workflow's types.
+ *
+ * Resume is SpecForge's own (a6b6b023 restores step, epoch, data position, optimizer, RNG) and
+ * works only at the world size the checkpoint was written at: each rank loads its own
+ * training_state_rank{r}.pt (SpecForge@a6b6b023:specforge/training/checkpoint.py:298-318).
+ * A relaunch at another size is refused by SpecForge every time, so that refusal ends the
+ * stage with the reason instead of using up the crash budget.
+ */
+import { basename } from 'node:path';
+import type { Host } from '../hosts/host.js';
+import { JobFailure, superviseJob, type JobHooks, type SuperviseOptions } from './job-supervise.js';
+import { classifyTrainFailure, type TrainFailure } from './train-failure.js';
+import { parseGenericProgress, type TrainProgress } from './train-progress.js';
+import { trainFailureType, verifiedDrafter, type TrainResult } from './train-run.js';
+import { renderSpecforgeConfig, renderSpecforgeExportArgv, renderSpecforgeTrainArgv, specforgeCheckpoints, type SpecforgeRun } from './train-specforge.js';
+
+export type ExportJob = Omit<SuperviseOptions<TrainProgress>, 'prefix' | 'logPath' | 'what' | 'crashType'> & { prefix: string; logPath(gen: number): string };
+
+// SpecForge@a6b6b023:specforge/training/checkpoint.py:313-318
+const WORLD_SIZE_REFUSED = /has no usable per-rank state for rank \d+ at world_size=(\d+) \(written at world_size=(\w+)\)/;
+// pydantic's ValidationError from Config.model_validate (SpecForge@a6b6b023:specforge/config/schema.py:934,963):
+// the config is refused the same way on every launch.
+const CONFIG_REFUSED = /pydantic_core\._pydantic_core\.ValidationError: \d+ validation errors? for Config|^ValueError: override (path )?'[^']*' /m;
+
+/** classifyTrainFailure, plus the CLI's two refusals that a relaunch meets again. */
+export function classifySpecforgeFailure(logTail: string): TrainFailure {
+  const world = WORLD_SIZE_REFUSED.exec(logTail);
+  if (world) {
+    return {
+      kind: 'usage',
+      retryable: false,
+      evidence: world[0],
+      advice:
+        `SpecForge refuses to resume a checkpoint written at world_size=${world[2]} with world_size=${world[1]} (each rank needs its own optimizer/RNG shard). ` +
+        `Fix: launch with the original number of processes (stages.train.overrides deployment.trainer.nproc_per_node, or the GPUs in hosts.<host>.gpus), or start the stage over with \`aerie retry --stage train\` after removing the run's train/output`,
+    };
+  }
+  const config = CONFIG_REFUSED.exec(logTail);
+  if (config) {
+    return {
+      kind: 'usage',
+      retryable: false,
+      evidence: config[0],
+      advice: 'SpecForge refused the config aerie wrote (see the log for the field). Fix the field in stages.train (or its overrides); `aerie plan` shows the file aerie writes',
+    };
+  }
+  return classifyTrainFailure(logTail);
+}
+
+async function dirNames(host: Host, dir: string): Promise<string[]> {
+  if (!(await host.stat(dir))?.isDirectory) return [];
+  return (await host.list(dir)).filter((e) => e.isDirectory).map((e) => basename(e.path));
+}
+
+/**
+ * The newest `<run>-step<N>` a relaunch can resume from. SpecForge writes training_state.pt
+ * (rank 0) and a training_state_rank{r}.pt per rank with no barrier between them
+ * (SpecForge@a6b6b023:specforge/training/checkpoint.py:89-106), so a checkpoint counts only
+ * with both kinds present and non-empty.
+ *
+ * INTEGRATE(helper D): replace this body with newestCompleteCheckpoint(listSpecforgeCheckpoints(...))
+ * from ./train-specforge-checkpoints.js once it lands; this is the driver's only call site.
+ */
+export async function newestCompleteCheckpoint(host: Host, run: SpecforgeRun): Promise<string | undefined> {
+  for (const c of specforgeCheckpoints(run.outputDir, run.runId, await dirNames(host, run.outputDir))) {
+    const shared = await host.stat(`${c.dir}/training_state.pt`);
+    if (!shared || shared.size === 0) continue;
+    const files = await host.list(c.dir);
+    const ranks = files.filter((f) => /^training_state_rank\d+\.pt$/.test(basename(f.path)));
+    if (ranks.length > 0 && ranks.every((f) => f.size > 0)) return c.dir;
+  }
+  return undefined;
+}
+
+/**
+ * What aerie reads from the train log. INTEGRATE(helper D): parseSpecforgeProgress from
+ * ./train-progress-cli.js (HEAD's `step N: {...}` dict lines) replaces parseGenericProgress here.
+ */
+export function parseSpecforgeLog(chunk: string, prev: TrainProgress | undefined): TrainProgress {
+  return parseGenericProgress(chunk, prev);
+}
+
+export function specforgeHooks(host: Host, run: SpecforgeRun, drafterDir: string, exportJob: ExportJob): JobHooks<TrainResult, TrainProgress> {
+  const writeConfig = async (): Promise<void> => {
+    await host.mkdirp(run.outputDir);
+    await host.writeFileAtomic(run.configPath, renderSpecforgeConfig(run));
+  };
+  const exportNewest = async (ckpt: string): Promise<TrainResult> => {
+    // Training checkpoints are not servable: export the newest one, as its own followed job.
+    const argv = renderSpecforgeExportArgv(run, ckpt, drafterDir);
+    const { result } = await superviseJob<TrainResult, TrainProgress>(
+      { ...exportJob, what: 'specforge export', crashType: 'ExportFailed', crashRetries: 1 },
+      {
+        fresh: async () => ({ kind: 'launch', argv, prepare: () => host.mkdirp(drafterDir) }),
+        afterSuccess: async () => ({ kind: 'done', result: await verifiedDrafter(host, drafterDir) }),
+        afterCrash: async () => ({ kind: 'launch', argv }),
+        classify: classifySpecforgeFailure,
+        failureType: () => 'ExportFailed',
+        parse: (chunk, prev) => parseGenericProgress(chunk, prev),
+      },
+    );
+    return result;
+  };
+  return {
+    fresh: async () => ({ kind: 'launch', argv: renderSpecforgeTrainArgv(run), prepare: writeConfig }),
+    async afterSuccess(ended) {
+      // SpecForge@a6b6b023 saves a final checkpoint when training ends, so a clean exit leaves one.
+      const ckpt = await newestCompleteCheckpoint(host, run);
+      if (!ckpt) {
+        throw new JobFailure('TrainerOutputMissing', `specforge train exited 0 but left no complete ${run.runId}-step<N> checkpoint in ${run.outputDir}; see ${ended.record.logPath}`, ended.logTail);
+      }
+      return { kind: 'done', result: await exportNewest(ckpt) };
+    },
+    async afterCrash() {
+      const ckpt = await newestCompleteCheckpoint(host, run);
+      return { kind: 'launch', argv: renderSpecforgeTrainArgv(run, ckpt), prepare: writeConfig, note: ckpt ? `resuming from ${ckpt}` : 'no complete checkpoint yet: starting over' };
+    },
+    classify: classifySpecforgeFailure,
+    failureType: trainFailureType,
+    parse: parseSpecforgeLog,
+  };
+}
