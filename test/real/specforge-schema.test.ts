@@ -6,10 +6,11 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { parse, stringify } from 'yaml';
 import { planRun } from '../../src/cli/plan.js';
 import { AERIE_HOME, loadConfigFile } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
-import { trainSpec } from '../../src/stages/launch-specs.js';
+import { extractLayout, hiddenForTrain, trainSpec } from '../../src/stages/launch-specs.js';
 import { renderSpecforgeConfig, renderSpecforgeTrainArgv, type SpecforgeRun } from '../../src/stages/train-specforge.js';
 import { specforgeSchemaCheck } from './judges.js';
 
@@ -43,7 +44,8 @@ describe("SpecForge's own schema accepts what aerie writes for the examples and 
       const [configPath, yaml] = Object.entries(step!.files!)[0]!;
       expect(step!.argv).toContain(configPath);
       // The same run as the launch builds it, to render the relaunch after a crash.
-      const spec = trainSpec(config, { root: '/r', logs: '/r/logs', hidden: '/r/hidden_states', train: '/r/train' }, '/r/data/train.jsonl');
+      const paths = { root: '/r', logs: '/r/logs', hidden: '/r/hidden_states', train: '/r/train' };
+      const spec = trainSpec(config, paths, '/r/data/train.jsonl', hiddenForTrain(config, { dir: paths.hidden, layout: extractLayout(config) }));
       if (spec.driver !== 'specforge') throw new Error('unreachable');
       expectAccepted(yaml, trainOverrides(spec.run), `${name} fresh launch`);
       expectAccepted(yaml, trainOverrides(spec.run, `${spec.run.outputDir}/${spec.run.runId}-step40`), `${name} resumed`);
@@ -76,8 +78,7 @@ const base: SpecforgeRun = {
 describe("SpecForge's own schema accepts every offline SpecforgeRun shape aerie renders", () => {
   const cases: [string, SpecforgeRun][] = [
     ['offline, no vocab mapping', base],
-    // model.vocab_mapping_path is SpecForge's own key (SpecForge@a6b6b023:specforge/config/schema.py:68).
-    ['offline, with the prepare step’s vocab mapping', { ...base, overrides: { 'model.vocab_mapping_path': '/r/hidden_states/vocab_mapping/vocab_mapping.pt' } }],
+    ['offline, with the prepare step’s vocab mapping', { ...base, vocabMappingPath: '/r/hidden_states/vocab_mapping/vocab_mapping.pt' }],
     ['max-steps', { ...base, maxSteps: 120 }],
     ['max-checkpoints', { ...base, maxCheckpoints: 3 }],
     ['max-checkpoints 0 (keep all)', { ...base, maxCheckpoints: 0 }],
@@ -114,15 +115,22 @@ describe("SpecForge's own schema accepts every offline SpecforgeRun shape aerie 
 });
 
 describe('the judge rejects what SpecForge rejects', () => {
-  it('online training (data.train_data_path, no deployment.mode) is refused with SpecForge’s own message', () => {
-    const verdict = specforgeSchemaCheck(renderSpecforgeConfig({ ...base, hiddenStatesPath: undefined }));
+  it('online training (data.train_data_path, no deployment.mode) is refused with SpecForge’s own message, as aerie refuses it', () => {
+    // aerie no longer renders this (it refuses online runs itself), so the online document is
+    // aerie's offline one with the data source swapped: exactly what aerie used to write.
+    expect(() => renderSpecforgeConfig({ ...base, hiddenStatesPath: undefined })).toThrow(/offline only/);
+    const doc = parse(renderSpecforgeConfig(base)) as { data: Record<string, unknown> };
+    delete doc.data.hidden_states_path;
+    doc.data.train_data_path = base.trainDataPath;
+    const verdict = specforgeSchemaCheck(stringify(doc));
     expect(verdict.ok).toBe(false);
     // SpecForge@a6b6b023:specforge/config/schema.py:706-710
     expect(verdict.errors.map((e) => e.msg).join('\n')).toContain('online training requires deployment.mode=disaggregated');
   });
 
   it('target_backend "hf" is refused: the schema allows only sglang', () => {
-    const verdict = specforgeSchemaCheck(renderSpecforgeConfig({ ...base, targetBackend: 'hf' }));
+    // As `specforge train -c cfg model.target_backend=hf` (aerie itself no longer renders hf).
+    const verdict = specforgeSchemaCheck(renderSpecforgeConfig(base), ['model.target_backend=hf']);
     expect(verdict.ok).toBe(false);
     // SpecForge@a6b6b023:specforge/config/schema.py:54 (Literal["sglang"])
     expect(verdict.errors.find((e) => e.loc === 'model.target_backend')?.msg).toMatch(/sglang/);
