@@ -13,6 +13,17 @@ import { SshConnectError, SshTrustError } from '../hosts/ssh-connect.js';
 import { SshHost } from '../hosts/ssh.js';
 import { checkDrafterCompat } from '../sglang/drafter-check.js';
 import { expectedDumpBytes, estimatedBytesPerToken, formatBytes } from '../stages/extract-plan.js';
+import {
+  CLI_PROBE,
+  detectFromCli,
+  detectFromScript,
+  parseCliProbe,
+  parseRevParse,
+  prepareAuxFlagIn,
+  resolveRevision,
+  type Detection,
+} from '../stages/specforge-detect.js';
+import { SPECFORGE_PROFILES, type SpecforgeProfileId } from '../stages/specforge-revision.js';
 import { runDir } from '../shared.js';
 import { fatal, type ActivityDeps, type RunRef } from './context.js';
 
@@ -20,6 +31,8 @@ export interface PreflightReport {
   host: string;
   checks: string[];
   problems: string[];
+  /** The SpecForge revision the train and extract drivers follow (SpecForge drivers only). */
+  specforge?: { profile: SpecforgeProfileId; evidence: string };
 }
 
 /** `python -m pkg.mod` launchers: the interpreter must be able to import the module (incident 1). */
@@ -185,6 +198,62 @@ async function checkDisk(host: Host, config: Config, root: string, hiddenSize: n
   }
 }
 
+/** `git rev-parse HEAD` of the checkout a file is in, when it is one. */
+async function checkoutCommit(host: Host, dir: string): Promise<string | undefined> {
+  const r = await run(host, ['git', '-C', dir, 'rev-parse', 'HEAD']);
+  return parseRevParse(r.code, r.stdout);
+}
+
+const dirOf = (p: string) => p.slice(0, Math.max(p.lastIndexOf('/'), 1));
+const absolute = (p: string, cwd: string) => (p.startsWith('/') ? p : `${cwd}/${p}`);
+
+/**
+ * What SpecForge the train launcher reaches: the CLI through its interpreter (a `python -m`
+ * launcher, or the `#!` of a `specforge` console script), the v0.2 scripts by reading the
+ * train_eagle3.py it names. Undefined when there is nothing to probe (a non-Python launcher).
+ */
+async function detectSpecforge(host: Host, config: Config, cwd: string): Promise<Detection | undefined> {
+  const t = config.stages.train;
+  if (t.driver === 'specforge-v0.2') {
+    const script = launcherScript(t.launcher);
+    if (!script) return undefined;
+    const path = absolute(script, cwd);
+    const source = await host.readFile(path).then((b) => b.toString('utf8'), () => undefined);
+    if (source === undefined) return { evidence: `${path} unreadable` };
+    return detectFromScript(path, source, await checkoutCommit(host, dirOf(path)));
+  }
+  if (t.driver !== 'specforge') return undefined;
+  const mod = moduleLaunch(t.launcher);
+  const resolved = mod ? mod.interpreter : await which(host, t.launcher[0]!);
+  if (!resolved) return undefined;
+  const python = mod || /python[\d.]*$/.test(resolved) ? resolved : await shebangPython(host, resolved);
+  if (!python) return undefined;
+  const r = await run(host, [python, '-c', CLI_PROBE]);
+  const probe = parseCliProbe(r.stdout);
+  const schema = probe?.schema ? await host.readFile(probe.schema).then((b) => b.toString('utf8'), () => undefined) : undefined;
+  const commit = probe?.package ? await checkoutCommit(host, probe.package) : undefined;
+  return detectFromCli(probe, schema, python, commit);
+}
+
+/** The revision's prepare_hidden_states.py flag against the script the extract launcher names. */
+async function checkPrepareScript(host: Host, config: Config, cwd: string, profile: SpecforgeProfileId, out: PreflightReport): Promise<void> {
+  const e = config.stages.extract;
+  if (e.driver !== 'specforge-offline') return;
+  const script = launcherScript(e.launcher);
+  if (!script) return;
+  const source = await host.readFile(absolute(script, cwd)).then((b) => b.toString('utf8'), () => undefined);
+  if (source === undefined) return;
+  const has = prepareAuxFlagIn(source);
+  const wants = SPECFORGE_PROFILES[profile].prepareAuxFlag;
+  if (has === wants) out.checks.push(`stages.extract.launcher: ${script} takes ${wants}, as ${profile} expects`);
+  else {
+    out.problems.push(
+      `stages.extract.launcher: ${script} ${has ? `takes ${has}` : 'takes neither --draft-model-config nor --enable-aux-hidden-states (a July 2026 revision before ca949555)'}, ` +
+        `but the SpecForge revision ${profile} needs ${wants}. Fix: point stages.extract.launcher at the prepare_hidden_states.py of the same SpecForge checkout as the trainer`,
+    );
+  }
+}
+
 /** Can the host be reached at all? An SSH host says through which key. */
 async function checkReachable(host: Host, out: PreflightReport): Promise<boolean> {
   const where = host instanceof SshHost ? await host.describe().catch(() => host.name) : host.name;
@@ -223,6 +292,17 @@ export async function runPreflight(host: Host, config: Config, runId: string): P
 
   await checkLauncher(host, config.server.launcher, 'server.launcher', 'sglang.launch_server', root, out);
   await checkLauncher(host, config.stages.train.launcher, 'stages.train.launcher', null, `${root}/train`, out);
+  const t = config.stages.train;
+  if (t.driver === 'specforge' || t.driver === 'specforge-v0.2') {
+    const detected = await detectSpecforge(host, config, `${root}/train`);
+    const verdict = resolveRevision(t.driver, t['specforge-revision'], detected);
+    out.checks.push(...verdict.checks);
+    out.problems.push(...verdict.problems);
+    if (verdict.profile) {
+      out.specforge = { profile: verdict.profile, evidence: detected?.evidence ?? 'not probed' };
+      await checkPrepareScript(host, config, root, verdict.profile, out);
+    }
+  }
 
   const model = config.target['model-path'];
   const modelConfig = await readJson(host, `${model}/config.json`);
@@ -308,10 +388,11 @@ export function renderProblems(problems: readonly string[]): string {
 
 export function preflightActivities({ hosts }: ActivityDeps) {
   return {
-    async preflight({ runId, config }: RunRef): Promise<{ note: string; checks: string[] }> {
+    /** `specforge` (the revision the drivers follow) is the one preflight result later stages read. */
+    async preflight({ runId, config }: RunRef): Promise<{ note: string; checks: string[]; specforge?: SpecforgeProfileId }> {
       const report = await runPreflight(hosts.get(config), config, runId);
       if (report.problems.length > 0) throw fatal('PreflightFailed', renderProblems(report.problems), { problems: report.problems });
-      return { note: report.checks.join('; '), checks: report.checks };
+      return { note: report.checks.join('; '), checks: report.checks, specforge: report.specforge?.profile };
     },
   };
 }

@@ -6,11 +6,17 @@ import { loadConfigFile } from '../config/load.js';
 import { runPreflight, type PreflightReport } from '../activities/preflight.js';
 import { HostPool } from '../hosts/index.js';
 import { runDir } from '../shared.js';
+import { profileBehaviours, SPECFORGE_PROFILES } from '../stages/specforge-revision.js';
 
 export function renderDoctorReport(report: PreflightReport): string {
   const lines = [`aerie doctor: host ${report.host}`];
   for (const c of report.checks) lines.push(`  ok       ${c}`);
   for (const p of report.problems) lines.push(`  PROBLEM  ${p}`);
+  if (report.specforge) {
+    const { profile, evidence } = report.specforge;
+    lines.push(`SpecForge on ${report.host}: ${SPECFORGE_PROFILES[profile].label} [${profile}] (${evidence})`);
+    for (const b of profileBehaviours(profile)) lines.push(`  ${b}`);
+  }
   lines.push(
     report.problems.length === 0
       ? 'no problems found'

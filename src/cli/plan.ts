@@ -10,11 +10,12 @@ import type { Config } from '../config/schema.js';
 import { shJoin } from '../hosts/shell-quote.js';
 import { runDir, type StageName } from '../shared.js';
 import { benchmarkReadyArgs, renderServerArgv, serverLaunchEnv, type ServerLaunchSpec } from '../sglang/launch-argv.js';
-import { renderPrepareArgv } from '../stages/extract-offline.js';
+import { renderPrepareArgv, vocabMappingPath } from '../stages/extract-offline.js';
 import { baseServerSpec, extractLayout, hiddenForTrain, prepareSpec, trainSpec, type StagePaths } from '../stages/launch-specs.js';
 import { commandDrafterDir, renderCommandArgv } from '../stages/train-command.js';
 import { renderSpecforgeConfig, renderSpecforgeExportArgv, renderSpecforgeTrainArgv } from '../stages/train-specforge.js';
 import { renderTrainArgv } from '../stages/train.js';
+import { profileBehaviours, profilesFor, SPECFORGE_PROFILES, type SpecforgeDriver, type SpecforgeRevisionPin } from '../stages/specforge-revision.js';
 
 export interface PlanStep {
   host: string;
@@ -105,7 +106,11 @@ export function planRun(config: Config, runId = '<run-id>'): PlanStep[] {
     });
   }
 
-  const hidden = hiddenForTrain(config, { dir: p.hidden, layout });
+  // The CLI's prepare step writes the vocab mapping beside the features (from ca949555); the
+  // v0.2 scripts' does not, and the activity passes on only a mapping that is really there.
+  const t0 = config.stages.train;
+  const mapping = layout === 'specforge' && t0.driver === 'specforge' ? { vocabMapping: vocabMappingPath(p.hidden) } : {};
+  const hidden = hiddenForTrain(config, { dir: p.hidden, layout, ...mapping });
   const spec = trainSpec(config, p, dataPath, hidden);
   const t = config.stages.train;
   let drafterDir: string;
@@ -122,7 +127,14 @@ export function planRun(config: Config, runId = '<run-id>'): PlanStep[] {
       files: { [spec.run.configPath]: renderSpecforgeConfig(spec.run) },
       notes: [...trainNotes(config, layout, hidden !== undefined), `after a crash: + training.resume_from=${spec.run.outputDir}/${spec.run.runId}-step<N> (newest complete)`],
     });
-    steps.push({ host, stage: 'train', step: 'specforge export (detached)', argv: renderSpecforgeExportArgv(spec.run, `${spec.run.outputDir}/${spec.run.runId}-step<N>`, spec.drafterDir), env: withRunGpus(config, t.env) });
+    steps.push({
+      host,
+      stage: 'train',
+      step: 'specforge export (detached)',
+      argv: renderSpecforgeExportArgv(spec.run, `${spec.run.outputDir}/${spec.run.runId}-step<N>`, spec.drafterDir),
+      env: withRunGpus(config, t.env),
+      notes: spec.run.vocabMappingPath ? [`--vocab-mapping ${spec.run.vocabMappingPath}: passed when the prepare step wrote it`] : undefined,
+    });
     drafterDir = spec.drafterDir;
   } else {
     steps.push({ host, stage: 'train', step: 'trainer command (detached)', argv: renderCommandArgv(spec.template, spec.values), env: withRunGpus(config, t.env), notes: trainNotes(config, layout, hidden !== undefined) });
@@ -137,7 +149,24 @@ export function planRun(config: Config, runId = '<run-id>'): PlanStep[] {
   return steps;
 }
 
+/** Which SpecForge revision the plan is for, and what follows from it; the pin, or what preflight will read. */
+export function revisionNotes(driver: SpecforgeDriver, pin: SpecforgeRevisionPin): string[] {
+  const ids = profilesFor(driver);
+  if (pin !== 'auto') return [`SpecForge revision ${pin} (pinned): ${SPECFORGE_PROFILES[pin].label}`, ...profileBehaviours(pin)];
+  if (ids.length === 1) return [`SpecForge revision: detected at preflight (auto); driver ${driver} drives ${ids[0]}: ${SPECFORGE_PROFILES[ids[0]!].label}`, ...profileBehaviours(ids[0]!)];
+  return [
+    `SpecForge revision: detected at preflight (auto) from the launcher's train_eagle3.py: ${ids.join(', ')}; \`aerie doctor\` shows the host's`,
+    ...ids.map((id) => `${id}: ${profileBehaviours(id).slice(0, 2).join('; ')}`),
+  ];
+}
+
 function trainNotes(config: Config, layout: string, offline: boolean): string[] {
+  const t = config.stages.train;
+  const revision = t.driver === 'command' ? [] : revisionNotes(t.driver, t['specforge-revision']);
+  return [...revision, ...dataNotes(config, layout, offline)];
+}
+
+function dataNotes(config: Config, layout: string, offline: boolean): string[] {
   const t = config.stages.train;
   if (offline) return [`offline: reads the extract stage's ${layout} hidden states`];
   if (t.driver !== 'command' && layout === 'aerie-dumps') {

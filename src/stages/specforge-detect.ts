@@ -179,12 +179,14 @@ const FIELD = 'stages.train.specforge-revision';
 
 /**
  * The pin against the host. A pin the host contradicts is a problem (the drivers would
- * render flags that revision does not have); an unprobed host trusts the pin; `auto` needs
- * evidence, unless the driver drives only one revision.
+ * render flags that revision does not have); an unprobed host trusts the pin, and `auto`
+ * without evidence takes the reading that is safe for the driver.
  */
 export function resolveRevision(driver: SpecforgeDriver, pin: SpecforgeRevisionPin, detected: Detection | undefined): Resolved {
   const out: Resolved = { checks: [], problems: [] };
-  const onlyOne: SpecforgeProfileId | undefined = driver === 'specforge' ? 'cli' : undefined;
+  // Unprobed: the CLI driver drives one revision; for the scripts v0.2.0 is the safe reading
+  // (aerie's own continuation and no final save hold on every v0.2 revision).
+  const fallback: SpecforgeProfileId = driver === 'specforge' ? 'cli' : 'v0.2.0';
   if (detected?.problem) {
     out.problems.push(`stages.train.launcher: ${detected.problem}. Evidence: ${detected.evidence}`);
     return out;
@@ -197,14 +199,9 @@ export function resolveRevision(driver: SpecforgeDriver, pin: SpecforgeRevisionP
     return out;
   }
   if (pin === 'auto') {
-    out.profile = found ?? onlyOne;
+    out.profile = found ?? fallback;
     if (found) out.checks.push(`SpecForge revision ${found} detected: ${detected!.evidence}`);
-    else if (onlyOne) out.checks.push(`SpecForge revision not probed (${detected?.evidence ?? 'launcher is not a Python program'}); driver ${driver} drives ${onlyOne} only`);
-    else {
-      out.problems.push(
-        `${FIELD}: auto, but the host's SpecForge revision could not be read (${detected?.evidence ?? 'the launcher names no train_eagle3.py aerie can read'}). Fix: pin it, e.g. ${FIELD}: v0.2.0`,
-      );
-    }
+    else out.checks.push(`SpecForge revision not probed (${detected?.evidence ?? 'the launcher is not a Python program'}): assuming ${fallback}; pin ${FIELD} to say otherwise`);
     return out;
   }
   out.profile = pin;

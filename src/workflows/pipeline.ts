@@ -171,6 +171,9 @@ export async function pipeline(input: PipelineInput): Promise<PipelineResult> {
       enter('preflight');
       const pre = await acts.preflight.executeWithOptions({ ...quick, summary: `preflight: hosts, interpreter, ports, drafter config` }, [base]);
       finish('preflight', pre.note);
+      // The SpecForge revision preflight found (or the config pinned) decides the drivers' flags,
+      // resume and final-save handling; an activity result, so replays read the same value.
+      const revision = { specforge: pre.specforge };
 
       const data = await ledgered('generate', [], () =>
         withServer('generate', async (srv) => {
@@ -201,7 +204,7 @@ export async function pipeline(input: PipelineInput): Promise<PipelineResult> {
         if (extract.driver === 'specforge-offline') {
           const r = await acts.extractOffline.executeWithOptions(
             { ...longRunning, summary: `extract hidden states: ${extract.launcher.join(' ')} … (specforge-offline, tp ${extract['tp-size']}; ${space.note})` },
-            [{ ...base, dataPath: data.dataPath }],
+            [{ ...base, ...revision, dataPath: data.dataPath }],
           );
           return { result: r, outputs: r.outputs, note: r.note };
         }
@@ -226,7 +229,7 @@ export async function pipeline(input: PipelineInput): Promise<PipelineResult> {
               `train EAGLE-3 drafter (${train.driver}${train.driver === 'command' ? '' : `, ${train['num-epochs']} epochs`}): ` +
               `${train.launcher.join(' ')} … ${trainHidden ? `offline from ${trainHidden.layout} hidden states` : 'online'}`,
           },
-          [{ ...base, dataPath: data.dataPath, hidden: trainHidden }],
+          [{ ...base, ...revision, dataPath: data.dataPath, hidden: trainHidden }],
         );
         return { result: r, outputs: r.outputs, note: r.note };
       });
