@@ -10,13 +10,14 @@
  * A relaunch at another size is refused by SpecForge every time, so that refusal ends the
  * stage with the reason instead of using up the crash budget.
  */
-import { basename } from 'node:path';
 import type { Host } from '../hosts/host.js';
 import { JobFailure, superviseJob, type JobHooks, type SuperviseOptions } from './job-supervise.js';
 import { classifyTrainFailure, type TrainFailure } from './train-failure.js';
 import { parseGenericProgress, type TrainProgress } from './train-progress.js';
+import { parseSpecforgeProgress } from './train-progress-cli.js';
+import { listSpecforgeCheckpoints, newestCompleteCheckpoint, specforgeWorldSize } from './train-specforge-checkpoints.js';
 import { trainFailureType, verifiedDrafter, type TrainResult } from './train-run.js';
-import { renderSpecforgeConfig, renderSpecforgeExportArgv, renderSpecforgeTrainArgv, specforgeCheckpoints, type SpecforgeRun } from './train-specforge.js';
+import { renderSpecforgeConfig, renderSpecforgeExportArgv, renderSpecforgeTrainArgv, specforgeConfig, type SpecforgeRun } from './train-specforge.js';
 
 export type ExportJob = Omit<SuperviseOptions<TrainProgress>, 'prefix' | 'logPath' | 'what' | 'crashType'> & { prefix: string; logPath(gen: number): string };
 
@@ -51,37 +52,19 @@ export function classifySpecforgeFailure(logTail: string): TrainFailure {
   return classifyTrainFailure(logTail);
 }
 
-async function dirNames(host: Host, dir: string): Promise<string[]> {
-  if (!(await host.stat(dir))?.isDirectory) return [];
-  return (await host.list(dir)).filter((e) => e.isDirectory).map((e) => basename(e.path));
+/** The world size the config aerie writes trains at: a resume must use the same. */
+export function runWorldSize(run: SpecforgeRun): number {
+  const deployment = specforgeConfig(run).deployment as { trainer?: { nnodes?: number; nproc_per_node?: number } } | undefined;
+  return specforgeWorldSize(deployment?.trainer);
 }
 
 /**
- * The newest `<run>-step<N>` a relaunch can resume from. SpecForge writes training_state.pt
- * (rank 0) and a training_state_rank{r}.pt per rank with no barrier between them
- * (SpecForge@a6b6b023:specforge/training/checkpoint.py:89-106), so a checkpoint counts only
- * with both kinds present and non-empty.
- *
- * INTEGRATE(helper D): replace this body with newestCompleteCheckpoint(listSpecforgeCheckpoints(...))
- * from ./train-specforge-checkpoints.js once it lands; this is the driver's only call site.
+ * The newest `<run>-step<N>` a relaunch can resume from: the shared training_state.pt and
+ * every rank's training_state_rank{r}.pt there and non-empty, since SpecForge writes them with
+ * no barrier between (SpecForge@a6b6b023:specforge/training/checkpoint.py:89-106).
  */
-export async function newestCompleteCheckpoint(host: Host, run: SpecforgeRun): Promise<string | undefined> {
-  for (const c of specforgeCheckpoints(run.outputDir, run.runId, await dirNames(host, run.outputDir))) {
-    const shared = await host.stat(`${c.dir}/training_state.pt`);
-    if (!shared || shared.size === 0) continue;
-    const files = await host.list(c.dir);
-    const ranks = files.filter((f) => /^training_state_rank\d+\.pt$/.test(basename(f.path)));
-    if (ranks.length > 0 && ranks.every((f) => f.size > 0)) return c.dir;
-  }
-  return undefined;
-}
-
-/**
- * What aerie reads from the train log. INTEGRATE(helper D): parseSpecforgeProgress from
- * ./train-progress-cli.js (HEAD's `step N: {...}` dict lines) replaces parseGenericProgress here.
- */
-export function parseSpecforgeLog(chunk: string, prev: TrainProgress | undefined): TrainProgress {
-  return parseGenericProgress(chunk, prev);
+export async function newestResumable(host: Host, run: SpecforgeRun): Promise<string | undefined> {
+  return newestCompleteCheckpoint(await listSpecforgeCheckpoints(host, run.outputDir, run.runId), runWorldSize(run))?.dir;
 }
 
 export function specforgeHooks(host: Host, run: SpecforgeRun, drafterDir: string, exportJob: ExportJob): JobHooks<TrainResult, TrainProgress> {
@@ -109,18 +92,18 @@ export function specforgeHooks(host: Host, run: SpecforgeRun, drafterDir: string
     fresh: async () => ({ kind: 'launch', argv: renderSpecforgeTrainArgv(run), prepare: writeConfig }),
     async afterSuccess(ended) {
       // SpecForge@a6b6b023 saves a final checkpoint when training ends, so a clean exit leaves one.
-      const ckpt = await newestCompleteCheckpoint(host, run);
+      const ckpt = await newestResumable(host, run);
       if (!ckpt) {
         throw new JobFailure('TrainerOutputMissing', `specforge train exited 0 but left no complete ${run.runId}-step<N> checkpoint in ${run.outputDir}; see ${ended.record.logPath}`, ended.logTail);
       }
       return { kind: 'done', result: await exportNewest(ckpt) };
     },
     async afterCrash() {
-      const ckpt = await newestCompleteCheckpoint(host, run);
+      const ckpt = await newestResumable(host, run);
       return { kind: 'launch', argv: renderSpecforgeTrainArgv(run, ckpt), prepare: writeConfig, note: ckpt ? `resuming from ${ckpt}` : 'no complete checkpoint yet: starting over' };
     },
     classify: classifySpecforgeFailure,
     failureType: trainFailureType,
-    parse: parseSpecforgeLog,
+    parse: (chunk, prev) => parseSpecforgeProgress(chunk, prev),
   };
 }
