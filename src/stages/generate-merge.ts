@@ -143,6 +143,8 @@ export async function mergeShards(
   taken: Set<number>,
   out: JsonlAppender,
   scratchDir: string,
+  /** Applied to each row as it is written to `out` (never to intermediate runs). */
+  rewrite: (text: string) => string = (text) => text,
 ): Promise<number> {
   let sources = shards.slice().sort((a, b) => a.order - b.order);
   let pass = 0;
@@ -173,7 +175,7 @@ export async function mergeShards(
     let rows = 0;
     await mergeInto(host, sources, lineOf, taken, async (text) => {
       rows++;
-      await out.addLine(text);
+      await out.addLine(rewrite(text));
     });
     return rows;
   } finally {

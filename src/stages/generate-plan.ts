@@ -43,13 +43,38 @@ export function planGenerate(lines: readonly NumberedLine[]): PlanEntry[] {
 
 export type Status = 'ok' | 'error' | 'skipped' | 'rejected';
 
-/** A SpecForge conversations row, tagged like SpecForge's regeneration output. */
+/**
+ * A conversations row with SpecForge's own regeneration tags, so its validator accepts aerie's
+ * train.jsonl: `status: "success"` (SpecForge@a6b6b023:scripts/regenerate_train_data.py:334),
+ * and a skipped or failed row says why in `error` (ibid. :67-72 set_skipped, :266-267 errors);
+ * scripts/validate_regenerated_data.py:72-73 rejects any row whose status is not "success".
+ */
 export interface ConversationRow {
   id: string;
   conversations: Turn[];
-  status: 'ok' | 'error' | 'skipped';
+  status: 'success' | 'error' | 'skipped';
   error?: string;
-  reason?: string;
+}
+
+/**
+ * A row's text as SpecForge tags it. Shards from before aerie used SpecForge's tags hold
+ * `status: "ok"` and skipped rows with `reason`; a resumed run merges them, so they are
+ * rewritten on the way out rather than left to fail SpecForge's validator. Anything else is
+ * returned unchanged, byte for byte.
+ */
+export function specforgeRowText(text: string): string {
+  // aerie wrote status last ({"id":…,"conversations":[…],"status":"ok"}): the common case without a parse.
+  if (text.endsWith(',"status":"ok"}')) return `${text.slice(0, -'"ok"}'.length)}"success"}`;
+  if (!text.includes('"status":"ok"') && !text.includes('"reason":')) return text;
+  const row = JSON.parse(text) as Record<string, unknown>;
+  let changed = false;
+  if (row.status === 'ok') [row.status, changed] = ['success', true];
+  if (row.status === 'skipped' && typeof row.reason === 'string' && row.error === undefined) {
+    row.error = row.reason;
+    delete row.reason;
+    changed = true;
+  }
+  return changed ? JSON.stringify(row) : text;
 }
 
 export interface RejectRow {

@@ -23,7 +23,7 @@ import type { Turn } from './conversations.js';
 import { DiskFullError, writeFailure } from './disk-full.js';
 import { postJson, ServerUnreachableError, withRetries } from './generate-http.js';
 import { mergeShards } from './generate-merge.js';
-import { LinePlanner, regenerateTurns, rejectRow, type PlanEntry, type Status } from './generate-plan.js';
+import { LinePlanner, regenerateTurns, rejectRow, specforgeRowText, type ConversationRow, type PlanEntry, type Status } from './generate-plan.js';
 import { runPoolAsync, StageAbortedError } from './generate-pool.js';
 import { digestLines, streamLines } from './host-lines.js';
 import { JsonlAppender, tempOutputPath } from './jsonl-append.js';
@@ -306,9 +306,9 @@ async function generate(job: GenerateJob): Promise<GenerateSummary> {
       }
       if (e.action === 'reject') await record('rejected', e.lineNo, rejectRow(e));
       else if (e.action === 'skip') {
-        await record('skipped', e.lineNo, { id: e.sample.id, conversations: e.sample.turns, status: 'skipped', reason: e.reason });
+        await record('skipped', e.lineNo, { id: e.sample.id, conversations: e.sample.turns, status: 'skipped', error: e.reason } satisfies ConversationRow);
       } else if (e.action === 'error') {
-        await record('error', e.lineNo, { id: e.sample.id, conversations: e.sample.turns, status: 'error', error: e.error });
+        await record('error', e.lineNo, { id: e.sample.id, conversations: e.sample.turns, status: 'error', error: e.error } satisfies ConversationRow);
       } else yield e;
     }
   }
@@ -325,10 +325,17 @@ async function generate(job: GenerateJob): Promise<GenerateSummary> {
       // A server nobody can reach is not this sample's fault: stop, record nothing, resume later.
       if (err instanceof ServerUnreachableError) throw err;
       const error = (err as Error)?.message ?? String(err);
-      await record('error', e.lineNo, { id: e.sample.id, conversations: e.sample.turns, status: 'error', error });
+      await record('error', e.lineNo, { id: e.sample.id, conversations: e.sample.turns, status: 'error', error } satisfies ConversationRow);
       return;
     }
-    await record('ok', e.lineNo, { id: e.sample.id, conversations: turns, status: 'ok' });
+    // An empty answer fails SpecForge's validator (SpecForge@a6b6b023:scripts/conversation_validation.py:30-36),
+    // so it is skipped, as SpecForge's own regenerator does under --reasoning disable (regenerate_train_data.py:287-296).
+    const empty = turns.findIndex((t) => t.role === 'assistant' && t.content.trim() === '');
+    if (empty >= 0) {
+      await record('skipped', e.lineNo, { id: e.sample.id, conversations: e.sample.turns, status: 'skipped', error: `the target's answer at turn ${empty + 1} is empty` } satisfies ConversationRow);
+      return;
+    }
+    await record('ok', e.lineNo, { id: e.sample.id, conversations: turns, status: 'success' } satisfies ConversationRow);
   };
 
   report();
@@ -369,7 +376,8 @@ async function combine(
         const key = rowKeyOfText(kind, text);
         return key === null ? null : (planned.get(key) ?? null);
       };
-      written[kind] = await mergeShards(host, sources, lineOf, taken, out, `${shardDir}/.merge`);
+      const rewrite = kind === 'rejected' ? undefined : specforgeRowText;
+      written[kind] = await mergeShards(host, sources, lineOf, taken, out, `${shardDir}/.merge`, rewrite);
     }
   } catch (err) {
     for (const o of outputs.values()) await o.discard();

@@ -129,7 +129,7 @@ async function checkShards(shardDir: string): Promise<number> {
     if (index.has(n)) expect(await sha(join(shardDir, n))).toBe(index.get(n));
     // Whole rows only: every line parses and the file ends with a newline.
     expect(text.endsWith('\n')).toBe(true);
-    for (const l of text.split('\n').filter(Boolean)) expect(JSON.parse(l)).toHaveProperty('status', 'ok');
+    for (const l of text.split('\n').filter(Boolean)) expect(JSON.parse(l)).toHaveProperty('status', 'success');
     rows += text.split('\n').filter(Boolean).length;
   }
   return rows;

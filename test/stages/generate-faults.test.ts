@@ -131,7 +131,7 @@ describe('runGenerate with a controllable server', () => {
     ]);
     expect(ok[1]).toEqual({
       id: 'g1',
-      status: 'ok',
+      status: 'success',
       conversations: [
         { role: 'user', content: 'gq' },
         { role: 'assistant', content: 'answer(1):gq' },
@@ -144,7 +144,7 @@ describe('runGenerate with a controllable server', () => {
       [7, 'duplicate id'],
       [8, 'turn 1: unknown role "robot"'],
     ]);
-    expect((await rows('train_skipped.jsonl')).map((r) => [r.id, r.status])).toEqual([['nouser', 'skipped']]);
+    expect((await rows('train_skipped.jsonl')).map((r) => [r.id, r.status, r.error, r.reason])).toEqual([['nouser', 'skipped', 'no user turn', undefined]]);
     expect((await rows('train_error.jsonl')).map((r) => [r.id, r.error])).toEqual([['../up', 'unsafe id: contains a path separator']]);
     const manifest = JSON.parse(await readFile(join(dir, 'out', 'manifest.json'), 'utf8'));
     expect(manifest.counts).toEqual(summary.counts);
