@@ -1,14 +1,18 @@
 /**
- * Finding v0.2 checkpoints and continuing a run from one.
+ * Finding v0.2 checkpoints and continuing a run from one. Two layouts share one output dir:
  *
- * A run's output directory holds `epoch_{e}_step_{s}` checkpoints; each continuation
- * (launched with --ckpt-dir, which counts steps from zero again) writes into
- * `<output-dir>/resume_step_{N}` where N is the steps done before it, so the total steps a
- * checkpoint stands for is N + s and no continuation overwrites an earlier checkpoint.
- * Everything here is derived from directory listings: nothing to store, nothing to go stale.
+ * - A run's own `epoch_{e}_step_{s}` checkpoints (SpecForge@73e6f808:scripts/train_eagle3.py:466),
+ *   and, where --resume works, every relaunch's too: --resume restores the step counter, so s
+ *   stays the run's global step (SpecForge@20e2e3f0:scripts/train_eagle3.py:1117-1130).
+ * - aerie's continuations (--ckpt-dir, which counts steps from zero again,
+ *   SpecForge@73e6f808:scripts/train_eagle3.py:702-703) each write into
+ *   `<output-dir>/resume_step_{N}`, N = steps done before it, so a checkpoint stands for N + s
+ *   steps and none overwrites an earlier one. A run begun on an older revision keeps them.
+ *
+ * Everything is derived from directory listings: nothing to store, nothing to go stale.
  */
 import path from 'node:path';
-import type { TrainLaunch } from './train.js';
+import { profileOf, type TrainLaunch } from './train.js';
 
 export interface CheckpointRef {
   dir: string;
@@ -59,6 +63,8 @@ export interface SegmentListing {
 }
 
 export interface RankedCheckpoint extends CheckpointRef {
+  /** Steps done before the launch that wrote it: 0 in the output dir itself, N in resume_step_N. */
+  baseStep: number;
   /** Steps of the whole run this checkpoint stands for (baseStep + step). */
   totalStep: number;
 }
@@ -69,39 +75,95 @@ export function rankCheckpoints(segments: SegmentListing[]): RankedCheckpoint[] 
   for (const seg of segments) {
     for (const e of seg.entries) {
       const p = parseCheckpointName(e);
-      if (p) all.push({ dir: path.posix.join(seg.dir, path.posix.basename(e)), ...p, totalStep: seg.baseStep + p.step });
+      if (p) all.push({ dir: path.posix.join(seg.dir, path.posix.basename(e)), ...p, baseStep: seg.baseStep, totalStep: seg.baseStep + p.step });
     }
   }
   // Same total in two places (a continuation redone): the later segment holds the newer weights.
-  return all.sort((a, b) => b.totalStep - a.totalStep || b.step - a.step || b.epoch - a.epoch);
+  // Within one directory step and epoch grow together, so this agrees with --resume's own
+  // (epoch, step) order (SpecForge@20e2e3f0:specforge/utils.py:245-251).
+  return all.sort((a, b) => b.totalStep - a.totalStep || b.baseStep - a.baseStep || b.step - a.step || b.epoch - a.epoch);
 }
 
+/**
+ * A name --resume will not pick, for a damaged checkpoint in the output dir: the script takes the
+ * newest name that matches `^epoch_(\d+)(?:_step_(\d+))?$` without checking its files
+ * (SpecForge@20e2e3f0:specforge/utils.py:232-239), so a save cut short would be retried forever.
+ */
+export const quarantineDir = (dir: string, now = Date.now()): string => `${dir.replace(/\/+$/, '')}.incomplete-${now}`;
+
 export type ResumePlan =
-  | { kind: 'fresh'; launch: TrainLaunch }
-  | { kind: 'continue'; launch: TrainLaunch; from: RankedCheckpoint; stepsOwed: number }
-  | { kind: 'done'; finalCheckpoint: RankedCheckpoint };
+  | { kind: 'fresh'; launch: TrainLaunch; note?: string }
+  /** aerie's continuation: --ckpt-dir <from> --max-num-steps <owed> into resume_step_<from.totalStep>. */
+  | { kind: 'continue'; launch: TrainLaunch; from: RankedCheckpoint; stepsOwed: number; note?: string }
+  /** The script's own --resume into the same output dir (it finds `from` itself). */
+  | { kind: 'resume'; launch: TrainLaunch; from: RankedCheckpoint; stepsOwed: number }
+  | { kind: 'done'; finalCheckpoint: RankedCheckpoint }
+  /** A clean exit that should have covered the plan and did not: nothing a relaunch would fix. */
+  | { kind: 'short'; from: RankedCheckpoint | null; stepsOwed: number };
+
+/** Steps the run was planned for: num_epochs × steps_per_epoch, capped by the run's --max-num-steps. */
+export function plannedSteps(original: TrainLaunch, stepsPerEpoch: number): number {
+  if (!Number.isInteger(stepsPerEpoch) || stepsPerEpoch < 1) {
+    throw new Error(`planTrainResume: steps per epoch must be a positive integer (read it from the trainer's log), got ${stepsPerEpoch}`);
+  }
+  return Math.min(original.numEpochs * stepsPerEpoch, original.maxNumSteps ?? Infinity);
+}
+
+const continuation = (original: TrainLaunch, from: RankedCheckpoint, owed: number, saveInterval = original.saveInterval): TrainLaunch => ({
+  ...original,
+  resume: undefined,
+  resumeFrom: from.dir,
+  maxNumSteps: owed,
+  saveInterval,
+  outputDir: resumeSegmentDir(original.outputDir, from.totalStep),
+});
 
 /**
  * What to launch next for a run planned as `original` (its first launch), given the newest
  * usable checkpoint and the trainer's steps per epoch (from its log: parseTrainProgress).
+ *
+ * After a crash: --resume where it works and the checkpoint is the output dir's own, else
+ * aerie's continuation. After a clean exit on a revision without a final save (before
+ * 03a3dedb the script saves only when `global_step % save_interval == 0`,
+ * SpecForge@73e6f808:scripts/train_eagle3.py:820-822, and stops without saving,
+ * …:830-832), the steps after the last save are lost; they are fewer than one interval, so
+ * aerie retrains just those from the newest checkpoint with --save-interval and
+ * --max-num-steps both set to the steps owed, which makes that launch's last step a save.
  */
-export function planTrainResume(original: TrainLaunch, from: RankedCheckpoint | null, stepsPerEpoch: number): ResumePlan {
-  if (!from) return { kind: 'fresh', launch: original };
-  if (!Number.isInteger(stepsPerEpoch) || stepsPerEpoch < 1) {
-    throw new Error(`planTrainResume: steps per epoch must be a positive integer (read it from the trainer's log), got ${stepsPerEpoch}`);
+export function planTrainResume(original: TrainLaunch, from: RankedCheckpoint | null, stepsPerEpoch: number | undefined, cleanExit = false): ResumePlan {
+  const profile = profileOf(original);
+  if (!cleanExit && !from) return { kind: 'fresh', launch: original };
+  if (stepsPerEpoch === undefined) {
+    // tqdm prints `0/N` before the first step, so a log without it belongs to a launch that never trained.
+    if (cleanExit) return { kind: 'short', from, stepsOwed: NaN };
+    // --resume sizes itself; a continuation cannot be sized without the figure: start over.
+    if (profile.v02ResumeWorks && from!.baseStep === 0) return { kind: 'resume', from: from!, stepsOwed: NaN, launch: { ...original, resume: true } };
+    return { kind: 'fresh', launch: original };
   }
-  const planned = Math.min(original.numEpochs * stepsPerEpoch, original.maxNumSteps ?? Infinity);
-  if (from.totalStep >= planned) return { kind: 'done', finalCheckpoint: from };
-  const stepsOwed = planned - from.totalStep;
-  return {
-    kind: 'continue',
-    from,
-    stepsOwed,
-    launch: {
-      ...original,
-      resumeFrom: from.dir,
-      maxNumSteps: stepsOwed,
-      outputDir: resumeSegmentDir(original.outputDir, from.totalStep),
-    },
-  };
+  const planned = plannedSteps(original, stepsPerEpoch);
+  const done = from?.totalStep ?? 0;
+  if (from && done >= planned) return { kind: 'done', finalCheckpoint: from };
+  const owed = planned - done;
+  if (cleanExit) {
+    if (profile.finalSave || owed >= original.saveInterval) return { kind: 'short', from, stepsOwed: owed };
+    const why = `${profile.label} saves only every save-interval (${original.saveInterval}) steps and has no final save`;
+    if (!from) {
+      return {
+        kind: 'fresh',
+        launch: { ...original, saveInterval: planned, maxNumSteps: planned },
+        note: `${why}: the run's ${planned} steps left no checkpoint, so they are trained again with --save-interval ${planned}`,
+      };
+    }
+    return {
+      kind: 'continue',
+      from,
+      stepsOwed: owed,
+      launch: continuation(original, from, owed, owed),
+      note: `${why}: retraining the last ${owed} unsaved steps from ${from.dir} so the drafter covers all ${planned}`,
+    };
+  }
+  if (from && profile.v02ResumeWorks && from.baseStep === 0) {
+    return { kind: 'resume', from, stepsOwed: owed, launch: { ...original, resume: true } };
+  }
+  return { kind: 'continue', from: from!, stepsOwed: owed, launch: continuation(original, from!, owed) };
 }

@@ -3,7 +3,9 @@
  * follows a clean exit and a crash, and how the log reads. All host I/O, no Temporal: the
  * activity supplies heartbeats and maps JobFailure to the workflow's failure types.
  *
- *   specforge-v0.2  relaunch = --ckpt-dir <newest checkpoint> + --max-num-steps <owed>, into resume_step_<N>
+ *   specforge-v0.2  relaunch = --resume into the same output dir where it works (961ca7c3…), else
+ *                   --ckpt-dir <newest checkpoint> + --max-num-steps <owed> into resume_step_<N>;
+ *                   before 03a3dedb a clean exit retrains the unsaved tail (train-checkpoint.ts)
  *   specforge       relaunch = training.resume_from=<newest <run>-step<N>>; done = `specforge export --to sglang`
  *   command         relaunch = the template + resume-args with {checkpoint} (when checkpoint-pattern is set)
  *
@@ -14,10 +16,18 @@ import { basename } from 'node:path';
 import type { Host } from '../hosts/host.js';
 import { JobFailure, superviseJob, type JobHooks, type SuperviseOptions } from './job-supervise.js';
 import { classifyTrainFailure, type TrainFailure } from './train-failure.js';
-import { parseGenericProgress, parseTrainProgress, type TrainProgress } from './train-progress.js';
-import { planTrainResume, rankCheckpoints, resumeSegmentDir, segmentBases, type ResumePlan, type SegmentListing } from './train-checkpoint.js';
+import { parseGenericProgress, parseTrainProgress, seedProgress, type TrainProgress } from './train-progress.js';
+import {
+  planTrainResume,
+  quarantineDir,
+  rankCheckpoints,
+  resumeSegmentDir,
+  segmentBases,
+  type ResumePlan,
+  type SegmentListing,
+} from './train-checkpoint.js';
 import { parseSafetensorsHeader, verifyDrafter } from './train-drafter.js';
-import { renderTrainArgv, type TrainLaunch } from './train.js';
+import { profileOf, renderTrainArgv, type TrainLaunch } from './train.js';
 import { commandCheckpoints, commandDrafterDir, renderCommandArgv, type CommandTemplate, type CommandValues } from './train-command.js';
 import { renderSpecforgeConfig, renderSpecforgeExportArgv, renderSpecforgeTrainArgv, specforgeCheckpoints, type SpecforgeRun } from './train-specforge.js';
 
@@ -71,8 +81,23 @@ const dirNames = async (host: Host, dir: string): Promise<string[]> =>
 
 // ---- SpecForge v0.2 ------------------------------------------------------------------
 
-/** Where to go from v0.2's checkpoints on disk; steps per epoch come from the first launch's log. */
-async function planV02(host: Host, original: TrainLaunch, firstLog: string | undefined): Promise<ResumePlan> {
+/** Why `dir` cannot be resumed from (empty when it can): a servable drafter plus its training state. */
+async function checkpointProblems(host: Host, dir: string): Promise<string[]> {
+  const problems = await drafterProblems(host, dir);
+  // Rank 0 writes training_state.pt before save_pretrained, and v0.2 writes no per-rank files
+  // (SpecForge@20e2e3f0:scripts/train_eagle3.py:714-726); --resume reads it (…:540-547).
+  const st = await host.stat(`${dir}/training_state.pt`);
+  if (!st || st.size === 0) problems.push(`${dir}/training_state.pt is missing or empty`);
+  return problems;
+}
+
+/**
+ * Where to go from v0.2's checkpoints on disk; steps per epoch come from the first launch's
+ * log. A damaged checkpoint is skipped; where --resume would pick it (the output dir's own,
+ * on a revision where --resume works) it is renamed out of the pattern --resume matches first.
+ */
+async function planV02(host: Host, original: TrainLaunch, firstLog: string | undefined, cleanExit: boolean): Promise<{ plan: ResumePlan; notes: string[] }> {
+  const profile = profileOf(original);
   const stepsPerEpoch = firstLog ? parseTrainProgress((await host.tailFrom(firstLog, 0, 4 << 20)).data).stepsPerEpoch : undefined;
   const top = await dirNames(host, original.outputDir);
   const segments: SegmentListing[] = [{ dir: original.outputDir, baseStep: 0, entries: top }];
@@ -80,38 +105,65 @@ async function planV02(host: Host, original: TrainLaunch, firstLog: string | und
     const segDir = resumeSegmentDir(original.outputDir, base);
     segments.push({ dir: segDir, baseStep: base, entries: await dirNames(host, segDir) });
   }
+  const notes: string[] = [];
   for (const ckpt of rankCheckpoints(segments)) {
-    if ((await drafterProblems(host, ckpt.dir)).length > 0) continue; // a damaged checkpoint: try an older one
-    // Without the trainer's own steps-per-epoch figure a continuation cannot be sized: start over.
-    return stepsPerEpoch ? planTrainResume(original, ckpt, stepsPerEpoch) : { kind: 'fresh', launch: original };
+    const problems = await checkpointProblems(host, ckpt.dir);
+    if (problems.length === 0) return { plan: planTrainResume(original, ckpt, stepsPerEpoch, cleanExit), notes };
+    if (profile.v02ResumeWorks && ckpt.baseStep === 0) {
+      const aside = quarantineDir(ckpt.dir);
+      await host.rename(ckpt.dir, aside);
+      notes.push(`moved damaged checkpoint ${ckpt.dir} to ${aside} (${problems[0]}) so --resume does not load it`);
+    } else notes.push(`skipped damaged checkpoint ${ckpt.dir} (${problems[0]})`);
   }
-  return { kind: 'fresh', launch: original };
+  return { plan: planTrainResume(original, null, stepsPerEpoch, cleanExit), notes };
 }
 
 export function v02Hooks(host: Host, original: TrainLaunch, prefix: string): JobHooks<TrainResult, TrainProgress> {
-  const launchOf = (plan: Exclude<ResumePlan, { kind: 'done' }>) => ({
-    kind: 'launch' as const,
-    argv: renderTrainArgv(plan.launch),
-    prepare: () => host.mkdirp(plan.launch.outputDir),
-    note: plan.kind === 'continue' ? `continuing from ${plan.from.dir} (${plan.stepsOwed} steps owed)` : undefined,
-  });
+  // Each launch's progress starts from what its argv says; a continuation reports run-wide steps.
+  let seed = seedProgress(original);
+  const launchOf = (plan: Extract<ResumePlan, { launch: TrainLaunch }>, notes: string[] = []) => {
+    const argv = renderTrainArgv(plan.launch);
+    const base = plan.kind === 'continue' ? plan.from.totalStep : 0;
+    const what =
+      plan.kind === 'resume'
+        ? `resuming with --resume from ${plan.from.dir}${Number.isNaN(plan.stepsOwed) ? '' : ` (${plan.stepsOwed} steps owed)`}`
+        : plan.kind === 'continue'
+          ? (plan.note ?? `continuing from ${plan.from.dir} (${plan.stepsOwed} steps owed)`)
+          : plan.note;
+    const note = [...notes, ...(what ? [what] : [])].join('; ') || undefined;
+    return {
+      kind: 'launch' as const,
+      argv,
+      note,
+      prepare: async () => {
+        seed = seedProgress(plan.launch, base);
+        await host.mkdirp(plan.launch.outputDir);
+      },
+    };
+  };
   const firstLog = async () => (await host.findLaunch(`${prefix}0`))?.logPath;
   return {
     fresh: async () => launchOf({ kind: 'fresh', launch: original }),
     async afterSuccess(ended) {
-      const plan = await planV02(host, original, await firstLog());
+      const { plan, notes } = await planV02(host, original, await firstLog(), true);
       if (plan.kind === 'done') return { kind: 'done', result: await verifiedDrafter(host, plan.finalCheckpoint.dir) };
-      const owed = plan.kind === 'continue' ? `${plan.stepsOwed} steps still owed after ${plan.from.dir}` : 'no usable checkpoint';
-      throw new JobFailure('TrainerOutputMissing', `the trainer exited 0 but its checkpoints do not cover the planned steps (${owed}); see ${ended.record.logPath}`, ended.logTail);
+      if (plan.kind !== 'short') return launchOf(plan, notes);
+      const owed = Number.isNaN(plan.stepsOwed) ? 'it never reported its steps per epoch' : `${plan.stepsOwed} steps still owed after ${plan.from?.dir ?? 'no usable checkpoint'}`;
+      throw new JobFailure(
+        'TrainerOutputMissing',
+        `the trainer exited 0 but its checkpoints do not cover the planned steps (${owed}${notes.length ? `; ${notes.join('; ')}` : ''}); see ${ended.record.logPath}`,
+        ended.logTail,
+      );
     },
     async afterCrash() {
-      const plan = await planV02(host, original, await firstLog());
+      const { plan, notes } = await planV02(host, original, await firstLog(), false);
       if (plan.kind === 'done') return { kind: 'done', result: await verifiedDrafter(host, plan.finalCheckpoint.dir) };
-      return launchOf(plan);
+      if (plan.kind === 'short') throw new Error('planTrainResume: a crash never plans short');
+      return launchOf(plan, notes);
     },
     classify: classifyTrainFailure,
     failureType: trainFailureType,
-    parse: (chunk, prev) => parseTrainProgress(chunk, prev),
+    parse: (chunk, prev) => parseTrainProgress(chunk, prev ?? seed),
   };
 }
 

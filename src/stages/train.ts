@@ -3,17 +3,26 @@
  * train-* siblings) how it reads progress, finds checkpoints, continues an interrupted run,
  * checks the drafter it produced and classifies a failure.
  *
- * How v0.2 resumes (checked against sgl-project/SpecForge, version.txt 0.2.0 from 2025-12
- * until the script was retired in 2026-07): `--resume` first looked for `epoch_N` directories
- * while saving `epoch_{e}_step_{s}`, so it restarted from scratch (fixed only in March 2026),
- * and with `--ckpt-dir` given a `--resume` miss even discards those weights. `--ckpt-dir DIR`
- * loads DIR's weights and config and then counts epochs and steps from zero. So aerie never
- * passes `--resume`: it picks the newest complete checkpoint itself, passes it as
- * `--ckpt-dir`, bounds the run with `--max-num-steps` to the steps still owed, and gives the
- * continuation its own output directory (`resume_step_{N}`, N = steps already done) because
- * its checkpoint names restart at step 1 and would otherwise overwrite earlier ones.
+ * How v0.2 resumes depends on the revision (src/stages/specforge-revision.ts):
+ * - Before 961ca7c3 `--resume` is broken: get_last_checkpoint matches `^epoch_(\d+)$`
+ *   (SpecForge@73e6f808:specforge/utils.py:66) while checkpoints are saved as
+ *   `epoch_{e}_step_{s}` (SpecForge@73e6f808:scripts/train_eagle3.py:466), so it finds nothing,
+ *   and the miss replaces --ckpt-dir's weights with fresh ones (…/train_eagle3.py:336-363).
+ *   `--ckpt-dir DIR` loads DIR's weights and config and counts epochs and steps from zero
+ *   (…/train_eagle3.py:702-703). So aerie continues the run itself: newest complete
+ *   checkpoint as --ckpt-dir, --max-num-steps = steps still owed, into `resume_step_{N}`.
+ * - From 961ca7c3 `--resume` takes the newest `epoch_{e}_step_{s}` of --output-dir by
+ *   (epoch, step) (SpecForge@20e2e3f0:specforge/utils.py:232-256); from 6d01edb5 (a day later)
+ *   it also loads training_state.pt, restoring optimizer, scheduler, epoch and step, and skips
+ *   the batches already done (SpecForge@20e2e3f0:scripts/train_eagle3.py:538-551,1117-1133,
+ *   1168-1171). At 961ca7c3 itself a --resume into a directory without checkpoints dies
+ *   unpacking `return None, None, None` (SpecForge@961ca7c3:specforge/utils.py:104), so aerie passes
+ *   --resume only once a checkpoint exists. It relaunches into the same --output-dir, so
+ *   --max-num-steps stays the run's own, absolute cap (the step counter is restored).
  * See train-checkpoint.ts for that bookkeeping.
  */
+import { SPECFORGE_PROFILES, type SpecforgeProfile } from './specforge-revision.js';
+
 export { parseTrainProgress, type TrainProgress } from './train-progress.js';
 export {
   latestCheckpoint,
@@ -58,10 +67,16 @@ export interface TrainLaunch {
   saveInterval: number;
   /** Checkpoint directory to continue from; rendered as --ckpt-dir (weights only in v0.2). */
   resumeFrom?: string;
-  /** --max-num-steps: on a continuation, the steps still owed. */
+  /** --max-num-steps: on a continuation, the steps still owed; with --resume, the run's own (absolute) cap. */
   maxNumSteps?: number;
+  /** Pass --resume: the script finds its own newest checkpoint in outputDir (only where profile.v02ResumeWorks). */
+  resume?: boolean;
+  /** The host's SpecForge; v0.2.0 when not known. */
+  profile?: SpecforgeProfile;
   extraArgs: string[];
 }
+
+export const profileOf = (l: Pick<TrainLaunch, 'profile'>): SpecforgeProfile => l.profile ?? SPECFORGE_PROFILES['v0.2.0'];
 
 /** Flags aerie sets itself; the same flag again in extra-args would silently win (argparse: last one counts). */
 const MANAGED_FLAGS = [
@@ -90,13 +105,15 @@ function managedFlagOf(arg: string): string | undefined {
   return MANAGED_FLAGS.find((f) => f === name) ?? MANAGED_FLAGS.find((f) => f.startsWith(name));
 }
 
-function checkExtraArgs(extra: string[]): void {
+function checkExtraArgs(extra: string[], profile: SpecforgeProfile): void {
   for (const arg of extra) {
     const flag = managedFlagOf(arg);
     if (!flag) continue;
     if (flag === '--resume') {
+      // Where it works it only repeats what aerie passes on a relaunch (store_true: twice is once).
+      if (profile.v02ResumeWorks) continue;
       throw new TrainLaunchError(
-        'stages.train.extra-args: remove --resume. SpecForge v0.2 --resume looks for epoch_N directories while saving ' +
+        `stages.train.extra-args: remove --resume. On ${profile.label} --resume looks for epoch_N directories while saving ` +
           'epoch_{e}_step_{s}, so it silently starts over (and drops --ckpt-dir weights); aerie continues runs itself from the newest complete checkpoint.',
       );
     }
@@ -116,7 +133,16 @@ function positive(name: string, v: number): string {
 
 export function renderTrainArgv(l: TrainLaunch): string[] {
   if (l.launcher.length === 0) throw new TrainLaunchError('train launch: launcher is empty');
-  checkExtraArgs(l.extraArgs);
+  const profile = profileOf(l);
+  if (profile.flavor !== 'v0.2-scripts') {
+    throw new TrainLaunchError(
+      `stages.train.driver: specforge-v0.2 runs scripts/train_eagle3.py, which ${profile.label} no longer has (removed upstream in d5883d5b); set stages.train.driver: specforge.`,
+    );
+  }
+  if (l.resume && !profile.v02ResumeWorks) {
+    throw new TrainLaunchError(`train launch: --resume does not resume on ${profile.label}; continue with resumeFrom (--ckpt-dir) instead`);
+  }
+  checkExtraArgs(l.extraArgs, profile);
   const argv = [
     ...l.launcher,
     '--target-model-path', l.targetModelPath,
@@ -135,6 +161,7 @@ export function renderTrainArgv(l: TrainLaunch): string[] {
     '--save-interval', int('saveInterval', l.saveInterval, 1),
   );
   if (l.resumeFrom) argv.push('--ckpt-dir', l.resumeFrom);
+  if (l.resume && !l.extraArgs.some((a) => managedFlagOf(a) === '--resume')) argv.push('--resume');
   if (l.maxNumSteps !== undefined) argv.push('--max-num-steps', int('maxNumSteps', l.maxNumSteps, 1));
   argv.push('--output-dir', l.outputDir, ...l.extraArgs);
   return argv;

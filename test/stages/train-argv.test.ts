@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { SPECFORGE_PROFILES } from '../../src/stages/specforge-revision.js';
 import { renderTrainArgv, TrainLaunchError, type TrainLaunch } from '../../src/stages/train.js';
 
 const base: TrainLaunch = {
@@ -86,5 +87,34 @@ describe('renderTrainArgv', () => {
     expect(() => renderTrainArgv({ ...base, learningRate: 0 })).toThrow(/learningRate must be a positive number/);
     expect(() => renderTrainArgv({ ...base, maxNumSteps: 0 })).toThrow(/maxNumSteps/);
     expect(() => renderTrainArgv({ ...base, launcher: [] })).toThrow(/launcher is empty/);
+  });
+});
+
+describe('renderTrainArgv by SpecForge revision', () => {
+  const on = (id: keyof typeof SPECFORGE_PROFILES, over: Partial<TrainLaunch> = {}): TrainLaunch => ({ ...base, profile: SPECFORGE_PROFILES[id], ...over });
+
+  it('refuses --resume in extra-args where it is broken (v0.2.0, 03a3dedb…), naming the revision', () => {
+    for (const id of ['v0.2.0', 'v0.2-final-save'] as const) {
+      expect(() => renderTrainArgv(on(id, { extraArgs: ['--resume'] }))).toThrow(/remove --resume.*epoch_N directories/);
+      expect(() => renderTrainArgv(on(id, { extraArgs: ['--resu'] }))).toThrow(`On ${SPECFORGE_PROFILES[id].label} --resume`);
+    }
+  });
+
+  it('where --resume works, accepts it in extra-args and renders it once when aerie resumes too', () => {
+    expect(renderTrainArgv(on('v0.2-resume', { extraArgs: ['--resume'] })).filter((a) => a === '--resume')).toHaveLength(1);
+    const argv = renderTrainArgv(on('v0.2-resume', { resume: true }));
+    expect(argv.filter((a) => a === '--resume')).toHaveLength(1);
+    expect(argv).not.toContain('--ckpt-dir');
+    expect(argv.slice(argv.indexOf('--output-dir'), argv.indexOf('--output-dir') + 2)).toEqual(['--output-dir', base.outputDir]);
+    expect(renderTrainArgv(on('v0.2-resume', { resume: true, extraArgs: ['--resume'] })).filter((a) => a === '--resume')).toHaveLength(1);
+  });
+
+  it('never renders --resume where it does not resume, and is v0.2.0 when no profile is given', () => {
+    expect(() => renderTrainArgv(on('v0.2.0', { resume: true }))).toThrow(/--resume does not resume on SpecForge v0.2.0/);
+    expect(() => renderTrainArgv({ ...base, resume: true })).toThrow(TrainLaunchError);
+  });
+
+  it('refuses the CLI revision: it has no scripts/train_eagle3.py, and says which driver to use', () => {
+    expect(() => renderTrainArgv(on('cli'))).toThrow(/set stages\.train\.driver: specforge/);
   });
 });

@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { SPECFORGE_PROFILES } from '../../src/stages/specforge-revision.js';
+import { quarantineDir } from '../../src/stages/train-checkpoint.js';
 import {
   latestCheckpoint,
   planTrainResume,
@@ -96,5 +98,89 @@ describe('planTrainResume', () => {
   it('needs the steps per epoch from the trainer log', () => {
     const [from] = rankCheckpoints([{ dir: '/o', baseStep: 0, entries: ['epoch_0_step_40'] }]);
     expect(() => planTrainResume(original, from, 0)).toThrow(/steps per epoch/);
+  });
+});
+
+describe('planTrainResume by SpecForge revision', () => {
+  const base: TrainLaunch = {
+    launcher: ['torchrun', 'scripts/train_eagle3.py'],
+    targetModelPath: '/m',
+    draftModelConfig: '/c.json',
+    trainDataPath: '/d.jsonl',
+    outputDir: '/o',
+    chatTemplate: 'llama3',
+    maxLength: 2048,
+    numEpochs: 2,
+    batchSize: 1,
+    learningRate: 1e-4,
+    tttLength: 7,
+    tpSize: 1,
+    saveInterval: 40,
+    extraArgs: [],
+  };
+  const resumable: TrainLaunch = { ...base, profile: SPECFORGE_PROFILES['v0.2-resume'] };
+  const top = (...entries: string[]) => rankCheckpoints([{ dir: '/o', baseStep: 0, entries }])[0]!;
+
+  it('where --resume works, a crash relaunches the same launch with --resume into the same output dir', () => {
+    const from = top('epoch_0_step_40', 'epoch_1_step_120');
+    expect(planTrainResume(resumable, from, 96)).toEqual({ kind: 'resume', from, stepsOwed: 72, launch: { ...resumable, resume: true } });
+  });
+
+  it('where --resume works but the newest checkpoint is in an older continuation segment, keeps continuing that layout', () => {
+    const [from] = rankCheckpoints([
+      { dir: '/o', baseStep: 0, entries: ['epoch_0_step_40', 'resume_step_40'] },
+      { dir: '/o/resume_step_40', baseStep: 40, entries: ['epoch_0_step_40'] },
+    ]);
+    const plan = planTrainResume(resumable, from!, 96);
+    expect(plan.kind).toBe('continue');
+    expect(plan.kind === 'continue' && [plan.launch.resumeFrom, plan.launch.outputDir, plan.launch.maxNumSteps, plan.launch.resume]).toEqual([
+      '/o/resume_step_40/epoch_0_step_40',
+      '/o/resume_step_80',
+      112,
+      undefined,
+    ]);
+  });
+
+  it('where --resume works, resumes even without the steps-per-epoch figure (the script sizes itself)', () => {
+    const from = top('epoch_0_step_40');
+    expect(planTrainResume(resumable, from, undefined).kind).toBe('resume');
+    expect(planTrainResume(base, from, undefined)).toEqual({ kind: 'fresh', launch: base });
+  });
+
+  it('v0.2.0, clean exit: retrains only the unsaved tail, with --save-interval = --max-num-steps = the steps owed', () => {
+    // 192 steps, saves every 40: the last save is step 160, 32 steps were trained and lost.
+    const from = top('epoch_1_step_160', 'epoch_1_step_120');
+    const plan = planTrainResume(base, from, 96, true);
+    expect(plan.kind).toBe('continue');
+    if (plan.kind !== 'continue') return;
+    expect([plan.stepsOwed, plan.launch.saveInterval, plan.launch.maxNumSteps, plan.launch.outputDir, plan.launch.resumeFrom]).toEqual([
+      32,
+      32,
+      32,
+      '/o/resume_step_160',
+      '/o/epoch_1_step_160',
+    ]);
+    expect(plan.note).toMatch(/saves only every save-interval \(40\) steps.*retraining the last 32 unsaved steps/);
+  });
+
+  it('v0.2.0, clean exit of a run shorter than one save interval: trains it again with a save at its last step', () => {
+    const plan = planTrainResume({ ...base, saveInterval: 5000 }, null, 96, true);
+    expect(plan.kind).toBe('fresh');
+    expect(plan.kind === 'fresh' && [plan.launch.saveInterval, plan.launch.maxNumSteps, plan.note]).toEqual([192, 192, expect.stringMatching(/left no checkpoint/)]);
+  });
+
+  it('a clean exit short by a whole interval or more, or on a revision with a final save, is short: nothing a relaunch fixes', () => {
+    expect(planTrainResume(base, top('epoch_0_step_80'), 96, true)).toMatchObject({ kind: 'short', stepsOwed: 112 });
+    const finalSave = { ...base, profile: SPECFORGE_PROFILES['v0.2-final-save'] };
+    expect(planTrainResume(finalSave, top('epoch_1_step_160'), 96, true)).toMatchObject({ kind: 'short', stepsOwed: 32 });
+    expect(planTrainResume(resumable, null, 96, true)).toMatchObject({ kind: 'short', from: null });
+    expect(planTrainResume(base, top('epoch_1_step_192'), 96, true)).toMatchObject({ kind: 'done' });
+  });
+
+  it('names a damaged checkpoint out of the pattern --resume matches', () => {
+    const aside = quarantineDir('/o/epoch_1_step_160/', 7);
+    expect(aside).toBe('/o/epoch_1_step_160.incomplete-7');
+    expect(/^epoch_(\d+)(?:_step_(\d+))?$/.test(aside.split('/').pop()!)).toBe(false);
+    expect(latestCheckpoint([aside])).toBeNull();
   });
 });

@@ -1,24 +1,22 @@
 import { describe, expect, it } from 'vitest';
 import { parseTrainProgress, type TrainProgress } from '../../src/stages/train.js';
+import { seedProgress } from '../../src/stages/train-progress.js';
 
 const meter = (e: number, n: number, total: number, post = ''): string =>
   `\rTraining Epoch ${e}: ${String(Math.round((100 * n) / total)).padStart(3)}%|█▏        | ${n}/${total} [00:20<00:28,  1.99it/s${post}]`;
 
-/** A SpecForge v0.2 log as a merged stdout+stderr file shows it. */
+/**
+ * A SpecForge v0.2 log (03a3dedb…) as a merged stdout+stderr file shows it: the args dump is
+ * the only print before the meters; logger.info lines never reach it.
+ */
 const LOG =
   '\n -----------【args】-----------\n' +
   'target_model_path                      ···· /models/llama-8b\n' +
   'num_epochs                             ··· 2\n' +
   'max_num_steps                          ···· None\n' +
-  'rank 0: Initialized distributed environment\n' +
-  'rank 0: Loaded vocab mapping\n' +
-  'rank 0: Auto-calculated total_steps: 192 (num_epochs=2 * steps_per_epoch=96)\n' +
-  'Starting training from epoch 0\n' +
   meter(0, 0, 96) +
   meter(0, 1, 96, ', loss=9.41, acc=0.08, time=0.50s') +
   meter(0, 40, 96, ', loss=6.02, acc=0.31, time=0.50s') +
-  'Saved full training state to /o/epoch_0_step_40/training_state.pt\n' +
-  'Saved model configuration to /o/epoch_0_step_40\n' +
   meter(0, 41, 96, ', loss=5.98, acc=0.32, time=2.51s');
 
 const stable = (p: TrainProgress): Omit<TrainProgress, 'partial'> => {
@@ -27,9 +25,9 @@ const stable = (p: TrainProgress): Omit<TrainProgress, 'partial'> => {
 };
 
 describe('parseTrainProgress', () => {
-  it('reads epoch, step, totals, loss, acc and the last checkpoint from a log', () => {
+  it('reads epoch, step, totals, loss and acc from the args dump and the meter', () => {
     expect(stable(parseTrainProgress(LOG))).toEqual({
-      lines: 11,
+      lines: 5,
       totalEpochs: 2,
       stepsPerEpoch: 96,
       totalSteps: 192,
@@ -38,8 +36,31 @@ describe('parseTrainProgress', () => {
       step: 41,
       loss: 5.98,
       acc: 0.32,
-      lastCheckpoint: '/o/epoch_0_step_40',
     });
+  });
+
+  it('takes totals from the launch when the log has no args dump (the v0.2.0 release prints none)', () => {
+    const bare = meter(0, 0, 96) + meter(0, 7, 96, ', loss=6.5, acc=0.2, time=0.50s');
+    expect(parseTrainProgress(bare).totalSteps).toBeUndefined();
+    const p = parseTrainProgress(bare, seedProgress({ numEpochs: 2, maxNumSteps: undefined }));
+    expect([p.step, p.totalSteps, p.stepsPerEpoch]).toEqual([7, 192, 96]);
+  });
+
+  it('reports a --ckpt-dir continuation in run-wide steps: its meter counts from zero', () => {
+    const p = parseTrainProgress(meter(0, 5, 96, ', loss=4.0, acc=0.5, time=0.5s'), seedProgress({ numEpochs: 2, maxNumSteps: 72 }, 120));
+    expect([p.step, p.totalSteps, p.baseStep]).toEqual([125, 192, 120]);
+  });
+
+  it('reads acceptance_rate and grad_norm where the meter has them (20e2e3f0), without taking either for acc', () => {
+    const p = parseTrainProgress(meter(1, 3, 8, ', loss=3.21, acc=0.44, acceptance_rate=0.39, time=0.50s, grad_norm=1.25'));
+    expect([p.loss, p.acc, p.acceptanceRate, p.gradNorm, p.step]).toEqual([3.21, 0.44, 0.39, 1.25, 11]);
+  });
+
+  it('ignores logger.info lines even if a handler printed them: only prints and meters count', () => {
+    const p = parseTrainProgress(
+      'rank 0: Auto-calculated total_steps: 999 (num_epochs=9 * steps_per_epoch=111)\nSaved model configuration to /o/epoch_0_step_40\n' + meter(0, 2, 96),
+    );
+    expect([p.totalEpochs, p.stepsPerEpoch, p.lastCheckpoint]).toEqual([undefined, 96, undefined]);
   });
 
   it('gives the same answer however the log is cut into chunks', () => {
@@ -70,16 +91,16 @@ describe('parseTrainProgress', () => {
     expect(p.loss).toBeNaN();
   });
 
-  it('caps total steps by --max-num-steps and records where a continuation started', () => {
+  it('caps total steps by --max-num-steps and records what a working --resume loaded', () => {
     const log =
       'num_epochs                             ··· 2\n' +
       'max_num_steps                          ·· 72\n' +
-      'Finetuning from base model: /o/epoch_1_step_120\n' +
-      'rank 0: Auto-calculated total_steps: 192 (num_epochs=2 * steps_per_epoch=96)\n' +
-      'Starting training from epoch 0\n' +
-      meter(0, 5, 96, ', loss=4.0, acc=0.5, time=0.5s');
+      'Last checkpoint detected: /o/epoch_0_step_40\n'.repeat(2) +
+      meter(0, 0, 96) +
+      meter(0, 41, 96, ', loss=4.0, acc=0.5, time=0.5s');
     const p = parseTrainProgress(log);
-    expect([p.totalSteps, p.maxNumSteps, p.startedFrom, p.step]).toEqual([72, 72, '/o/epoch_1_step_120', 5]);
+    expect([p.totalSteps, p.maxNumSteps, p.startedFrom, p.step]).toEqual([72, 72, '/o/epoch_0_step_40', 41]);
+    expect(parseTrainProgress('Last checkpoint detected: None\n').startedFrom).toBeUndefined();
   });
 
   it('keeps only a short unfinished tail, however long an epoch runs without a newline', () => {
