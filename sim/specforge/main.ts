@@ -6,7 +6,9 @@ import { parse, type Opt } from './argparse.js';
 import { runSpecforgeExport } from './export.js';
 import { runSpecforgeTrain } from './train.js';
 
-const USAGE = 'usage: specforge [-h] {train,export} ...\n';
+// SpecForge@a6b6b023:specforge/cli.py:170-171,213 (subcommands train, export, benchmark; the sim has no benchmark).
+const USAGE = 'usage: specforge [-h] {train,export,benchmark} ...\n';
+// SpecForge@a6b6b023:specforge/cli.py:172-198 (`train`: -c/--config, --role, --node-rank, --plan, overrides nargs=*).
 const TRAIN_OPTIONS: Opt[] = [
   { flag: '--config', kind: 'str', required: true },
   { flag: '--role', kind: 'str', default: 'auto', choices: ['auto', 'all', 'producer', 'consumer', 'both'] },
