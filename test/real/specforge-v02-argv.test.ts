@@ -124,15 +124,9 @@ const PREPARE_REVISIONS: { commit: string; profile: SpecforgeProfileId }[] = [
   { commit: 'a6b6b023', profile: 'cli' },
 ];
 
-/**
- * renderPrepareArgv as the extract stage calls it for a revision. Today it takes the launch
- * alone and renders one flag set for every revision; the profile is handed over both ways
- * (a second argument and a `profile` field) so a revision-aware renderer is judged by this same
- * test the moment it lands, whichever of the two it reads.
- */
+/** renderPrepareArgv as the extract stage calls it for the host's revision (PrepareLaunch.profile). */
 function renderPrepareFor(launch: PrepareLaunch, profile: SpecforgeProfile): string[] {
-  const render = renderPrepareArgv as (l: PrepareLaunch, p: SpecforgeProfile) => string[];
-  return render({ ...launch, profile } as PrepareLaunch, profile);
+  return renderPrepareArgv({ ...launch, profile });
 }
 
 /** Whether the recorded parser has an option (the spec lists every add_argument's option strings). */
