@@ -1,15 +1,16 @@
 /**
  * `aerie-sim specforge train -c config.yaml [section.field=value ...]`: stands in for the
- * current SpecForge CLI's training. Checkpoints are `<output_dir>/<run_id>-step<N>/` with
- * `training_state.pt` (a JSON stand-in for the pickle) and `training_state_rank0.pt`, a
- * `<run_id>-latest` symlink beside them, rotation by max_checkpoints, and fork semantics
- * (saving step S first deletes steps ≥ S). `training.resume_from` restores the step, the
- * epoch and the training carried so far, and refuses a different world size. Checkpoints are
- * not servable: `specforge export --to sglang` makes the drafter (export.ts).
+ * current SpecForge CLI's offline training (HEAD a6b6b023 = PyPI specforge 0.2.0).
  *
- * Log: tqdm meters on stderr (`Training: 12%|█▏ | 24/192 [.., epoch=0, loss=4.31, acc=0.37]`),
- * logging lines on stdout (`step 50/192 epoch 0 | train/loss=… train/acc=…`,
- * `Saved checkpoint <dir>`). Environment as for `aerie-sim train`.
+ * What it prints, as HEAD does: nothing at start or end of a successful offline run (its
+ * start-up messages go through print_with_rank → logger.info, and no logging handler is
+ * configured, SpecForge@a6b6b023:specforge/utils.py:168-172); every `training.log_interval`
+ * optimizer steps one `step N: {...}` dict line on stdout per rank (metrics.ts); tqdm's
+ * `Training:` bar on stderr only when stderr is a TTY (controller.py:572-592); the rewind
+ * warning on stderr when a save deletes later steps (checkpoint.py:109-120). No line names a
+ * checkpoint. Checkpoints: checkpoint.ts. Environment as for `aerie-sim train`, plus
+ * AERIE_SIM_SPECFORGE_CRASH_IN_SAVE=<step>: die after rank 0's files of that step's save,
+ * before the other ranks' (a world > 1 save cut short).
  */
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
@@ -18,74 +19,44 @@ import { claimFault, crashText, faultPlan, oomText, setupErrorText, torchrunSumm
 import { acceptLength, roundTo, stepMetrics } from '../train/quality.js';
 import { draftDims } from '../train/safetensors.js';
 import { formatMeter } from '../train/tqdm.js';
+import { readResumeState, saveCheckpoint, type SharedState } from './checkpoint.js';
 import { ConfigValidationError, loadRunConfig, type RunConfig } from './config.js';
+import { eagle3Metrics, pyDictLine, scheduledLr } from './metrics.js';
 import type { ScriptIO } from './prepare.js';
 
 const STEP_S = 0.5;
 const STARTUP_S = 20;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-export interface TrainState {
-  run_id: string;
-  global_step: number;
-  epoch: number;
-  world_size: number;
-  draft_config: Record<string, unknown>;
-  aerie_sim: { trained_steps: number; trained_sample_epochs: number; accept_length: number; samples_per_epoch: number; steps_per_epoch: number };
-}
-
-/** What resume_from may name: a checkpoint dir, its training_state.pt, file://…, or a run root with one `*-latest`. */
-export async function resolveCheckpoint(p: string): Promise<string> {
-  let dir = p.startsWith('file://') ? p.slice(7) : p;
-  if (path.basename(dir) === 'training_state.pt') dir = path.dirname(dir);
-  if (await fs.stat(path.join(dir, 'training_state.pt')).catch(() => null)) return path.resolve(dir);
-  const entries = await fs.readdir(dir).catch(() => null);
-  if (!entries) throw new Error(`FileNotFoundError: checkpoint path does not exist: ${dir}`);
-  const latest = entries.filter((e) => e.endsWith('-latest'));
-  if (latest.length === 1) return fs.realpath(path.join(dir, latest[0]!));
-  throw new Error(`FileNotFoundError: no complete checkpoint found under ${dir}`);
-}
-
-export async function readState(dir: string): Promise<TrainState> {
-  return JSON.parse(await fs.readFile(path.join(dir, 'training_state.pt'), 'utf8')) as TrainState;
-}
-
-async function stepDirs(out: string, runId: string): Promise<{ step: number; dir: string }[]> {
-  const re = new RegExp(`^${runId.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}-step(\\d+)$`);
-  const names = await fs.readdir(out).catch(() => [] as string[]);
-  return names.flatMap((n) => {
-    const m = re.exec(n);
-    return m ? [{ step: Number(m[1]), dir: path.join(out, n) }] : [];
-  });
-}
-
-async function saveCheckpoint(out: string, st: TrainState, maxCheckpoints: number): Promise<string> {
-  await fs.mkdir(out, { recursive: true });
-  for (const s of await stepDirs(out, st.run_id)) if (s.step >= st.global_step) await fs.rm(s.dir, { recursive: true, force: true });
-  const name = `${st.run_id}-step${st.global_step}`;
-  const tmp = path.join(out, `.${name}.tmp-${process.pid}`);
-  await fs.mkdir(tmp, { recursive: true });
-  await fs.writeFile(path.join(tmp, 'training_state_rank0.pt'), JSON.stringify({ optimizer: 'aerie-sim', rng: st.global_step }) + '\n');
-  await fs.writeFile(path.join(tmp, 'training_state.pt'), JSON.stringify(st, null, 1) + '\n');
-  await fs.rename(tmp, path.join(out, name));
-  const link = path.join(out, `${st.run_id}-latest`);
-  await fs.rm(link, { force: true });
-  await fs.symlink(name, link);
-  if (maxCheckpoints > 0) {
-    const all = (await stepDirs(out, st.run_id)).sort((a, b) => b.step - a.step);
-    for (const old of all.slice(maxCheckpoints)) await fs.rm(old.dir, { recursive: true, force: true });
-  }
-  return path.join(out, name);
-}
+export type TrainIO = ScriptIO & { errIsTTY?: boolean };
 
 async function countSamples(c: RunConfig): Promise<number> {
   const d = c.data!;
+  // list_feature_files walks hidden_states_path (runtime/data_plane/offline_reader.py:72-82).
   if (d.hidden_states_path) return countHiddenStateFiles(String(d.hidden_states_path));
   return countJsonlRows(String(d.train_data_path || d.prompts_path));
 }
 
-export async function runSpecforgeTrain(configPath: string, overrides: string[], io: ScriptIO): Promise<number> {
-  const log = (m: string): void => io.out(`${m}\n`);
+/** The trainer's resume contract (trainer.py:247-256,296-299; launch.py:649-653), in HEAD's key order. */
+function resumeContract(world: number, perRank: number, samples: number, c: RunConfig, totalSteps: number): [string, unknown][] {
+  const t = c.training!;
+  return [
+    ['world_size', world],
+    ['dataset_size', perRank],
+    ['batch_size', Number(t.batch_size)],
+    ['accumulation_steps', Number(t.accumulation_steps)],
+    ['num_epochs', Number(t.num_epochs)],
+    ['effective_total_steps', totalSteps],
+    ['tp_size', Number(t.tp_size)],
+    ['sp_ulysses_size', Number(t.sp_ulysses_size ?? 1)],
+    ['sp_ring_size', Number(t.sp_ring_size ?? 1)],
+    ['offline_sampler_version', 1],
+    ['sampler_seed', Number(t.seed)],
+    ['source_dataset_size', samples],
+  ];
+}
+
+export async function runSpecforgeTrain(configPath: string, overrides: string[], io: TrainIO): Promise<number> {
   const fail = (text: string): number => (io.err(text + torchrunSummary(1, new Date(), 'specforge/cli.py')), 1);
   let c: RunConfig;
   try {
@@ -99,9 +70,13 @@ export async function runSpecforgeTrain(configPath: string, overrides: string[],
   const t = c.training!;
   const runId = String(c.top.run_id);
   const out = String(c.top.output_dir);
-  const world = Number(c['deployment.trainer']!.nproc_per_node) * Number(c['deployment.trainer']!.nnodes);
+  const trainer = c['deployment.trainer'] ?? {};
+  const world = Number(trainer.nproc_per_node ?? 1) * Number(trainer.nnodes ?? 1);
+  const tracked = String(c.tracking?.report_to ?? 'none') !== 'none'; // assembly.py:294-317
+  const tty = io.errIsTTY ?? process.stderr.isTTY === true;
   const scale = Math.max(0, Number(io.env.AERIE_SIM_TIME_SCALE ?? '1')) || 0;
   const faults = faultPlan(io.env);
+  const crashInSave = Number(io.env.AERIE_SIM_SPECFORGE_CRASH_IN_SAVE ?? NaN);
 
   let draftConfig: Record<string, unknown>;
   try {
@@ -117,62 +92,102 @@ export async function runSpecforgeTrain(configPath: string, overrides: string[],
     if (e instanceof DatasetError) return fail(setupErrorText('dataset', e.message));
     throw e;
   }
+  // Each DP rank gets ceil(N/dp) refs, DistributedSampler-padded (launch.py:219-239); partial
+  // batches dropped (trainer.py:151); accumulation spans epochs (schedule.py:28-29).
   const dp = Math.max(1, Math.floor(world / Number(t.tp_size)));
-  const stepsPerEpoch = Math.ceil(samples / (Number(t.batch_size) * dp * Number(t.accumulation_steps)));
+  const batch = Number(t.batch_size);
+  const accum = Number(t.accumulation_steps);
   const epochs = Number(t.num_epochs);
-  const maxSteps = t.max_steps === null ? epochs * stepsPerEpoch : Math.min(Number(t.max_steps), epochs * stepsPerEpoch);
+  const perRank = Math.ceil(samples / dp);
+  const batchesPerEpoch = Math.floor(perRank / batch);
+  const dataSteps = Math.floor((batchesPerEpoch * epochs) / accum);
+  if (dataSteps < 1) return fail(setupErrorText('dataset', `ValueError: training data produces no optimizer step: samples=${perRank}, batch_size=${batch}, accumulation_steps=${accum}, num_epochs=${epochs}`));
+  const maxSteps = t.max_steps === null || t.max_steps === undefined ? null : Number(t.max_steps);
+  // The LR horizon: total_steps, else max_steps, else the data (schedule.py:8-36).
+  const totalSteps = t.total_steps != null ? Number(t.total_steps) : maxSteps ?? dataSteps;
+  const stopAt = maxSteps === null ? dataSteps : Math.min(maxSteps, dataSteps);
+  const contract = resumeContract(world, perRank, samples, c, totalSteps);
 
   let step = 0;
   let carried = 0;
-  if (t.resume_from !== null) {
-    let st: TrainState;
+  let lastSaved: number | null = null;
+  if (t.resume_from !== null && t.resume_from !== undefined && t.resume_from !== '') {
+    const from = String(t.resume_from);
     try {
-      const dir = await resolveCheckpoint(String(t.resume_from));
-      st = await readState(dir);
-      if (st.world_size !== world) {
-        return fail(setupErrorText('draft-model', `ValueError: checkpoint ${dir} has no usable per-rank state for rank 0 at world_size=${world} (written at world_size=${st.world_size}): resume at the original world size`));
+      const { state } = await readResumeState(from, world);
+      if (state.strategy !== String(t.strategy)) throw new Error(`ValueError: checkpoint ${from} was written by strategy '${state.strategy}'; this run trains '${t.strategy}'`);
+      // trainer.py:335-341: any recorded contract value that differs refuses the resume.
+      for (const [key, now] of contract) {
+        if (key in state.contract && JSON.stringify(state.contract[key]) !== JSON.stringify(now)) {
+          throw new Error(`ValueError: checkpoint ${from} was written with ${key}=${String(state.contract[key])} but this run has ${key}=${String(now)}; resume with the original configuration`);
+        }
       }
-      log(`Resuming from ${dir}: global_step=${st.global_step} epoch=${st.epoch}`);
+      step = state.global_step;
+      carried = state.aerie_sim.trained_steps;
+      lastSaved = step; // trainer.py:473-477: a no-op fit does not rewrite the checkpoint
     } catch (e) {
       return fail(setupErrorText('draft-model', (e as Error).message));
     }
-    step = st.global_step;
-    carried = st.aerie_sim.trained_steps;
   }
-  log(`[specforge] run_id=${runId} output_dir=${out} strategy=${t.strategy} mode=${c.data!.hidden_states_path ? 'offline' : 'online'} world_size=${world}`);
-  log(`[specforge] dataset: ${samples} samples, steps_per_epoch=${stepsPerEpoch}, num_epochs=${epochs}, total_steps=${maxSteps}`);
   await sleep(STARTUP_S * scale * 1000);
 
-  const record = (steps: number): TrainState['aerie_sim'] => {
-    const se = roundTo((steps * samples) / Math.max(1, stepsPerEpoch), 6);
-    return { trained_steps: steps, trained_sample_epochs: se, accept_length: acceptLength(se), samples_per_epoch: samples, steps_per_epoch: stepsPerEpoch };
-  };
-  const stateAt = (s: number): TrainState => ({
-    run_id: runId,
-    global_step: s,
-    epoch: Math.floor(s / Math.max(1, stepsPerEpoch)),
-    world_size: world,
-    draft_config: draftConfig,
-    aerie_sim: record(carried + s - step0),
-  });
   const step0 = step;
+  const record = (steps: number): SharedState['aerie_sim'] => {
+    const se = roundTo((steps * samples) / Math.max(1, batchesPerEpoch / accum), 6);
+    return { trained_steps: steps, trained_sample_epochs: se, accept_length: acceptLength(se), samples_per_epoch: samples, steps_per_epoch: batchesPerEpoch / accum };
+  };
+  const microDone = (s: number): number => s * accum;
+  const stateAt = (s: number): SharedState => {
+    // Counters after a natural epoch end point at the next epoch, batch 0 (controller.py:755-761).
+    const epoch = Math.floor(microDone(s) / batchesPerEpoch);
+    const epochBatch = microDone(s) % batchesPerEpoch;
+    return {
+      global_step: s, epoch, epoch_batch: epochBatch, epoch_samples: epochBatch * batch, strategy: String(t.strategy),
+      run_id: runId, world_size: world, contract: Object.fromEntries(contract), draft_config: draftConfig, aerie_sim: record(carried + s - step0),
+    };
+  };
+  const save = async (s: number): Promise<void> => {
+    await saveCheckpoint(out, stateAt(s), Number(t.max_checkpoints), {
+      warn: (msg) => io.err(`${msg}\n`),
+      between: () => {
+        if (crashInSave === s && world > 1) process.exit(137);
+      },
+    });
+    lastSaved = s;
+  };
+
   const started = Date.now();
+  let windowStart = Date.now();
+  let windowSteps = 0;
+  const meter = (n: number): string =>
+    `\r${formatMeter({ desc: 'Training', n, total: maxSteps ?? totalSteps, elapsedS: (Date.now() - started) / 1000 })}`.replace('it/s]', 'step/s]').replace('s/it]', 's/step]');
+  if (tty && step < stopAt) io.err(meter(step));
   let ranThisLaunch = 0;
-  while (step < maxSteps) {
+  while (step < stopAt) {
     step++;
     if (faults.oom && ranThisLaunch === 0 && claimFault(faults)) return fail(`\n${oomText()}`);
     if (faults.crashAtStep === step && claimFault(faults)) return fail(`\n${crashText()}`);
     await sleep(STEP_S * scale * 1000);
     ranThisLaunch++;
-    const { loss, acc } = stepMetrics(record(carried + step - step0).trained_sample_epochs, step);
-    const epoch = Math.floor((step - 1) / Math.max(1, stepsPerEpoch));
-    const postfix = { epoch: String(epoch), loss: loss.toFixed(2), acc: acc.toFixed(2) };
-    io.err(`\r${formatMeter({ desc: 'Training', n: step, total: maxSteps, elapsedS: (Date.now() - started) / 1000, postfix })}`);
-    if (step % Number(t.log_interval) === 0) log(`step ${step}/${maxSteps} epoch ${epoch} | train/loss=${loss.toFixed(4)} train/acc=${acc.toFixed(4)} train/lr=${Number(t.learning_rate)}`);
-    if (Number(t.save_interval) > 0 && step % Number(t.save_interval) === 0) log(`Saved checkpoint ${await saveCheckpoint(out, stateAt(step), Number(t.max_checkpoints))}`);
+    windowSteps++;
+    if (step % Math.max(1, Number(t.log_interval)) === 0) {
+      const { loss, acc } = stepMetrics(record(carried + step - step0).trained_sample_epochs, step);
+      const elapsed = Math.max((Date.now() - windowStart) / 1000, 1e-12);
+      const metrics = eagle3Metrics({
+        loss0: loss, acc0: acc, ttt: Number(t.ttt_length), gradNorm: 0.5 + loss / 4,
+        lr: scheduledLr(Number(t.learning_rate), step, totalSteps, Number(t.warmup_ratio)),
+        perf: { stepsPerHour: (windowSteps * 3600) / elapsed, stepTimeS: elapsed / windowSteps, dataWaitS: 0, computeS: elapsed / windowSteps, samplesPerS: (windowSteps * accum * batch * dp) / elapsed },
+      }, tracked);
+      // Every rank prints (the logger is not rank-gated, controller.py:682,721).
+      for (let r = 0; r < world; r++) io.out(`${pyDictLine(step, metrics)}\n`);
+      windowStart = Date.now();
+      windowSteps = 0;
+    }
+    if (Number(t.save_interval) > 0 && step % Number(t.save_interval) === 0) await save(step); // controller.py:739-746
+    if (tty) io.err(meter(step));
   }
-  io.err('\n');
-  if (!(Number(t.save_interval) > 0 && step % Number(t.save_interval) === 0)) log(`Saved checkpoint ${await saveCheckpoint(out, stateAt(step), Number(t.max_checkpoints))}`);
-  log(`Training finished at step ${step}`);
+  if (tty && ranThisLaunch > 0) io.err('\n');
+  // The final save, unless that step was just saved or loaded (trainer.py:528-529).
+  if (step > 0 && lastSaved !== step) await save(step);
   return 0;
 }
