@@ -55,7 +55,7 @@ async function readLink(host: Host, path: string): Promise<string | undefined> {
 function linkOf(outputDir: string, runId: string, target: string): SpecforgeCheckpointLink {
   const base = target.replace(/\/+$/, '').split('/').pop()!;
   const m = new RegExp(`^${escapeRe(runId)}-step(\\d+)$`).exec(base);
-  const dir = target.startsWith('/') ? target : `${outputDir}/${target}`;
+  const dir = target.startsWith('/') ? target : `${outputDir.replace(/\/+$/, '')}/${target}`;
   return m ? { target, dir, step: Number(m[1]) } : { target, dir };
 }
 
@@ -79,9 +79,9 @@ export async function listSpecforgeCheckpoints(host: Host, outputDir: string, ru
   }
   out.checkpoints.sort((a, b) => b.step - a.step);
   for (const kind of ['latest', 'best'] as const) {
-    const link = `${outputDir}/${runId}-${kind}`;
-    if (!entries.some((e) => e.path === link)) continue;
-    const target = await readLink(host, link);
+    const entry = entries.find((e) => e.path.slice(e.path.lastIndexOf('/') + 1) === `${runId}-${kind}`);
+    if (!entry) continue;
+    const target = await readLink(host, entry.path);
     if (target !== undefined) out[kind] = linkOf(outputDir, runId, target);
   }
   return out;

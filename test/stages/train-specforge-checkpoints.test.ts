@@ -48,6 +48,7 @@ describe('listSpecforgeCheckpoints', () => {
     expect(l.checkpoints[0]!.files).toEqual(full(2));
     expect(l.latest).toEqual({ target: 'demo-step8', dir: join(dir, 'out', 'demo-step8'), step: 8 });
     expect(l.best).toBeUndefined();
+    expect((await listSpecforgeCheckpoints(host, `${join(dir, 'out')}/`, 'demo')).latest?.dir).toBe(join(dir, 'out', 'demo-step8'));
   });
 
   it('is empty for an output dir that does not exist yet', async () => {
