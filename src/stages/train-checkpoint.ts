@@ -94,10 +94,10 @@ export const quarantineDir = (dir: string, now = Date.now()): string => `${dir.r
 export type ResumePlan =
   | { kind: 'fresh'; launch: TrainLaunch; note?: string }
   /** aerie's continuation: --ckpt-dir <from> --max-num-steps <owed> into resume_step_<from.totalStep>. */
-  | { kind: 'continue'; launch: TrainLaunch; from: RankedCheckpoint; stepsOwed: number; note?: string }
+  | { kind: 'continue'; launch: TrainLaunch; from: RankedCheckpoint; stepsOwed: number }
   /** The script's own --resume into the same output dir (it finds `from` itself). */
   | { kind: 'resume'; launch: TrainLaunch; from: RankedCheckpoint; stepsOwed: number }
-  | { kind: 'done'; finalCheckpoint: RankedCheckpoint }
+  | { kind: 'done'; finalCheckpoint: RankedCheckpoint; note?: string }
   /** A clean exit that should have covered the plan and did not: nothing a relaunch would fix. */
   | { kind: 'short'; from: RankedCheckpoint | null; stepsOwed: number };
 
@@ -109,14 +109,19 @@ export function plannedSteps(original: TrainLaunch, stepsPerEpoch: number): numb
   return Math.min(original.numEpochs * stepsPerEpoch, original.maxNumSteps ?? Infinity);
 }
 
-const continuation = (original: TrainLaunch, from: RankedCheckpoint, owed: number, saveInterval = original.saveInterval): TrainLaunch => ({
+const continuation = (original: TrainLaunch, from: RankedCheckpoint, owed: number): TrainLaunch => ({
   ...original,
   resume: undefined,
   resumeFrom: from.dir,
   maxNumSteps: owed,
-  saveInterval,
   outputDir: resumeSegmentDir(original.outputDir, from.totalStep),
 });
+
+/** The largest divisor of `steps` not above `interval`: a save-interval whose last save is the last step. */
+export function dividingInterval(steps: number, interval: number): number {
+  for (let d = Math.min(steps, interval); d > 1; d--) if (steps % d === 0) return d;
+  return 1;
+}
 
 /**
  * What to launch next for a run planned as `original` (its first launch), given the newest
@@ -125,10 +130,12 @@ const continuation = (original: TrainLaunch, from: RankedCheckpoint, owed: numbe
  * After a crash: --resume where it works and the checkpoint is the output dir's own, else
  * aerie's continuation. After a clean exit on a revision without a final save (before
  * 03a3dedb the script saves only when `global_step % save_interval == 0`,
- * SpecForge@73e6f808:scripts/train_eagle3.py:820-822, and stops without saving,
- * …:830-832), the steps after the last save are lost; they are fewer than one interval, so
- * aerie retrains just those from the newest checkpoint with --save-interval and
- * --max-num-steps both set to the steps owed, which makes that launch's last step a save.
+ * SpecForge@73e6f808:scripts/train_eagle3.py:820-822, and stops without saving, …:830-832),
+ * the steps after the last save were trained and lost. They are fewer than one interval, and
+ * retraining them from a --ckpt-dir continuation would re-warm a learning rate the full run had
+ * annealed, so the newest checkpoint is the drafter, with a note naming the steps lost and the
+ * save-interval that keeps them. A run shorter than one interval saved nothing: it is run
+ * again, exactly as planned, with --save-interval set to its length so its last step saves.
  */
 export function planTrainResume(original: TrainLaunch, from: RankedCheckpoint | null, stepsPerEpoch: number | undefined, cleanExit = false): ResumePlan {
   const profile = profileOf(original);
@@ -150,17 +157,12 @@ export function planTrainResume(original: TrainLaunch, from: RankedCheckpoint | 
     if (!from) {
       return {
         kind: 'fresh',
-        launch: { ...original, saveInterval: planned, maxNumSteps: planned },
-        note: `${why}: the run's ${planned} steps left no checkpoint, so they are trained again with --save-interval ${planned}`,
+        launch: { ...original, saveInterval: planned },
+        note: `${why}: the run's ${planned} steps left no checkpoint, so it runs again as planned with --save-interval ${planned}`,
       };
     }
-    return {
-      kind: 'continue',
-      from,
-      stepsOwed: owed,
-      launch: continuation(original, from, owed, owed),
-      note: `${why}: retraining the last ${owed} unsaved steps from ${from.dir} so the drafter covers all ${planned}`,
-    };
+    const fix = `set stages.train.save-interval to a divisor of ${planned} (e.g. ${dividingInterval(planned, original.saveInterval)}) to keep every step`;
+    return { kind: 'done', finalCheckpoint: from, note: `${why}: the last ${owed} of ${planned} steps were trained but not saved, so the drafter is step ${done}'s checkpoint; ${fix}` };
   }
   if (from && profile.v02ResumeWorks && from.baseStep === 0) {
     return { kind: 'resume', from, stepsOwed: owed, launch: { ...original, resume: true } };

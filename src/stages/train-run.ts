@@ -5,7 +5,8 @@
  *
  *   specforge-v0.2  relaunch = --resume into the same output dir where it works (961ca7c3…), else
  *                   --ckpt-dir <newest checkpoint> + --max-num-steps <owed> into resume_step_<N>;
- *                   before 03a3dedb a clean exit retrains the unsaved tail (train-checkpoint.ts)
+ *                   before 03a3dedb (no final save) a clean exit keeps the newest checkpoint and
+ *                   says which steps it lacks (train-checkpoint.ts)
  *   specforge       relaunch = training.resume_from=<newest <run>-step<N>>; done = `specforge export --to sglang`
  *   command         relaunch = the template + resume-args with {checkpoint} (when checkpoint-pattern is set)
  *
@@ -33,6 +34,8 @@ import { renderSpecforgeConfig, renderSpecforgeExportArgv, renderSpecforgeTrainA
 
 export interface TrainResult {
   drafterDir: string;
+  /** What the researcher should know about how the drafter came to be (steps not saved, checkpoints skipped). */
+  note?: string;
 }
 
 export function trainFailureType(f: TrainFailure): string {
@@ -128,7 +131,7 @@ export function v02Hooks(host: Host, original: TrainLaunch, prefix: string): Job
       plan.kind === 'resume'
         ? `resuming with --resume from ${plan.from.dir}${Number.isNaN(plan.stepsOwed) ? '' : ` (${plan.stepsOwed} steps owed)`}`
         : plan.kind === 'continue'
-          ? (plan.note ?? `continuing from ${plan.from.dir} (${plan.stepsOwed} steps owed)`)
+          ? `continuing from ${plan.from.dir} (${plan.stepsOwed} steps owed)`
           : plan.note;
     const note = [...notes, ...(what ? [what] : [])].join('; ') || undefined;
     return {
@@ -146,7 +149,10 @@ export function v02Hooks(host: Host, original: TrainLaunch, prefix: string): Job
     fresh: async () => launchOf({ kind: 'fresh', launch: original }),
     async afterSuccess(ended) {
       const { plan, notes } = await planV02(host, original, await firstLog(), true);
-      if (plan.kind === 'done') return { kind: 'done', result: await verifiedDrafter(host, plan.finalCheckpoint.dir) };
+      if (plan.kind === 'done') {
+        const note = [...notes, ...(plan.note ? [plan.note] : [])].join('; ');
+        return { kind: 'done', result: { ...(await verifiedDrafter(host, plan.finalCheckpoint.dir)), ...(note ? { note } : {}) } };
+      }
       if (plan.kind !== 'short') return launchOf(plan, notes);
       const owed = Number.isNaN(plan.stepsOwed) ? 'it never reported its steps per epoch' : `${plan.stepsOwed} steps still owed after ${plan.from?.dir ?? 'no usable checkpoint'}`;
       throw new JobFailure(

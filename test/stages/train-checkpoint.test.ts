@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SPECFORGE_PROFILES } from '../../src/stages/specforge-revision.js';
-import { quarantineDir } from '../../src/stages/train-checkpoint.js';
+import { dividingInterval, quarantineDir } from '../../src/stages/train-checkpoint.js';
 import {
   latestCheckpoint,
   planTrainResume,
@@ -147,26 +147,24 @@ describe('planTrainResume by SpecForge revision', () => {
     expect(planTrainResume(base, from, undefined)).toEqual({ kind: 'fresh', launch: base });
   });
 
-  it('v0.2.0, clean exit: retrains only the unsaved tail, with --save-interval = --max-num-steps = the steps owed', () => {
-    // 192 steps, saves every 40: the last save is step 160, 32 steps were trained and lost.
+  it('v0.2.0, clean exit: the newest checkpoint is the drafter, with a note naming the steps lost and the save-interval that keeps them', () => {
+    // 192 steps, saves every 40: the last save is step 160; steps 161-192 were trained and lost.
     const from = top('epoch_1_step_160', 'epoch_1_step_120');
     const plan = planTrainResume(base, from, 96, true);
-    expect(plan.kind).toBe('continue');
-    if (plan.kind !== 'continue') return;
-    expect([plan.stepsOwed, plan.launch.saveInterval, plan.launch.maxNumSteps, plan.launch.outputDir, plan.launch.resumeFrom]).toEqual([
-      32,
-      32,
-      32,
-      '/o/resume_step_160',
-      '/o/epoch_1_step_160',
-    ]);
-    expect(plan.note).toMatch(/saves only every save-interval \(40\) steps.*retraining the last 32 unsaved steps/);
+    expect(plan).toMatchObject({ kind: 'done', finalCheckpoint: { dir: '/o/epoch_1_step_160' } });
+    expect(plan.kind === 'done' && plan.note).toMatch(
+      /saves only every save-interval \(40\) steps and has no final save: the last 32 of 192 steps were trained but not saved.*step 160's checkpoint; set stages\.train\.save-interval to a divisor of 192 \(e\.g\. 32\)/,
+    );
   });
 
-  it('v0.2.0, clean exit of a run shorter than one save interval: trains it again with a save at its last step', () => {
+  it('v0.2.0, clean exit of a run shorter than one save interval: runs it again as planned, saving at its last step', () => {
     const plan = planTrainResume({ ...base, saveInterval: 5000 }, null, 96, true);
     expect(plan.kind).toBe('fresh');
-    expect(plan.kind === 'fresh' && [plan.launch.saveInterval, plan.launch.maxNumSteps, plan.note]).toEqual([192, 192, expect.stringMatching(/left no checkpoint/)]);
+    expect(plan.kind === 'fresh' && [plan.launch.saveInterval, plan.launch.maxNumSteps, plan.note]).toEqual([192, undefined, expect.stringMatching(/left no checkpoint/)]);
+  });
+
+  it('suggests the largest save-interval not above the configured one whose last save is the last step', () => {
+    expect([dividingInterval(192, 40), dividingInterval(192, 500), dividingInterval(97, 40), dividingInterval(8, 3)]).toEqual([32, 192, 1, 2]);
   });
 
   it('a clean exit short by a whole interval or more, or on a revision with a final save, is short: nothing a relaunch fixes', () => {
