@@ -121,6 +121,7 @@ describe('examples/llama3.1-8b.yaml: SpecForge offline extraction, current specf
         '  target_model_path: /models/Meta-Llama-3.1-8B-Instruct',
         '  draft_model_config: /opt/SpecForge/configs/llama3-8B-eagle3.json',
         '  target_backend: sglang',
+        `  vocab_mapping_path: ${run}/hidden_states/vocab_mapping/vocab_mapping.pt`,
         'data:',
         `  hidden_states_path: ${run}/hidden_states`,
         '  max_length: 2048',
@@ -144,7 +145,16 @@ describe('examples/llama3.1-8b.yaml: SpecForge offline extraction, current specf
       '--checkpoint', `${run}/train/output/llama31-8b-step<N>`,
       '--draft-config', '/opt/SpecForge/configs/llama3-8B-eagle3.json',
       '--output-dir', `${run}/train/drafter`,
+      // D9: the mapping prepare_hidden_states.py writes (SpecForge@a6b6b023:scripts/prepare_hidden_states.py:238-239)
+      '--vocab-mapping', `${run}/hidden_states/vocab_mapping/vocab_mapping.pt`,
     ]);
+  });
+
+  it('says which SpecForge revision the plan is for and what follows from it', () => {
+    const notes = step(steps, 'train', 'specforge train (detached)').notes!.join('\n');
+    expect(notes).toContain('SpecForge revision: detected at preflight (auto); driver specforge drives cli');
+    expect(notes).toContain('resume: training.resume_from=<newest complete <run>-step<N>> at the same world size');
+    expect(notes).toContain('final checkpoint: saved when training ends');
   });
 
   it('deploys the exported drafter with EAGLE3', () => {
@@ -160,11 +170,41 @@ describe('examples/llama3.1-8b.yaml: SpecForge offline extraction, current specf
   });
 });
 
-describe('the demo (simulator): patched server + SpecForge v0.2 trains online', () => {
-  it('renders train_eagle3.py without --train-hidden-states-path and says why', () => {
-    const config = load('demo.yaml');
-    const t = step(planRun(config, 'r1'), 'train', 'train_eagle3.py (detached)');
-    expect(t.argv).not.toContain('--train-hidden-states-path');
-    expect(t.notes?.join(' ')).toMatch(/SpecForge cannot read the patched server's dumps/);
+describe('the demo (simulator): the current CLI offline, as on a real host today', () => {
+  const config = load('demo.yaml');
+  const steps = planRun(config, 'r1');
+
+  it('extracts with the simulated prepare_hidden_states.py and trains with `specforge train -c` from its features', () => {
+    expect(steps.some((s) => s.step === 'launch extract server')).toBe(false);
+    expect(step(steps, 'extract', 'prepare_hidden_states (detached)').argv?.slice(1, 2)).toEqual(['prepare-hidden-states']);
+    const t = step(steps, 'train', 'specforge train (detached)');
+    expect(t.argv?.slice(1, 4)).toEqual(['specforge', 'train', '-c']);
+    const file = Object.values(t.files ?? {})[0]!;
+    expect(file).toMatch(/\n {2}hidden_states_path: .*\/hidden_states\n/);
+    expect(file).not.toContain('train_data_path');
+    expect(step(steps, 'train', 'specforge export (detached)').argv).toContain('--vocab-mapping');
+  });
+
+  it('a pinned revision is printed as pinned, with its behaviours', () => {
+    const c = load('demo.yaml');
+    if (c.stages.train.driver !== 'specforge') throw new Error('the demo trains with the CLI');
+    c.stages.train['specforge-revision'] = 'cli';
+    expect(step(planRun(c, 'r1'), 'train', 'specforge train (detached)').notes).toContain('SpecForge revision cli (pinned): SpecForge CLI (a6b6b023 / PyPI specforge 0.2.0)');
+  });
+});
+
+describe('the v0.2 scripts: the revision decides resume and the final save', () => {
+  it('auto lists what each v0.2 revision implies; a pin names one', () => {
+    const c = load('demo.yaml');
+    (c.stages as { train: unknown }).train = {
+      driver: 'specforge-v0.2', 'specforge-revision': 'auto', launcher: ['torchrun', '/opt/SpecForge/scripts/train_eagle3.py'], 'draft-model-config': '/d.json',
+      env: {}, 'crash-retries': 3, 'chat-template': 'llama3', 'num-epochs': 1, 'batch-size': 1, 'learning-rate': 1e-4, 'max-length': 2048, 'ttt-length': 7, 'save-interval': 10, 'tp-size': 1, 'extra-args': [],
+    };
+    const notes = step(planRun(c, 'r1'), 'train', 'train_eagle3.py (detached)').notes!.join('\n');
+    expect(notes).toMatch(/detected at preflight \(auto\) from the launcher's train_eagle3.py: v0.2.0, v0.2-final-save, v0.2-resume/);
+    expect(notes).toMatch(/v0.2.0: resume: aerie continues .*; final checkpoint: none/);
+    expect(notes).toMatch(/v0.2-resume: resume: --resume \(restores optimizer, scheduler and data position\)/);
+    (c.stages.train as { 'specforge-revision': string })['specforge-revision'] = 'v0.2-final-save';
+    expect(step(planRun(c, 'r1'), 'train', 'train_eagle3.py (detached)').notes).toContain('SpecForge revision v0.2-final-save (pinned): SpecForge v0.2 scripts, 03a3dedb…961ca7c3^');
   });
 });
