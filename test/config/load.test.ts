@@ -21,7 +21,7 @@ hosts:
 target: { model-path: /models/llama, host: gpu }
 stages:
   generate: { input: /data/prompts.jsonl }
-  extract: { dump-dir: /dev/shm/sglang_hs }
+  extract: { driver: specforge-offline }
   train: { draft-model-config: /cfg/draft.json }
 `;
 
@@ -118,5 +118,69 @@ describe('config loading', () => {
     expect(Object.keys(schema.properties)).toEqual(['run', 'hosts', 'target', 'server', 'stages']);
     const deploy = schema.properties.stages.properties.deploy;
     expect(deploy.properties['speculative-algorithm'].enum).toContain('EAGLE3');
+  });
+
+  it('trains with the current SpecForge CLI by default, revision detected at preflight', () => {
+    const t = parseConfigText(minimal, 'min.yaml', {}).stages.train;
+    expect(t.driver).toBe('specforge');
+    if (t.driver !== 'specforge') throw new Error('unreachable');
+    expect(t['specforge-revision']).toBe('auto');
+    expect(t['target-backend']).toBe('sglang');
+    expect(t.launcher).toEqual(['specforge']);
+  });
+
+  it('D1: refuses the CLI without SpecForge-layout hidden states (online), saying what to set', () => {
+    const online = minimal.replace('extract: { driver: specforge-offline }', 'extract: { dump-dir: /dev/shm/sglang_hs }');
+    const [p, ...rest] = problemsOf(online);
+    expect(rest).toEqual([]);
+    expect(p).toMatch(/^stages\.train\.driver: is specforge \(the default\), which would train online/);
+    expect(p).toContain('online training requires deployment.mode=disaggregated');
+    expect(p).toMatch(/Fix: set stages\.extract\.driver: specforge-offline .* or stages\.train\.driver: specforge-v0\.2 .* or command/);
+    // The retired scripts still train online, and a command trainer reads the dumps.
+    expect(() => parseConfigText(online.replace('train: { draft-model-config', 'train: { driver: specforge-v0.2, draft-model-config'), 'x.yaml', {})).not.toThrow();
+  });
+
+  it('D1: overrides cannot switch the CLI to the disaggregated online deployment, nor move what aerie manages', () => {
+    const withOverrides = (o: string) => minimal.replace('train: { draft-model-config: /cfg/draft.json }', `train: { draft-model-config: /cfg/draft.json, overrides: { ${o} } }`);
+    expect(problemsOf(withOverrides('deployment.mode: disaggregated, deployment.disaggregated.backend: mooncake, training.role: auto'))).toEqual([
+      expect.stringMatching(/^stages\.train\.overrides\.deployment\.mode: selects SpecForge's disaggregated online deployment, which aerie does not drive/),
+      expect.stringMatching(/^stages\.train\.overrides\.deployment\.disaggregated\.backend: selects/),
+      expect.stringMatching(/^stages\.train\.overrides\.training\.role: selects/),
+    ]);
+    expect(problemsOf(withOverrides('data.train_data_path: /d.jsonl, model.vocab_mapping_path: /v.pt'))).toEqual([
+      expect.stringMatching(/^stages\.train\.overrides\.data\.train_data_path: is set by aerie/),
+      expect.stringMatching(/^stages\.train\.overrides\.model\.vocab_mapping_path: is set by aerie/),
+    ]);
+    expect(() => parseConfigText(withOverrides('deployment.trainer.nproc_per_node: 8'), 'x.yaml', {})).not.toThrow();
+  });
+
+  it('D2: target-backend hf or custom (an old config) is refused with the fix; sglang is accepted', () => {
+    for (const backend of ['hf', 'custom']) {
+      expect(problemsOf(minimal.replace('train: { draft-model-config: /cfg/draft.json }', `train: { draft-model-config: /cfg/draft.json, target-backend: ${backend} }`))).toEqual([
+        `stages.train.target-backend: SpecForge accepts only "sglang" since the server-only runtime (2026-07): "${backend}" fails its config validation. Fix: remove target-backend (the default is sglang)`,
+      ]);
+    }
+    expect(() => parseConfigText(minimal.replace('draft-model-config: /cfg/draft.json }', 'draft-model-config: /cfg/draft.json, target-backend: sglang }'), 'x.yaml', {})).not.toThrow();
+  });
+
+  it('specforge-revision: each driver takes only its own revisions, and the error names the field and the fix', () => {
+    const pin = (driver: string, rev: string) => minimal.replace('train: { draft-model-config: /cfg/draft.json }', `train: { driver: ${driver}, specforge-revision: ${rev}, draft-model-config: /cfg/draft.json }`);
+    expect(problemsOf(pin('specforge', 'v0.2-resume'))).toEqual([
+      expect.stringMatching(/^stages\.train\.specforge-revision: "v0\.2-resume" names the v0\.2 scripts.*Fix: set stages\.train\.driver: specforge-v0\.2/),
+    ]);
+    expect(problemsOf(pin('specforge-v0.2', 'cli'))).toEqual([
+      expect.stringMatching(/^stages\.train\.specforge-revision: "cli" is the current specforge CLI.*Fix: set stages\.train\.driver: specforge/),
+    ]);
+    expect(problemsOf(pin('specforge', 'v9'))).toEqual(['stages.train.specforge-revision: must be auto or cli (a6b6b023 / PyPI specforge 0.2.0)']);
+    for (const rev of ['auto', 'v0.2.0', 'v0.2-final-save', 'v0.2-resume']) expect(() => parseConfigText(pin('specforge-v0.2', rev), 'x.yaml', {})).not.toThrow();
+    expect(() => parseConfigText(pin('specforge', 'cli'), 'x.yaml', {})).not.toThrow();
+  });
+
+  it('every example loads (kimi-k2.5 keeps its command trainer)', () => {
+    for (const name of ['demo.yaml', 'demo-ssh.yaml', 'llama3.1-8b.yaml', 'kimi-k2.5.yaml']) {
+      const text = readFileSync(join(AERIE_HOME, 'examples', name), 'utf8');
+      expect(() => parseConfigText(text, name, { HF_TOKEN: 'x' }), name).not.toThrow();
+    }
+    expect(parseConfigText(readFileSync(join(AERIE_HOME, 'examples', 'kimi-k2.5.yaml'), 'utf8'), 'k', { HF_TOKEN: 'x' }).stages.train.driver).toBe('command');
   });
 });
