@@ -65,8 +65,11 @@ export async function drafterProblems(host: Host, dir: string): Promise<string[]
     const weights = `${dir}/model.safetensors`;
     const head = parseSafetensorsHeader(await readHead(host, weights));
     const problems = verifyDrafter(config, head.header);
+    // A save cut short (v0.2 writes in place, SpecForge@20e2e3f0:scripts/train_eagle3.py:699-727) keeps its whole header.
+    const dataEnd = Math.max(0, ...Object.entries(head.header).filter(([k]) => k !== '__metadata__').map(([, v]) => (v as { data_offsets: [number, number] }).data_offsets[1]));
     const st = await host.stat(weights);
     if (!st || st.size <= 8 + head.headerLength) problems.push(`${weights} holds a header and no tensor data`);
+    else if (st.size < 8 + head.headerLength + dataEnd) problems.push(`${weights} is cut short: ${st.size} bytes of the ${8 + head.headerLength + dataEnd} its header promises`);
     return problems;
   } catch (err) {
     return [(err as Error).message];

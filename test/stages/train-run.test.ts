@@ -3,12 +3,13 @@
  * processes through LocalHost): a crash mid-run is relaunched from the newest checkpoint aerie
  * found itself, the result is verified before it counts, and an OOM is not retried.
  */
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LocalHost } from '../../src/hosts/local.js';
 import { JobFailure, superviseJob, type JobHooks } from '../../src/stages/job-supervise.js';
+import { SPECFORGE_PROFILES } from '../../src/stages/specforge-revision.js';
 import { commandHooks, specforgeHooks, v02Hooks, type TrainResult } from '../../src/stages/train-run.js';
 import type { SpecforgeRun } from '../../src/stages/train-specforge.js';
 import type { TrainLaunch } from '../../src/stages/train.js';
@@ -147,5 +148,69 @@ describe('trainer drivers on the simulator', () => {
     expect((oom as JobFailure).type).toBe('OutOfMemoryError');
     expect((oom as JobFailure).message).toMatch(/expandable_segments/);
     expect((await host.listLaunches()).filter((r) => r.launchId.startsWith('r2.'))).toHaveLength(1);
+  });
+});
+
+describe('specforge-v0.2 driver by SpecForge revision (simulator at the same revision)', () => {
+  const v02 = (over: Partial<TrainLaunch> = {}): TrainLaunch => ({
+    launcher: [process.execPath, SIM, 'train'],
+    targetModelPath: TARGET,
+    draftModelConfig: DRAFT,
+    trainDataPath: data,
+    outputDir: join(dir, 'out'),
+    chatTemplate: 'llama3',
+    maxLength: 2048,
+    numEpochs: 2,
+    batchSize: 1,
+    learningRate: 1e-4,
+    tttLength: 7,
+    tpSize: 1,
+    saveInterval: 4,
+    extraArgs: [],
+    ...over,
+  });
+
+  it('v0.2-resume: a crash relaunches with the script\'s own --resume into the same output dir, no --ckpt-dir', async () => {
+    const original = v02({ profile: SPECFORGE_PROFILES['v0.2-resume'] });
+    const { result, launches } = await supervise(v02Hooks(host, original, 'r1.train.'), {
+      AERIE_SIM_SPECFORGE_REVISION: 'v0.2-resume',
+      AERIE_SIM_TRAIN_CRASH_AT_STEP: '7',
+      AERIE_SIM_FAULT_ONCE: join(dir, 'once'),
+    });
+    expect(launches).toBe(2);
+    const second = await argvOf('r1.train.1');
+    expect(second).toContain('--resume');
+    expect(second).not.toContain('--ckpt-dir');
+    expect(second.slice(second.indexOf('--output-dir'), second.indexOf('--output-dir') + 2)).toEqual(['--output-dir', join(dir, 'out')]);
+    expect(result.drafterDir).toBe(join(dir, 'out', 'epoch_1_step_16'));
+    expect((await drafterConfig(result.drafterDir)).aerie_sim.trained_steps).toBe(16);
+  });
+
+  it('v0.2-resume: a checkpoint cut short by a crash mid-save is moved aside so --resume takes the one before it', async () => {
+    const original = v02({ profile: SPECFORGE_PROFILES['v0.2-resume'] });
+    const { result, launches } = await supervise(v02Hooks(host, original, 'r1.train.'), {
+      AERIE_SIM_SPECFORGE_REVISION: 'v0.2-resume',
+      AERIE_SIM_TRAIN_CRASH_IN_SAVE: '8',
+      AERIE_SIM_FAULT_ONCE: join(dir, 'once'),
+    });
+    expect(launches).toBe(2);
+    const entries = await readdir(join(dir, 'out'));
+    expect(entries.filter((e) => e.startsWith('epoch_0_step_8.incomplete-'))).toHaveLength(1);
+    expect((await readFile(join(dir, 'train-1.log'), 'utf8')).match(/Last checkpoint detected: (\S+)/)?.[1]).toBe(join(dir, 'out', 'epoch_0_step_4'));
+    expect(result.drafterDir).toBe(join(dir, 'out', 'epoch_1_step_16'));
+  });
+
+  it('v0.2.0: a clean exit whose steps are not a multiple of save-interval keeps the newest checkpoint and says what it lacks', async () => {
+    const original = v02({ saveInterval: 5 });
+    const { result, launches } = await supervise(v02Hooks(host, original, 'r1.train.'), {});
+    expect(launches).toBe(1);
+    expect(result.drafterDir).toBe(join(dir, 'out', 'epoch_1_step_15'));
+    expect(result.note).toMatch(/the last 1 of 16 steps were trained but not saved.*divisor of 16 \(e\.g\. 4\)/);
+  });
+
+  it('v0.2-final-save: the final save covers the steps, one launch, no note', async () => {
+    const original = v02({ saveInterval: 5, profile: SPECFORGE_PROFILES['v0.2-final-save'] });
+    const { result, launches } = await supervise(v02Hooks(host, original, 'r1.train.'), { AERIE_SIM_SPECFORGE_REVISION: 'v0.2-final-save' });
+    expect([launches, result.drafterDir, result.note]).toEqual([1, join(dir, 'out', 'epoch_1_step_16'), undefined]);
   });
 });
