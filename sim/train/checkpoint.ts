@@ -1,10 +1,13 @@
 /**
- * v0.2 checkpoints: `<output-dir>/epoch_{e}_step_{s}/{config.json, model.safetensors,
- * training_state.pt}`. Each is assembled in a dot-named temp directory beside it and renamed
- * into place, so a crash or a kill leaves either the whole checkpoint or none of it under the
- * real name; an existing checkpoint of the same name (a rerun) is replaced the same way.
+ * v0.2 checkpoints: `<output-dir>/epoch_{e}_step_{s}/{training_state.pt, config.json,
+ * model.safetensors}` (SpecForge@73e6f808:scripts/train_eagle3.py:466; the same at
+ * 20e2e3f0:699), written in place and in that order, by rank 0 only: makedirs, torch.save of
+ * the training state, then save_pretrained (SpecForge@20e2e3f0:scripts/train_eagle3.py:699-727).
+ * No temp name, no rename and no per-rank files, so a crash or a kill mid-save leaves a
+ * directory under the real name that lacks its weights or holds them cut short; a rerun of the
+ * same step overwrites the files one by one.
  */
-import { promises as fs, rmSync } from 'node:fs';
+import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { writeDrafterSafetensors, type DraftDims } from './safetensors.js';
 
@@ -23,13 +26,6 @@ export interface CheckpointContent {
   globalStep: number;
   sim: SimRecord;
   args: Record<string, unknown>;
-}
-
-/** The temp directory being filled right now, so a SIGTERM handler can remove it. */
-let inFlight: string | undefined;
-export function removeInFlightCheckpoint(): void {
-  if (inFlight) rmSync(inFlight, { recursive: true, force: true });
-  inFlight = undefined;
 }
 
 async function writeSynced(file: string, data: string | Buffer): Promise<void> {
@@ -64,35 +60,19 @@ export function trainingStateBytes(c: CheckpointContent): Buffer {
   return Buffer.from(`${JSON.stringify(state, null, 1)}\n`);
 }
 
-export async function writeCheckpoint(outputDir: string, c: CheckpointContent): Promise<string> {
-  const name = checkpointName(c.epoch, c.globalStep);
-  const final = path.join(outputDir, name);
-  const tmp = path.join(outputDir, `.${name}.tmp-${process.pid}`);
-  await fs.mkdir(outputDir, { recursive: true });
-  await fs.rm(tmp, { recursive: true, force: true });
-  inFlight = tmp;
-  await fs.mkdir(tmp);
-  await writeSynced(path.join(tmp, 'training_state.pt'), trainingStateBytes(c));
-  await writeSynced(path.join(tmp, 'config.json'), `${JSON.stringify(savedConfig(c), null, 2)}\n`);
-  await writeDrafterSafetensors(path.join(tmp, 'model.safetensors'), c.dims);
-  const old = path.join(outputDir, `.${name}.old-${process.pid}`);
-  let replaced = false;
-  try {
-    await fs.rename(final, old);
-    replaced = true;
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+/** `cut`: die in save_pretrained, after the training state and config, with the weights half written. */
+export async function writeCheckpoint(outputDir: string, c: CheckpointContent, cut = false): Promise<string> {
+  const dir = path.join(outputDir, checkpointName(c.epoch, c.globalStep));
+  await fs.mkdir(dir, { recursive: true });
+  await writeSynced(path.join(dir, 'training_state.pt'), trainingStateBytes(c));
+  await writeSynced(path.join(dir, 'config.json'), `${JSON.stringify(savedConfig(c), null, 2)}\n`);
+  const weights = path.join(dir, 'model.safetensors');
+  await writeDrafterSafetensors(weights, c.dims);
+  if (cut) {
+    const full = await fs.stat(weights);
+    await fs.truncate(weights, Math.floor(full.size / 2));
   }
-  await fs.rename(tmp, final);
-  inFlight = undefined;
-  if (replaced) await fs.rm(old, { recursive: true, force: true });
-  const dh = await fs.open(outputDir, 'r');
-  try {
-    await dh.sync();
-  } finally {
-    await dh.close();
-  }
-  return final;
+  return dir;
 }
 
 /** The training a checkpoint carries, from its config.json (0 for a drafter not made here). */

@@ -4,6 +4,7 @@
  * torchrun's ChildFailedError summary.
  *
  *   AERIE_SIM_TRAIN_CRASH_AT_STEP=N   crash when the trainer reaches its global step N
+ *   AERIE_SIM_TRAIN_CRASH_IN_SAVE=N   crash while saving the checkpoint of global step N (weights cut short)
  *   AERIE_SIM_FAULT=train-oom         torch.OutOfMemoryError on the first training step
  *   AERIE_SIM_FAULT_ONCE=<path>       any of the above fires only if <path> is absent, and creates it
  */
@@ -14,15 +15,18 @@ export const SCRIPT = 'scripts/train_eagle3.py';
 
 export interface FaultPlan {
   crashAtStep?: number;
+  crashInSaveAt?: number;
   oom: boolean;
   oncePath?: string;
 }
 
 export function faultPlan(env: NodeJS.ProcessEnv): FaultPlan {
   const n = Number(env.AERIE_SIM_TRAIN_CRASH_AT_STEP);
+  const inSave = Number(env.AERIE_SIM_TRAIN_CRASH_IN_SAVE);
   const faults = (env.AERIE_SIM_FAULT ?? '').split(',').map((s) => s.trim());
   return {
     crashAtStep: Number.isInteger(n) && n > 0 ? n : undefined,
+    crashInSaveAt: Number.isInteger(inSave) && inSave > 0 ? inSave : undefined,
     oom: faults.includes('train-oom'),
     oncePath: env.AERIE_SIM_FAULT_ONCE || undefined,
   };

@@ -1,20 +1,25 @@
 /**
  * `aerie-sim train <flags>`: stands in for `torchrun ... scripts/train_eagle3.py <flags>` of
- * SpecForge v0.2. Same flags and argparse errors, the same log lines (print/logging on
- * stdout, tqdm meters on stderr), the same checkpoint layout, and a drafter whose quality
- * follows from how much it was trained (sim/train/quality.ts).
+ * SpecForge v0.2 at the revision AERIE_SIM_SPECFORGE_REVISION names (sim/specforge/revision.ts;
+ * v0.2.0 by default). Same flags and argparse errors (options.ts), only the lines the real
+ * script gets into its log (its print()s on stdout, tqdm's meter on stderr; every
+ * print_on_rank0/print_with_rank goes to an unconfigured logger.info and is dropped,
+ * SpecForge@73e6f808:specforge/utils.py:52-61), the same checkpoint layout, written in place
+ * as the real one is (checkpoint.ts), and a drafter whose quality follows from how much it was
+ * trained (sim/train/quality.ts).
  *
- * Environment: AERIE_SIM_TIME_SCALE (1 = ~0.5 s a step), AERIE_SIM_SPECFORGE_REV (see
- * setup.ts), and the fault switches in faults.ts. One GPU per tensor-parallel rank is
- * assumed (data-parallel size 1), so an epoch is ceil(samples / (tp-size × batch-size)) steps.
+ * Environment: AERIE_SIM_TIME_SCALE (1 = ~0.5 s a step), AERIE_SIM_SPECFORGE_REVISION, and the
+ * fault switches in faults.ts. One GPU per tensor-parallel rank is assumed (data-parallel
+ * size 1), so an epoch is ceil(samples / (tp-size × batch-size)) steps.
  */
 import path from 'node:path';
 import { gpusFor, holdGpus } from '../gpu/registry.js';
-import { argsDump, parseTrainArgs, type ParsedArgs } from './args.js';
-import { checkpointName, removeInFlightCheckpoint, writeCheckpoint, type SimRecord } from './checkpoint.js';
-import { claimFault, crashText, faultPlan, oomText, setupErrorText, torchrunSummary } from './faults.js';
+import { argsDump, parseTrainArgs, type ParsedArgs, type V02Revision } from './args.js';
+import { writeCheckpoint, type SimRecord } from './checkpoint.js';
+import { claimFault, crashText, faultPlan, oomText, SCRIPT, setupErrorText, torchrunSummary } from './faults.js';
 import { acceptLength, roundTo, stepMetrics } from './quality.js';
-import { revisionOf, SetupError, setUp, type Setup } from './setup.js';
+import { simSpecforgeRevision } from '../specforge/revision.js';
+import { SetupError, setUp, type Setup } from './setup.js';
 import { formatMeter } from './tqdm.js';
 
 const STEP_S = 0.5;
@@ -41,7 +46,13 @@ function timeScale(env: NodeJS.ProcessEnv): number {
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 export async function runTrainer(argv: string[], io: TrainerIO = processIO): Promise<number> {
-  const parsed = parseTrainArgs(argv);
+  const rev = simSpecforgeRevision(io.env);
+  if (rev === 'cli') {
+    // The script is gone at the CLI revisions (removed upstream in d5883d5b): python's own refusal.
+    io.err(`/usr/bin/python3: can't open file '${SCRIPT}': [Errno 2] No such file or directory\n${torchrunSummary(2)}`);
+    return 1;
+  }
+  const parsed = parseTrainArgs(argv, rev);
   if (parsed.kind === 'help') {
     io.out(parsed.text);
     return 0;
@@ -51,56 +62,45 @@ export async function runTrainer(argv: string[], io: TrainerIO = processIO): Pro
     return 2;
   }
   const onTerm = (): void => {
-    removeInFlightCheckpoint();
     io.err(`W0000 00:00:00.000000 ${process.pid} torch/distributed/elastic/agent/server/api.py:704] Received Signals.SIGTERM death signal, shutting down workers\n`);
     process.exit(143);
   };
   process.on('SIGTERM', onTerm);
   try {
-    return await train(parsed.args, io);
+    return await train(parsed.args, io, rev);
   } finally {
     process.off('SIGTERM', onTerm);
   }
 }
 
-async function train(a: ParsedArgs, io: TrainerIO): Promise<number> {
+async function train(a: ParsedArgs, io: TrainerIO, rev: V02Revision): Promise<number> {
   // One rank per tensor-parallel GPU, each holding the drafter, target activations and optimizer state.
   holdGpus(gpusFor(Number(a.tp_size) || 1, io.env), 22_000, io.env);
   const scale = timeScale(io.env);
   const faults = faultPlan(io.env);
-  const rev = revisionOf(io.env);
   const tp = Number(a.tp_size);
   const batch = Number(a.batch_size);
-  const log = (m: string): void => io.out(`${m}\n`);
   const fail = (text: string): number => {
     io.err(text + torchrunSummary(1));
     return 1;
   };
 
-  io.out(argsDump(a, [['dp_size', 1], ['target_batch_size', tp * batch]]));
-  log('rank 0: Initialized distributed environment');
+  // print_args_with_dots, a real print, from ee22b877 on (SpecForge@03a3dedb:scripts/train_eagle3.py:650;
+  // specforge/utils.py:59-71); the v0.2.0 release prints no args.
+  if (rev !== 'v0.2.0') io.out(argsDump(a, [['dp_size', 1], ['target_batch_size', tp * batch]], rev));
   let s: Setup;
   try {
-    s = await setUp(a, rev);
+    s = await setUp(a, rev, tp);
   } catch (e) {
     if (e instanceof SetupError) return fail(setupErrorText(e.where, e.exception));
     throw e;
   }
-  s.logs.forEach(log);
+  for (const l of s.logs) io.out(`${l}\n`);
   await sleep(STARTUP_S * scale * 1000);
 
   const samples = s.samples;
   const stepsPerEpoch = Math.ceil(samples / (tp * batch));
   const epochs = Number(a.num_epochs);
-  log('rank 0: Loaded vocab mapping');
-  if (a.total_steps === null) {
-    const spe = Math.ceil(stepsPerEpoch / Number(a.draft_accumulation_steps));
-    log(`rank 0: Auto-calculated total_steps: ${epochs * spe} (num_epochs=${epochs} * steps_per_epoch=${spe})`);
-  } else log(`rank 0: Using provided total_steps: ${a.total_steps}`);
-  log('rank 0: Initialized Eagle3 FSDP model');
-  log('rank 0: Initialized optimizer and scheduler');
-  if (s.restored) log(`Restored optimizer/scheduler state: epoch=${s.startEpoch}, step=${s.startStep}, lr=${Number(a.learning_rate).toFixed(6)}`);
-  log(rev === '2026-03' ? `Starting training from epoch:${s.startEpoch}          step:${s.startStep}` : `Starting training from epoch ${s.startEpoch}`);
 
   // Training carried in by the starting weights continues to count; on the same data the
   // count is kept in whole steps so a continued run lands on exactly the uninterrupted result.
@@ -119,12 +119,12 @@ async function train(a: ParsedArgs, io: TrainerIO): Promise<number> {
   const saveInterval = Number(a.save_interval);
   const maxSteps = a.max_num_steps === null ? Infinity : Number(a.max_num_steps);
   const args = Object.fromEntries(Object.entries(a));
-  const save = async (epoch: number, step: number, stepsRun: number): Promise<void> => {
+  // save_checkpoints prints nothing that reaches the log (SpecForge@73e6f808:scripts/train_eagle3.py:459-498).
+  const save = async (epoch: number, step: number, stepsRun: number): Promise<number | undefined> => {
     await sleep(SAVE_S * scale * 1000);
-    const dir = path.join(outputDir, checkpointName(epoch, step));
-    await writeCheckpoint(outputDir, { draftConfig: s.draftConfig, dims: s.dims, epoch, globalStep: step, sim: simAfter(stepsRun), args });
-    log(`Saved full training state to ${dir}/training_state.pt`);
-    log(`Saved model configuration to ${dir}`);
+    const cut = faults.crashInSaveAt === step && claimFault(faults);
+    await writeCheckpoint(outputDir, { draftConfig: s.draftConfig, dims: s.dims, epoch, globalStep: step, sim: simAfter(stepsRun), args }, cut);
+    return cut ? fail(`\n${crashText()}`) : undefined;
   };
 
   let globalStep = s.startStep;
@@ -138,8 +138,10 @@ async function train(a: ParsedArgs, io: TrainerIO): Promise<number> {
       continue;
     }
     const epochStart = Date.now();
+    // A working --resume still walks the batches it skips, so tqdm counts them (SpecForge@20e2e3f0:scripts/train_eagle3.py:1132-1133,1168-1171).
     const skip = epoch === s.startEpoch ? Math.max(0, s.startStep - s.startEpoch * stepsPerEpoch) : 0;
-    io.err(`\r${formatMeter({ desc, n: Math.min(skip, stepsPerEpoch), total: stepsPerEpoch, elapsedS: 0 })}`);
+    io.err(`\r${formatMeter({ desc, n: 0, total: stepsPerEpoch, elapsedS: 0 })}`);
+    if (skip > 0) io.err(`\r${formatMeter({ desc, n: Math.min(skip, stepsPerEpoch), total: stepsPerEpoch, elapsedS: 0 })}`);
     for (let n = skip; n < stepsPerEpoch; n++) {
       globalStep++;
       const stepStart = Date.now();
@@ -147,10 +149,13 @@ async function train(a: ParsedArgs, io: TrainerIO): Promise<number> {
       if (faults.crashAtStep === globalStep && claimFault(faults)) return fail(`\n${crashText()}`);
       await sleep(STEP_S * scale * 1000);
       stepsRun++;
-      const { loss, acc } = stepMetrics(simAfter(stepsRun).trained_sample_epochs, globalStep);
-      const postfix = { loss: loss.toFixed(2), acc: acc.toFixed(2), time: `${((Date.now() - stepStart) / 1000).toFixed(2)}s` };
+      const postfix = meterPostfix(rev, stepMetrics(simAfter(stepsRun).trained_sample_epochs, globalStep), (Date.now() - stepStart) / 1000);
       io.err(`\r${formatMeter({ desc, n: n + 1, total: stepsPerEpoch, elapsedS: (Date.now() - epochStart) / 1000, postfix })}`);
-      if (globalStep % saveInterval === 0) await save(epoch, globalStep, stepsRun);
+      // SpecForge@73e6f808:scripts/train_eagle3.py:820-825
+      if (globalStep % saveInterval === 0) {
+        const died = await save(epoch, globalStep, stepsRun);
+        if (died !== undefined) return died;
+      }
       if (globalStep >= maxSteps) {
         stop = true;
         break;
@@ -158,11 +163,17 @@ async function train(a: ParsedArgs, io: TrainerIO): Promise<number> {
     }
     io.err('\n');
   }
-  const lastEpoch = Math.max(s.startEpoch, epoch - 1);
-  if (globalStep % saveInterval !== 0) {
-    log(`Training completed at step ${globalStep}, saving final checkpoint...`);
-    await save(lastEpoch, globalStep, stepsRun);
+  // The final save exists from 03a3dedb (SpecForge@03a3dedb:scripts/train_eagle3.py:865-870); v0.2.0 just stops.
+  if (rev !== 'v0.2.0' && globalStep % saveInterval !== 0) {
+    const died = await save(Math.max(s.startEpoch, epoch - 1), globalStep, stepsRun);
+    if (died !== undefined) return died;
   }
   return 0;
 }
 
+/** set_postfix: loss/acc/time (SpecForge@73e6f808:scripts/train_eagle3.py:772-778); acceptance_rate and grad_norm at 20e2e3f0 (…:1280-1288). */
+function meterPostfix(rev: V02Revision, m: { loss: number; acc: number }, seconds: number): Record<string, string> {
+  const time = `${seconds.toFixed(2)}s`;
+  if (rev !== 'v0.2-resume') return { loss: m.loss.toFixed(2), acc: m.acc.toFixed(2), time };
+  return { loss: m.loss.toFixed(2), acc: m.acc.toFixed(2), acceptance_rate: (m.acc * 0.9).toFixed(2), time, grad_norm: (0.5 + m.loss / 10).toFixed(2) };
+}

@@ -2,23 +2,26 @@
  * What train_eagle3.py works out before its first step: the draft config, which weights it
  * starts from (--ckpt-dir, or what --resume finds), where its counters start, and how many
  * samples an epoch has. Failures become the Python exception a real run would die with.
+ *
+ * --ckpt-dir loads weights and config and counts from zero at every revision
+ * (SpecForge@73e6f808:scripts/train_eagle3.py:336-344,702-703). --resume, when --output-dir
+ * exists, replaces whatever --ckpt-dir chose with get_last_checkpoint's answer
+ * (SpecForge@73e6f808:scripts/train_eagle3.py:347-363): before 961ca7c3 that matches only
+ * `^epoch_(\d+)$` (SpecForge@73e6f808:specforge/utils.py:66), never the `epoch_{e}_step_{s}`
+ * saved, so the run starts from fresh weights at step 0, silently (the messages go to
+ * logger.info). At the end of the range it takes the newest `epoch_{e}(_step_{s})?` by
+ * (epoch, step), prints `Last checkpoint detected: …` on every rank, and restores epoch, step and
+ * optimizer from its training_state.pt (SpecForge@20e2e3f0:specforge/utils.py:232-256;
+ * scripts/train_eagle3.py:519-551,1117-1133).
  */
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import type { ParsedArgs } from './args.js';
+import type { ParsedArgs, V02Revision } from './args.js';
 import { readSimRecord, readTrainingState, type SimRecord } from './checkpoint.js';
 import { countHiddenStateFiles, countJsonlRows, DatasetError } from './data.js';
 import { draftDims, type DraftDims } from './safetensors.js';
 
-/**
- * Which v0.2.0 the simulator behaves as (the version string never changed while the script
- * lived). `2026-01`: --resume looks for `epoch_N` directories, finds none of the
- * `epoch_{e}_step_{s}` it saves, and trains from scratch. `2026-03` (after upstream #496 and
- * its follow-up): --resume takes the newest `epoch_{e}_step_{s}` in --output-dir and restores
- * epoch, step and optimizer. In both, --ckpt-dir loads weights only and counts from zero.
- */
-export type Revision = '2026-01' | '2026-03';
-export const revisionOf = (env: NodeJS.ProcessEnv): Revision => (env.AERIE_SIM_SPECFORGE_REV === '2026-03' ? '2026-03' : '2026-01');
+export type Revision = V02Revision;
 
 export class SetupError extends Error {
   constructor(
@@ -40,7 +43,7 @@ export interface Setup {
   carried: Carried;
   startEpoch: number;
   startStep: number;
-  /** `Loaded training state ...` was printed: restore lines follow. */
+  /** Optimizer and scheduler came from training_state.pt (a working --resume). */
   restored: boolean;
   samples: number;
   logs: string[];
@@ -82,8 +85,14 @@ function draftFromTarget(t: Record<string, unknown>): Record<string, unknown> {
 }
 
 async function loadWeightsFrom(dir: string): Promise<Carried> {
-  if (!(await isFile(path.join(dir, 'model.safetensors')))) {
+  const weights = path.join(dir, 'model.safetensors');
+  if (!(await isFile(weights))) {
     throw new SetupError('draft-model', `OSError: Error no file named model.safetensors, or pytorch_model.bin, found in directory ${dir}.`);
+  }
+  // A save cut short leaves a header promising more than the file holds; from_pretrained refuses it.
+  const buf = await fs.readFile(weights);
+  if (buf.length < 8 || 8 + Number(buf.readBigUInt64LE(0)) > buf.length) {
+    throw new SetupError('draft-model', 'safetensors_rust.SafetensorError: Error while deserializing header: MetadataIncompleteBuffer');
   }
   const { config } = await readSimRecord(dir).catch(() => ({ config: {} as Record<string, unknown> }));
   const rec = (config.aerie_sim ?? {}) as Carried['record'];
@@ -91,7 +100,7 @@ async function loadWeightsFrom(dir: string): Promise<Carried> {
 }
 
 function checkpointPattern(rev: Revision): RegExp {
-  return rev === '2026-03' ? /^epoch_(\d+)(?:_step_(\d+))?$/ : /^epoch_(\d+)$/;
+  return rev === 'v0.2-resume' ? /^epoch_(\d+)(?:_step_(\d+))?$/ : /^epoch_(\d+)$/;
 }
 
 /** get_last_checkpoint as each revision has it: the newest matching directory, or null. */
@@ -112,7 +121,7 @@ function isHubId(p: string): boolean {
   return /^[A-Za-z0-9][\w.-]*\/[\w.-]+$/.test(p);
 }
 
-export async function setUp(a: ParsedArgs, rev: Revision): Promise<Setup> {
+export async function setUp(a: ParsedArgs, rev: Revision, worldSize = 1): Promise<Setup> {
   const logs: string[] = [];
   const target = String(a.target_model_path);
   if (!(await isDir(target)) && !isHubId(target)) {
@@ -132,7 +141,6 @@ export async function setUp(a: ParsedArgs, rev: Revision): Promise<Setup> {
     if (!(await isDir(dir))) throw new SetupError('draft-model', `ValueError: Provided base model dir ${dir} is not a valid directory.`);
     draftConfig = await readJson(path.join(dir, 'config.json'), 'draft-model');
     carried = await loadWeightsFrom(dir);
-    logs.push(`Finetuning from base model: ${dir}`);
   }
 
   let startEpoch = 0;
@@ -140,19 +148,17 @@ export async function setUp(a: ParsedArgs, rev: Revision): Promise<Setup> {
   let restored = false;
   const outputDir = String(a.output_dir);
   if (a.resume === true && (await isDir(outputDir))) {
-    logs.push(outputDir);
     const last = await lastCheckpoint(outputDir, rev);
-    logs.push(`Last checkpoint detected: ${last ? last.dir : 'None'}`);
+    // print(), not the logger, and on every rank (SpecForge@20e2e3f0:scripts/train_eagle3.py:522).
+    if (rev === 'v0.2-resume') for (let r = 0; r < worldSize; r++) logs.push(`Last checkpoint detected: ${last ? last.dir : 'None'}`);
     // A miss replaces whatever --ckpt-dir chose: the run starts from fresh weights.
     carried = last ? await loadWeightsFrom(last.dir) : { record: {} };
-    if (last && rev === '2026-03') {
+    if (last) draftConfig = await readJson(path.join(last.dir, 'config.json'), 'draft-model').catch(() => draftConfig);
+    if (last && rev === 'v0.2-resume') {
       const state = await readTrainingState(last.dir);
       startEpoch = state?.epoch ?? last.epoch;
       startStep = state?.globalStep ?? last.step;
-      if (state) {
-        restored = true;
-        logs.push(`Loaded training state from ${last.dir}/training_state.pt: epoch=${state.epoch}, step=${state.globalStep}`);
-      }
+      restored = state !== null;
     }
   }
 

@@ -97,3 +97,31 @@ describe('drafter quality', () => {
     for (const [a, b] of [[10, 100], [100, 1000], [1000, 100000]]) expect(acceptLength(b)).toBeGreaterThan(acceptLength(a));
   });
 });
+
+describe('train_eagle3.py argument parsing by revision (sim/train/options.ts)', () => {
+  const at = (rev: 'v0.2.0' | 'v0.2-final-save' | 'v0.2-resume', argv: string[]) => parseTrainArgs([...REQUIRED, ...argv], rev);
+
+  it('resolves abbreviations against the revision\'s own flags: --sp is unknown at v0.2.0, ambiguous once the SP flags exist', () => {
+    const v020 = at('v0.2.0', ['--sp', '2']);
+    expect(v020.kind === 'error' && v020.text.trimEnd().split('\n').pop()).toBe('train_eagle3.py: error: unrecognized arguments: --sp 2');
+    const later = at('v0.2-final-save', ['--sp', '2']);
+    expect(later.kind === 'error' && later.text.trimEnd().split('\n').pop()).toBe(
+      'train_eagle3.py: error: ambiguous option: --sp could match --sp-ulysses-size, --sp-ring-size',
+    );
+  });
+
+  it('takes both spellings of a BooleanOptionalAction and shows them as argparse does', () => {
+    const on = at('v0.2-resume', ['--shard-target-output']);
+    const off = at('v0.2-resume', ['--no-shard']);
+    const unset = at('v0.2-resume', []);
+    expect([on, off, unset].map((r) => r.kind === 'ok' && r.args.shard_target_output)).toEqual([true, false, null]);
+    const help = parseTrainArgs(['-h'], 'v0.2-resume');
+    expect(help.kind === 'help' && help.text).toContain('[--shard-target-output | --no-shard-target-output]');
+  });
+
+  it('keeps every flag aerie renders at every revision', () => {
+    const aerie = ['--draft-model-config', '/c', '--train-hidden-states-path', '/h', '--chat-template', 'llama3', '--max-length', '2048', '--num-epochs', '2',
+      '--batch-size', '1', '--learning-rate', '1e-4', '--ttt-length', '7', '--tp-size', '1', '--save-interval', '500', '--ckpt-dir', '/o/x', '--max-num-steps', '9', '--resume'];
+    for (const rev of ['v0.2.0', 'v0.2-final-save', 'v0.2-resume'] as const) expect(at(rev, aerie).kind, rev).toBe('ok');
+  });
+});
