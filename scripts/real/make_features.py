@@ -12,13 +12,23 @@ ids and mask are built the way SpecForge's parser does: the chat template render
 tokenized with add_special_tokens=False; loss_mask=1 from after the assistant header through
 the end-of-turn token (SpecForge@a6b6b023:specforge/data/parse.py:165-185,271-307).
 
-Usage: make_features.py TARGET_DIR OUT_DIR [--samples N] [--group-size G] [--max-length T]
+Like prepare_hidden_states.py, it also writes OUT/vocab_mapping/vocab_mapping.pt
+({d2t int64[Vd] as offsets used[i]-i, t2d bool[V]}: the Vd most frequent loss-masked ids,
+SpecForge@a6b6b023:scripts/prepare_hidden_states.py:229-239,
+specforge/data/preprocessing.py:720-766), the file aerie passes as model.vocab_mapping_path.
+
+The same chats can be written as a SpecForge conversations jsonl (--conversations): v0.2's
+scripts/train_eagle3.py requires --train-data-path even when training offline (it builds
+the vocab mapping from it, SpecForge@73e6f808:scripts/train_eagle3.py:96,386-406).
+
+Usage: make_features.py TARGET_DIR OUT_DIR [--samples N] [--group-size G] [--max-length T] [--conversations PATH]
 """
 import argparse
 import json
 import os
 import random
 import re
+from collections import Counter
 
 ASSISTANT_HEADER = "<|start_header_id|>assistant<|end_header_id|>\n\n"
 END_OF_TURN = "<|eot_id|>"
@@ -64,6 +74,25 @@ def ids_and_mask(tokenizer, messages, max_length):
     return torch.tensor(ids, dtype=torch.long), torch.tensor(mask, dtype=torch.long)
 
 
+def write_vocab_mapping(out, counts, draft_vocab, target_vocab):
+    import torch
+
+    # Ids never seen in a loss span fill the draft vocabulary up to its size, lowest first.
+    ranked = sorted(counts, key=lambda t: (-counts[t], t))[:draft_vocab]
+    for t in range(target_vocab):
+        if len(ranked) >= draft_vocab:
+            break
+        if t not in counts:
+            ranked.append(t)
+    used = sorted(ranked)
+    d2t = torch.tensor([tid - i for i, tid in enumerate(used)], dtype=torch.long)
+    t2d = torch.zeros(target_vocab, dtype=torch.bool)
+    t2d[used] = True
+    d = os.path.join(out, "vocab_mapping")
+    os.makedirs(d, exist_ok=True)
+    torch.save({"d2t": d2t, "t2d": t2d}, os.path.join(d, "vocab_mapping.pt"))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("target")
@@ -72,6 +101,8 @@ def main():
     ap.add_argument("--group-size", type=int, default=2000)
     ap.add_argument("--max-length", type=int, default=256)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--draft-vocab-size", type=int, default=512)
+    ap.add_argument("--conversations", help="also write the chats as SpecForge conversations jsonl here")
     args = ap.parse_args()
 
     import torch
@@ -91,9 +122,15 @@ def main():
     for idx in aux_layers:
         model.model.layers[idx].register_forward_hook(keep(idx))
 
+    all_chats = list(chats(args.samples, args.seed))
+    if args.conversations:
+        with open(args.conversations, "w") as fh:
+            for i, messages in enumerate(all_chats):
+                fh.write(json.dumps({"id": f"row-{i}", "conversations": messages}) + "\n")
+    counts = Counter()
     written = []
     with torch.no_grad():
-        for i, messages in enumerate(chats(args.samples, args.seed)):
+        for i, messages in enumerate(all_chats):
             input_ids, loss_mask = ids_and_mask(tokenizer, messages, args.max_length)
             captured.clear()
             final = model.model(input_ids=input_ids.unsqueeze(0)).last_hidden_state  # post-norm
@@ -111,7 +148,9 @@ def main():
                 },
                 path,
             )
+            counts.update(input_ids[loss_mask == 1].tolist())
             written.append({"file": path, "tokens": int(input_ids.numel()), "loss_tokens": int(loss_mask.sum())})
+    write_vocab_mapping(args.out, counts, args.draft_vocab_size, model.config.vocab_size)
     print(json.dumps({"files": len(written), "aux_layers": aux_layers, "tokens": [w["tokens"] for w in written]}))
 
 

@@ -11,6 +11,9 @@ Everything else is SpecForge's own code. Pair it with training.fsdp_sharding=NO_
 (FSDP refuses to start without an accelerator; NO_SHARD makes SpecForge use DDP).
 
 Usage: specforge_cpu.py train -c cfg.yaml [k=v ...]  |  specforge_cpu.py export --to sglang ...
+       specforge_cpu.py [--stub-sglang] --script scripts/train_eagle3.py [flags ...]
+         (a v0.2 script, same swap; --stub-sglang satisfies its module-level sglang imports,
+          see sglang_stub.py; torchrun can start this file as its script)
 """
 import sys
 import types
@@ -18,7 +21,6 @@ import types
 
 def _torch_loss_module():
     import torch
-    import specforge.core  # the package, so the submodule can be attached to it
 
     class LogSoftmaxLoss(torch.autograd.Function):
         """Same contract as SpecForge's Triton LogSoftmaxLoss.apply(logits, target, position_mask)."""
@@ -47,15 +49,34 @@ def _torch_loss_module():
     mod.__doc__ = "aerie's CPU stand-in for SpecForge's Triton loss (scripts/real/specforge_cpu.py)"
     mod.LogSoftmaxLoss = LogSoftmaxLoss
     mod._compute_loss = reference_loss
+    # Registered before the package is imported: v0.2's specforge/core/__init__.py imports
+    # the loss itself (through core/eagle3.py).
     sys.modules["specforge.core.loss"] = mod
+    import specforge.core
+
     specforge.core.loss = mod
 
 
 def main():
+    if sys.argv[1:2] == ["--stub-sglang"]:
+        import os
+
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import sglang_stub
+
+        sglang_stub.install()
+        del sys.argv[1]
     try:
         import triton  # noqa: F401  (a real Triton is there: run SpecForge unchanged)
     except ImportError:
         _torch_loss_module()
+    if sys.argv[1:2] == ["--script"]:
+        import runpy
+
+        script = sys.argv[2]
+        sys.argv = [script, *sys.argv[3:]]
+        runpy.run_path(script, run_name="__main__")
+        return 0
     from specforge.cli import main as cli_main
 
     return cli_main(sys.argv[1:])
