@@ -11,6 +11,7 @@ import type { Host } from '../hosts/host.js';
 import { runExtract, InsufficientSpaceError } from '../stages/extract.js';
 import { estimateRows, offlineHooks, type OfflineResult } from '../stages/extract-offline.js';
 import { prepareSpec, type HiddenStates } from '../stages/launch-specs.js';
+import { SPECFORGE_PROFILES, type SpecforgeProfileId } from '../stages/specforge-revision.js';
 import { estimatedBytesPerToken, formatBytes } from '../stages/extract-plan.js';
 import { DiskFullError } from '../stages/disk-full.js';
 import { runGenerate } from '../stages/generate.js';
@@ -190,7 +191,7 @@ export function dataActivities({ hosts }: ActivityDeps) {
     },
 
     /** SpecForge's prepare_hidden_states.py, launched detached and followed like training. */
-    async extractOffline(input: RunRef & { dataPath: string }): Promise<ExtractOutcome> {
+    async extractOffline(input: RunRef & { dataPath: string; specforge?: SpecforgeProfileId }): Promise<ExtractOutcome> {
       const { config, runId } = input;
       const host = hosts.get(config);
       const e = config.stages.extract;
@@ -204,7 +205,7 @@ export function dataActivities({ hosts }: ActivityDeps) {
       const stopBeat = keepHeartbeating(() => details);
       try {
         const hiddenSize = e['hidden-size'] ?? (await modelHiddenSize(host, config.target['model-path']));
-        const launch = prepareSpec(config, input.dataPath, outDir);
+        const launch = prepareSpec(config, input.dataPath, outDir, SPECFORGE_PROFILES[input.specforge ?? 'cli']);
         const rowTokens = await estimateRows(host, input.dataPath, e['max-length']);
         details = { phase: 'checking files' };
         let verified = '';
@@ -238,10 +239,11 @@ export function dataActivities({ hosts }: ActivityDeps) {
         );
         const manifest = {
           samples: input.dataPath,
-          layout: `specforge: rows_{k*${e['file-group-size']}}-{(k+1)*${e['file-group-size']}}/data_{i}.ckpt${e.compress ? '.gz' : ''}, i = row of the data file`,
+          layout: `specforge: rows_{k*${e['file-group-size']}}-{(k+1)*${e['file-group-size']}}/data_{i}.ckpt${e.compress ? '.gz' : ''}, i is SpecForge's numbering after its seed-42 shuffle, not a row of the data file`,
           hiddenSize,
-          counts: { input: result.samples, ok: result.ok, dropped: result.dropped.length },
-          dropped: result.dropped.slice(0, 1000),
+          counts: { input: result.samples, files: result.ok, unwritten: result.unwritten, beyondRows: result.beyondRows },
+          accounting: result.accounting,
+          vocabMapping: result.vocabMapping ?? null,
           totalBytes: result.totalBytes,
           totalTokens: result.totalTokens,
           argv,
@@ -249,14 +251,14 @@ export function dataActivities({ hosts }: ActivityDeps) {
         };
         await host.writeFileAtomic(`${outDir}/manifest.json`, JSON.stringify(manifest, null, 2) + '\n');
         return {
-          hidden: { dir: outDir, layout: 'specforge' },
+          hidden: { dir: outDir, layout: 'specforge', ...(result.vocabMapping ? { vocabMapping: result.vocabMapping } : {}) },
           count: result.ok,
           bytes: result.totalBytes,
           argv,
           outputs: [outDir],
           note:
             `${result.ok} of ${result.samples} samples, ${(result.totalBytes / 2 ** 20).toFixed(1)} MiB in SpecForge's layout` +
-            (result.dropped.length ? `; ${result.dropped.length} rows dropped by prepare_hidden_states.py (listed in manifest.json)` : '') +
+            (result.unwritten ? `; ${result.unwritten} rows have no feature file (which ones cannot be known; see manifest.json)` : '') +
             (launches > 1 ? `; ${launches} launches` : ''),
         };
       } catch (err) {

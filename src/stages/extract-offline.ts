@@ -145,8 +145,6 @@ export interface OfflineResult {
   unwritten: number;
   /** Good files whose index is not below the row count: duplicates of SpecForge's sampler padding. */
   beyondRows: number;
-  /** Always empty: SpecForge's files cannot be mapped to rows. Kept until src/activities/data.ts reads `unwritten`. */
-  dropped: number[];
   /** What the counts mean, for the stage's note and manifest. */
   accounting: string;
   /** `<out>/vocab_mapping/vocab_mapping.pt`, where the script wrote one (SpecForge from ca949555). */
@@ -264,7 +262,6 @@ export function offlineHooks(c: OfflineContext): JobHooks<OfflineResult, TrainPr
           ok,
           unwritten: Math.max(0, samples - ok),
           beyondRows,
-          dropped: [],
           accounting: offlineAccounting(samples, ok, launch.batchSize),
           ...(vocabMapping ? { vocabMapping } : {}),
           totalBytes,

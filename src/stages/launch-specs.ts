@@ -9,6 +9,7 @@ import type { PrepareLaunch } from './extract-offline.js';
 import type { CommandTemplate, CommandValues } from './train-command.js';
 import type { SpecforgeRun } from './train-specforge.js';
 import type { TrainLaunch } from './train.js';
+import type { SpecforgeProfile } from './specforge-revision.js';
 
 /** Hidden states from the extract stage, and whose layout they are in. */
 export interface HiddenStates {
@@ -39,7 +40,7 @@ export function baseServerSpec(config: Config, role: 'generate' | 'extract' | 'd
   };
 }
 
-export function prepareSpec(config: Config, dataPath: string, outDir: string): PrepareLaunch {
+export function prepareSpec(config: Config, dataPath: string, outDir: string, profile?: SpecforgeProfile): PrepareLaunch {
   const e = config.stages.extract;
   if (e.driver !== 'specforge-offline') throw new Error('prepareSpec: the extract driver is not specforge-offline');
   return {
@@ -58,6 +59,7 @@ export function prepareSpec(config: Config, dataPath: string, outDir: string): P
     memFractionStatic: e['sglang-mem-fraction-static'],
     distTimeout: e['dist-timeout'],
     extraArgs: e['extra-args'],
+    ...(profile ? { profile } : {}),
   };
 }
 
