@@ -13,7 +13,9 @@ import { JobFailure, superviseJob, type JobHooks } from '../stages/job-supervise
 import { TrainLaunchError } from '../stages/train.js';
 import { trainSpec, type HiddenStates } from '../stages/launch-specs.js';
 import type { TrainProgress } from '../stages/train-progress.js';
-import { commandHooks, specforgeHooks, v02Hooks, type TrainResult } from '../stages/train-run.js';
+import { commandHooks, v02Hooks, type TrainResult } from '../stages/train-run.js';
+import { specforgeHooks } from '../stages/train-specforge-run.js';
+import { SPECFORGE_PROFILES, type SpecforgeProfileId } from '../stages/specforge-revision.js';
 import { cancelRequested, expandEnv, fatal, keepHeartbeating, runPaths, type ActivityDeps, type RunRef } from './context.js';
 
 export type { HiddenStates } from '../stages/launch-specs.js';
@@ -36,6 +38,7 @@ export function trainPlan(
   runId: string,
   dataPath: string,
   hidden: HiddenStates | undefined,
+  specforge: SpecforgeProfileId | undefined,
   job: { heartbeat(details: unknown): void; signal?: AbortSignal; stopJob?: () => boolean },
 ) {
   const t = config.stages.train;
@@ -43,7 +46,7 @@ export function trainPlan(
   const dir = paths.train;
   const outputDir = `${dir}/output`;
   const prefix = `${runId}.train.`;
-  const spec = trainSpec(config, paths, dataPath, hidden);
+  const spec = trainSpec(config, paths, dataPath, hidden, specforge ? SPECFORGE_PROFILES[specforge] : undefined);
   let hooks: JobHooks<TrainResult, TrainProgress>;
   switch (spec.driver) {
     case 'specforge-v0.2':
@@ -72,7 +75,7 @@ export function trainPlan(
 
 export function trainActivities({ hosts }: ActivityDeps) {
   return {
-    async trainDrafter(input: RunRef & { dataPath: string; hidden?: HiddenStates }): Promise<TrainOutcome> {
+    async trainDrafter(input: RunRef & { dataPath: string; hidden?: HiddenStates; specforge?: SpecforgeProfileId }): Promise<TrainOutcome> {
       const { config, runId } = input;
       const t = config.stages.train;
       const host = hosts.get(config);
@@ -85,7 +88,7 @@ export function trainActivities({ hosts }: ActivityDeps) {
           const { partial: _raw, ...progress } = d.progress ?? { lines: 0 }; // raw log text does not belong in a heartbeat
           details = { launchId: d.launchId, pid: d.pid, driver: t.driver, argv: d.argv, ...progress };
         };
-        const { dir, outputDir, prefix, hooks } = trainPlan(config, host, runId, input.dataPath, input.hidden, {
+        const { dir, outputDir, prefix, hooks } = trainPlan(config, host, runId, input.dataPath, input.hidden, input.specforge, {
           heartbeat: (d) => (details = d),
           signal: ctx.cancellationSignal,
           stopJob: cancelRequested,

@@ -95,7 +95,7 @@ export function planRun(config: Config, runId = '<run-id>'): PlanStep[] {
       ],
     });
   } else {
-    const launch = prepareSpec(config, dataPath, p.hidden);
+    const launch = prepareSpec(config, dataPath, p.hidden, pinnedProfile(config));
     steps.push({
       host,
       stage: 'extract',
@@ -111,7 +111,7 @@ export function planRun(config: Config, runId = '<run-id>'): PlanStep[] {
   const t0 = config.stages.train;
   const mapping = layout === 'specforge' && t0.driver === 'specforge' ? { vocabMapping: vocabMappingPath(p.hidden) } : {};
   const hidden = hiddenForTrain(config, { dir: p.hidden, layout, ...mapping });
-  const spec = trainSpec(config, p, dataPath, hidden);
+  const spec = trainSpec(config, p, dataPath, hidden, pinnedProfile(config));
   const t = config.stages.train;
   let drafterDir: string;
   if (spec.driver === 'specforge-v0.2') {
@@ -203,4 +203,11 @@ export async function planCommand(path: string, out: NodeJS.WritableStream = pro
   const config = await loadConfigFile(path);
   out.write(renderPlan(config, planRun(config), path));
   return 0;
+}
+
+/** The revision the config pins, if any: `auto` is decided at preflight, so the plan shows each driver's default. */
+function pinnedProfile(config: Config) {
+  const t = config.stages.train;
+  const pin = t.driver === 'command' ? 'auto' : t['specforge-revision'];
+  return pin === 'auto' ? undefined : SPECFORGE_PROFILES[pin];
 }

@@ -72,7 +72,7 @@ export type TrainSpec =
  * SpecForge's trainers read only their own layout, so they get hidden states only from the
  * offline extract driver; a command template gets whichever layout there is, and is told which.
  */
-export function trainSpec(config: Config, paths: StagePaths, dataPath: string, hidden?: HiddenStates): TrainSpec {
+export function trainSpec(config: Config, paths: StagePaths, dataPath: string, hidden?: HiddenStates, profile?: SpecforgeProfile): TrainSpec {
   const t = config.stages.train;
   const outputDir = `${paths.train}/output`;
   const specforgeHidden = hidden?.layout === 'specforge' ? hidden.dir : undefined;
@@ -96,6 +96,7 @@ export function trainSpec(config: Config, paths: StagePaths, dataPath: string, h
           tpSize: t['tp-size'],
           saveInterval: t['save-interval'],
           extraArgs: t['extra-args'],
+          ...(profile ? { profile } : {}),
         },
       };
     case 'specforge':
