@@ -1,5 +1,7 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { argsDump, parseTrainArgs, pyFloat } from '../../sim/train/args.js';
+import { trainOptions } from '../../sim/train/options.js';
 import { acceptLength } from '../../sim/train/quality.js';
 import { formatBar, formatInterval, formatMeter } from '../../sim/train/tqdm.js';
 
@@ -124,4 +126,27 @@ describe('train_eagle3.py argument parsing by revision (sim/train/options.ts)', 
       '--batch-size', '1', '--learning-rate', '1e-4', '--ttt-length', '7', '--tp-size', '1', '--save-interval', '500', '--ckpt-dir', '/o/x', '--max-num-steps', '9', '--resume'];
     for (const rev of ['v0.2.0', 'v0.2-final-save', 'v0.2-resume'] as const) expect(at(rev, aerie).kind, rev).toBe('ok');
   });
+});
+
+describe('the simulator\'s option tables are the real parsers\' (test/fixtures/real/specforge-*/argparse, read from the source)', () => {
+  interface RealArg { flags: string[]; type?: string; nargs?: string; action?: string | { class: string }; default?: unknown; required?: boolean; choices?: unknown }
+  const real = (commit: string): RealArg[] =>
+    (JSON.parse(readFileSync(new URL(`../fixtures/real/specforge-${commit}/argparse/train_eagle3.json`, import.meta.url), 'utf8')) as { arguments: RealArg[] }).arguments;
+  const kindOf = (a: RealArg): string =>
+    a.action === 'store_true' ? 'flag' : typeof a.action === 'object' && a.action.class === 'BooleanOptionalAction' ? 'bool-optional' : a.nargs === '+' ? `${a.type}-list` : a.type!;
+
+  for (const [rev, commit] of [['v0.2.0', '73e6f808'], ['v0.2-resume', '20e2e3f0']] as const) {
+    it(`${rev} = SpecForge@${commit}: the same flags in the same order, with their kinds, defaults, choices and required`, () => {
+      const mine = trainOptions(rev).map((o) => ({ flag: o.flag, kind: o.kind, default: o.kind === 'flag' ? false : o.default, required: o.required ?? false, choices: o.choices }));
+      const theirs = real(commit).map((a) => ({
+        flag: a.flags[0],
+        kind: kindOf(a),
+        default: a.action === 'store_true' ? false : (a.default ?? null),
+        required: a.required ?? false,
+        // SGLang's backend list comes from the installed SGLang; the simulator takes any name.
+        choices: Array.isArray(a.choices) ? a.choices : undefined,
+      }));
+      expect(mine).toEqual(theirs);
+    });
+  }
 });
