@@ -88,11 +88,33 @@ export function torchrunSummary(exitcode: number, now = new Date(), script = SCR
   ].join('\n');
 }
 
-const MAIN: Frame = [868, '<module>', 'main()'];
+/**
+ * Where in train_eagle3.py each failure surfaces, by revision, so a traceback names real lines:
+ * SpecForge@73e6f808, @03a3dedb and @20e2e3f0:scripts/train_eagle3.py (`git show <rev>:… | grep -n`).
+ */
+const EARLY = {
+  forwardCode: 'plosses, acces = run_forward(',
+  backwardCode: 'run_backward_and_update(args, plosses, optimizer, global_step)',
+  draftCode: 'draft_model_config, draft_model = build_draft_model(args)',
+  loadCode: 'train_dataset = load_dataset("json", data_files=args.train_data_path)["train"]',
+};
+const LINES = {
+  'v0.2.0': { ...EARLY, main: 836, forward: 756, backward: 759, backwardDef: 559, draft: 627, draftRaise: 342, target: 628, data: 633, load: 386 },
+  'v0.2-final-save': { ...EARLY, main: 878, forward: 785, backward: 788, backwardDef: 582, draft: 656, draftRaise: 359, target: 657, data: 662, load: 403 },
+  'v0.2-resume': {
+    forwardCode: ') = run_forward(',
+    backwardCode: 'grad_norm = run_backward_and_update(args, plosses, optimizer, global_step)',
+    draftCode: 'draft_model_config, draft_model, ckpt_info, resume_state = build_draft_model(args)',
+    loadCode: 'train_dataset = Dataset.from_generator(',
+    main: 1374, forward: 1211, backward: 1218, backwardDef: 864, draft: 1015, draftRaise: 514, target: 1018, data: 1025, load: 582,
+  },
+} as const;
+export type TracebackRevision = keyof typeof LINES;
 
-export function crashText(): string {
+export function crashText(rev: TracebackRevision = 'v0.2.0'): string {
+  const l = LINES[rev];
   return rankTraceback(
-    [MAIN, [780, 'main', 'plosses, acces = run_forward(']],
+    [[l.main, '<module>', 'main()'], [l.forward, 'main', l.forwardCode]],
     [['/usr/local/lib/python3.11/dist-packages/specforge/core/eagle3.py', 214, 'forward', 'hidden_states = self.draft_model.project_hidden_states(hidden_states)']],
     [
       'RuntimeError: CUDA error: an illegal memory access was encountered',
@@ -103,9 +125,10 @@ export function crashText(): string {
   );
 }
 
-export function oomText(): string {
+export function oomText(rev: TracebackRevision = 'v0.2.0'): string {
+  const l = LINES[rev];
   return rankTraceback(
-    [MAIN, [781, 'main', 'run_backward_and_update(args, plosses, optimizer, global_step)'], [603, 'run_backward_and_update', 'ploss.backward()']],
+    [[l.main, '<module>', 'main()'], [l.backward, 'main', l.backwardCode], [l.backwardDef, 'run_backward_and_update', 'ploss.backward()']],
     [['/usr/local/lib/python3.11/dist-packages/torch/_tensor.py', 648, 'backward', 'torch.autograd.backward(']],
     [
       'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.91 GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.62 GiB is free. ' +
@@ -118,11 +141,13 @@ export function oomText(): string {
 }
 
 /** An exception raised while setting up (missing files, bad config), with its Python frames. */
-export function setupErrorText(where: 'draft-model' | 'dataset' | 'target-model', exception: string): string {
+export function setupErrorText(where: 'draft-model' | 'dataset' | 'target-model', exception: string, rev: TracebackRevision = 'v0.2.0'): string {
+  const l = LINES[rev];
+  const main: Frame = [l.main, '<module>', 'main()'];
   const frames: Record<typeof where, Frame[]> = {
-    'draft-model': [MAIN, [660, 'main', 'draft_model_config, draft_model = build_draft_model(args)'], [338, 'build_draft_model', 'raise ValueError(']],
-    dataset: [MAIN, [667, 'main', 'train_dataloader, vocab_mapping_path, eval_dataloader = build_dataloaders('], [392, 'build_dataloaders', 'train_dataset = load_dataset("json", data_files=args.train_data_path)["train"]']],
-    'target-model': [MAIN, [661, 'main', 'target_model, processor = build_target_model(args, draft_model_config, is_online)']],
+    'draft-model': [main, [l.draft, 'main', l.draftCode], [l.draftRaise, 'build_draft_model', 'raise ValueError(']],
+    dataset: [main, [l.data, 'main', 'train_dataloader, vocab_mapping_path, eval_dataloader = build_dataloaders('], [l.load, 'build_dataloaders', l.loadCode]],
+    'target-model': [main, [l.target, 'main', 'target_model, processor = build_target_model(args, draft_model_config, is_online)']],
   };
   return rankTraceback(frames[where], [], [exception]);
 }

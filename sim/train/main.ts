@@ -92,7 +92,7 @@ async function train(a: ParsedArgs, io: TrainerIO, rev: V02Revision): Promise<nu
   try {
     s = await setUp(a, rev, tp);
   } catch (e) {
-    if (e instanceof SetupError) return fail(setupErrorText(e.where, e.exception));
+    if (e instanceof SetupError) return fail(setupErrorText(e.where, e.exception, rev));
     throw e;
   }
   for (const l of s.logs) io.out(`${l}\n`);
@@ -124,7 +124,7 @@ async function train(a: ParsedArgs, io: TrainerIO, rev: V02Revision): Promise<nu
     await sleep(SAVE_S * scale * 1000);
     const cut = faults.crashInSaveAt === step && claimFault(faults);
     await writeCheckpoint(outputDir, { draftConfig: s.draftConfig, dims: s.dims, epoch, globalStep: step, sim: simAfter(stepsRun), args }, cut);
-    return cut ? fail(`\n${crashText()}`) : undefined;
+    return cut ? fail(`\n${crashText(rev)}`) : undefined;
   };
 
   let globalStep = s.startStep;
@@ -145,8 +145,8 @@ async function train(a: ParsedArgs, io: TrainerIO, rev: V02Revision): Promise<nu
     for (let n = skip; n < stepsPerEpoch; n++) {
       globalStep++;
       const stepStart = Date.now();
-      if (faults.oom && stepsRun === 0 && claimFault(faults)) return fail(`\n${oomText()}`);
-      if (faults.crashAtStep === globalStep && claimFault(faults)) return fail(`\n${crashText()}`);
+      if (faults.oom && stepsRun === 0 && claimFault(faults)) return fail(`\n${oomText(rev)}`);
+      if (faults.crashAtStep === globalStep && claimFault(faults)) return fail(`\n${crashText(rev)}`);
       await sleep(STEP_S * scale * 1000);
       stepsRun++;
       const postfix = meterPostfix(rev, stepMetrics(simAfter(stepsRun).trained_sample_epochs, globalStep), (Date.now() - stepStart) / 1000);
