@@ -53,7 +53,8 @@ describe('pipeline end to end on the simulator', () => {
     for (const r of eagle) expect(r.mean_accept_length_per_request ?? r.accept_length).toBeGreaterThan(1.3);
     const launchesAfterFirst = await launchRecords(workdir);
     expect(launchesAfterFirst).toEqual(
-      [`${runId}.server-generate.0`, `${runId}.server-extract.0`, `${runId}.train.0`, `${runId}.server-deploy.0`].sort(),
+      // prepare_hidden_states.py loads the target itself (no extraction server); the CLI trains, then exports.
+      [`${runId}.server-generate.0`, `${runId}.extract.0`, `${runId}.train.0`, `${runId}.train-export.0`, `${runId}.server-deploy.0`].sort(),
     );
 
     // Same run id again (what `aerie resume` does after a failure): every stage is a ledger hit.

@@ -38,8 +38,7 @@ async function sshDemoConfig(workdir: string): Promise<Config> {
   gpu.ssh = { ...gpu.ssh, host: fx.alias, port: undefined, user: undefined, 'config-file': fx.sshConfig };
   gpu.workdir = workdir;
   c.server.port = await freePort();
-  const extract = c.stages.extract as { 'dump-dir'?: string };
-  extract['dump-dir'] = join(workdir, 'shm');
+  if (c.stages.extract.driver === 'patched-server') c.stages.extract['dump-dir'] = join(workdir, 'shm');
   c.stages.benchmark.concurrencies = [1, 4, 16];
   c.stages.benchmark['output-len'] = 32;
   c.run.label = 'test-ssh';
@@ -73,7 +72,7 @@ describe('pipeline end to end over SSH', () => {
     expect(results).toHaveLength(6);
     const launches = (await readdir(join(workdir, '.aerie', 'procs'))).filter((f) => f.endsWith('.json')).sort();
     expect(launches).toEqual(
-      [`${runId}.server-generate.0`, `${runId}.server-extract.0`, `${runId}.train.0`, `${runId}.server-deploy.0`].map((id) => `${id}.json`).sort(),
+      [`${runId}.server-generate.0`, `${runId}.extract.0`, `${runId}.train.0`, `${runId}.train-export.0`, `${runId}.server-deploy.0`].map((id) => `${id}.json`).sort(),
     );
   }, 400_000);
 });

@@ -76,8 +76,8 @@ describe('Temporal Web UI', () => {
       for (const summary of [
         'preflight: hosts, interpreter, ports, drafter config',
         'launch sglang target tp=1 on local:',
-        'launch sglang extraction mode tp=1 on local:',
-        'train EAGLE-3 drafter (specforge-v0.2, 2 epochs)',
+        'prepare-hidden-states … (specforge-offline, tp 1;',
+        'train EAGLE-3 drafter (specforge, 2 epochs)',
         'launch sglang EAGLE3 tp=1 on local:',
         'acceptance gate: accept length ≥ 1.3',
         'benchmark eagle3: concurrency 1/4',
