@@ -1,0 +1,169 @@
+/**
+ * aerie's v0.2 readers on what real SpecForge left behind (test/fixtures/real/specforge-<commit>/,
+ * captured by scripts/real/specforge_runs.sh on the lent H200), and the same assertions on the
+ * simulator at the same revision: the simulator passes only where the real tool does.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, readFile, rm, truncate, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { LocalHost } from '../../src/hosts/local.js';
+import { SPECFORGE_PROFILES } from '../../src/stages/specforge-revision.js';
+import { seedProgress } from '../../src/stages/train-progress.js';
+import { v02Hooks } from '../../src/stages/train-run.js';
+import { classifyTrainFailure, parseTrainProgress, planTrainResume, rankCheckpoints, type TrainLaunch } from '../../src/stages/train.js';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const REAL = (commit: string, file: string) => readFile(join(ROOT, 'test/fixtures/real', `specforge-${commit}`, file), 'utf8');
+
+/** `ls -la` of every directory under a root, as the capture wrote it: directory → [name, size, isDir]. */
+function listing(text: string): Map<string, [string, number, boolean][]> {
+  const dirs = new Map<string, [string, number, boolean][]>();
+  let cur: [string, number, boolean][] | undefined;
+  for (const line of text.split('\n')) {
+    const head = /^(\/\S+):$/.exec(line);
+    if (head) dirs.set(head[1]!, (cur = []));
+    const row = /^([d-])\S+\s+\d+\s+\S+\s+\S+\s+(\d+)\s+(.+)$/.exec(line);
+    if (row && cur && row[3] !== '.' && row[3] !== '..') cur.push([row[3]!, Number(row[2]), row[1] === 'd']);
+  }
+  return dirs;
+}
+
+const launch = (outputDir: string): TrainLaunch => ({
+  launcher: ['torchrun', 'scripts/train_eagle3.py'],
+  targetModelPath: '/tmp/real/target',
+  draftModelConfig: '/tmp/real/draft-config.json',
+  trainDataPath: '/d.jsonl',
+  outputDir,
+  chatTemplate: 'llama3',
+  maxLength: 256,
+  numEpochs: 1,
+  batchSize: 1,
+  learningRate: 1e-4,
+  tttLength: 7,
+  tpSize: 1,
+  saveInterval: 5,
+  extraArgs: [],
+  profile: SPECFORGE_PROFILES['v0.2-resume'],
+});
+
+describe('real SpecForge 20e2e3f0 (v0.2-resume): log, checkpoints, resume', () => {
+  it('reads step, totals, loss, acc, acceptance rate and grad norm from the real log, and no checkpoint from it', async () => {
+    const p = parseTrainProgress(await REAL('20e2e3f0', 'clean.log'));
+    expect(p).toMatchObject({ epoch: 0, step: 24, stepsPerEpoch: 24, totalSteps: 24, totalEpochs: 1, loss: 1.07, acc: 0.45, acceptanceRate: 0.5, gradNorm: 0.09 });
+    expect([p.lastCheckpoint, p.startedFrom]).toEqual([undefined, undefined]);
+  });
+
+  it('the real log has none of the logger.info lines (D13): only prints and meters', async () => {
+    const log = await REAL('20e2e3f0', 'clean.log');
+    for (const gone of ['Auto-calculated total_steps', 'Saved model configuration', 'Initialized distributed environment', 'Starting training from']) expect(log).not.toContain(gone);
+    expect(log).toContain(' -----------【args】-----------');
+  });
+
+  it('a --resume names what it loaded (a real print) and its meter counts the skipped batches', async () => {
+    const p = parseTrainProgress(await REAL('20e2e3f0', 'resume.log'));
+    expect(p.startedFrom).toMatch(/\/train\/output\/epoch_0_step_24$/);
+    expect([p.step, p.totalSteps]).toEqual([24, 24]);
+  });
+
+  it('checkpoints are epoch_{e}_step_{s} with three files and no per-rank state (D10); the last one covers the plan', async () => {
+    const dirs = listing(await REAL('20e2e3f0', 'ls-after-clean.txt'));
+    const out = [...dirs.keys()].find((d) => d.endsWith('/train/output'))!;
+    const names = dirs.get(out)!.filter(([, , isDir]) => isDir).map(([n]) => n);
+    for (const n of names) expect(dirs.get(`${out}/${n}`)!.map(([f]) => f).sort(), n).toEqual(['config.json', 'model.safetensors', 'training_state.pt']);
+    const [newest] = rankCheckpoints([{ dir: out, baseStep: 0, entries: names }]);
+    expect(newest!.dir).toBe(`${out}/epoch_0_step_24`);
+    expect(planTrainResume(launch(out), newest!, 24, true)).toMatchObject({ kind: 'done' });
+  });
+});
+
+describe('a real kill -9 mid-save (20e2e3f0), laid out again on a host', () => {
+  let dir: string;
+  let host: LocalHost;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'aerie-real-v02-'));
+    host = new LocalHost({ name: 'local', workdir: join(dir, 'host') });
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('the newest directory holds a cut-short training_state.pt only: aerie moves it aside and resumes from the one before', async () => {
+    const dirs = listing(await REAL('20e2e3f0', 'ls-after-kill.txt'));
+    const realOut = [...dirs.keys()].find((d) => d.endsWith('/train/output'))!;
+    const out = join(dir, 'output');
+    const header = JSON.parse(await REAL('20e2e3f0', 'checkpoint-safetensors-header.json')) as Record<string, { dtype: string; shape: number[] }>;
+    for (const [name, , isDir] of dirs.get(realOut)!) {
+      if (!isDir) continue;
+      await mkdir(join(out, name), { recursive: true });
+      for (const [file, size] of dirs.get(`${realOut}/${name}`)!) {
+        const path = join(out, name, file);
+        if (file === 'config.json') await writeFile(path, await REAL('20e2e3f0', 'checkpoint-config.json'));
+        else if (file === 'model.safetensors') await writeFile(path, safetensors(header, size));
+        else {
+          await writeFile(path, '');
+          await truncate(path, size);
+        }
+      }
+    }
+    const hooks = v02Hooks(host, launch(out), 'r.train.');
+    const next = await hooks.afterCrash({ gen: 0, record: {} as never, code: 137, logTail: '' }, classifyTrainFailure(''));
+    if (next.kind !== 'launch') throw new Error('expected a launch');
+    expect(next.argv).toContain('--resume');
+    expect(next.note).toMatch(/moved damaged checkpoint .*epoch_0_step_10 .*so --resume does not load it/);
+    const left = (await readdir(out)).sort();
+    expect(left.filter((n) => /^epoch_0_step_10\.incomplete-\d+$/.test(n))).toHaveLength(1);
+    // What get_last_checkpoint can still match (SpecForge@20e2e3f0:specforge/utils.py:232): only the whole one.
+    expect(left.filter((n) => /^epoch_\d+(_step_\d+)?$/.test(n))).toEqual(['epoch_0_step_5']);
+  });
+});
+
+describe('real SpecForge 73e6f808 (v0.2.0)', () => {
+  it('logs nothing of print_with_rank even where it ran: the traceback is past it (train_eagle3.py:622 < 627)', async () => {
+    const log = await REAL('73e6f808', 'clean.log');
+    expect(log).toContain('train_eagle3.py", line 627, in main');
+    expect(log).not.toContain('Initialized distributed environment');
+    expect(log).not.toContain(' -----------【args】-----------'); // the release prints no args (ee22b877 added that)
+  });
+});
+
+describe('the simulator at 20e2e3f0 gives the parser what the real log gives it', () => {
+  it('same fields, same shapes, for a run of the same plan', async () => {
+    const work = await mkdtemp(join(tmpdir(), 'aerie-real-sim-'));
+    try {
+      await writeFile(join(work, 'data.jsonl'), Array.from({ length: 24 }, (_, i) => JSON.stringify({ id: `r${i}`, conversations: [] })).join('\n') + '\n');
+      const argv = ['--target-model-path', join(ROOT, 'examples/models/sim-llama-8b'), '--draft-model-config', join(ROOT, 'examples/models/sim-llama-8b-eagle3-draft.json'),
+        '--train-data-path', join(work, 'data.jsonl'), '--num-epochs', '1', '--batch-size', '1', '--save-interval', '5', '--output-dir', join(work, 'out')];
+      const r = spawnSync(process.execPath, [join(ROOT, 'bin/aerie-sim.mjs'), 'train', ...argv], { env: { ...process.env, AERIE_SIM_TIME_SCALE: '0', AERIE_SIM_SPECFORGE_REVISION: 'v0.2-resume' }, encoding: 'utf8' });
+      expect(r.status, r.stderr).toBe(0);
+      const sim = parseTrainProgress(r.stdout + r.stderr);
+      const real = parseTrainProgress(await REAL('20e2e3f0', 'clean.log'));
+      const shape = (p: typeof sim) => Object.fromEntries(Object.entries(p).filter(([k]) => k !== 'partial' && k !== 'lines').map(([k, v]) => [k, typeof v]));
+      expect(shape(sim)).toEqual(shape(real));
+      expect([sim.step, sim.totalSteps, sim.stepsPerEpoch]).toEqual([real.step, real.totalSteps, real.stepsPerEpoch]);
+      expect((await readdir(join(work, 'out'))).sort()).toEqual(['epoch_0_step_10', 'epoch_0_step_15', 'epoch_0_step_20', 'epoch_0_step_24', 'epoch_0_step_5']);
+      expect(parseTrainProgress(r.stderr, seedProgress({ numEpochs: 1, maxNumSteps: undefined })).totalSteps).toBe(24);
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+  });
+});
+
+/** A safetensors file with the real header's tensors, padded or cut to `size` bytes as the real file was. */
+function safetensors(header: Record<string, { dtype: string; shape: number[] }>, size: number): Buffer {
+  const width: Record<string, number> = { BF16: 2, F32: 4, I64: 8, BOOL: 1 };
+  const entries: Record<string, unknown> = { __metadata__: { format: 'pt' } };
+  let off = 0;
+  for (const [name, t] of Object.entries(header)) {
+    if (name === 'header_bytes' || name === '__metadata__') continue;
+    const n = t.shape.reduce((a, b) => a * b, 1) * width[t.dtype]!;
+    entries[name] = { dtype: t.dtype, shape: t.shape, data_offsets: [off, off + n] };
+    off += n;
+  }
+  const json = Buffer.from(JSON.stringify(entries));
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64LE(BigInt(json.length));
+  const whole = Buffer.concat([len, json, Buffer.alloc(off)]);
+  return whole.length >= size ? whole : Buffer.concat([whole, Buffer.alloc(size - whole.length)]);
+}
