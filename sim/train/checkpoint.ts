@@ -4,8 +4,8 @@
  * 20e2e3f0:699), written in place and in that order, by rank 0 only: makedirs, torch.save of
  * the training state, then save_pretrained (SpecForge@20e2e3f0:scripts/train_eagle3.py:699-727).
  * No temp name, no rename and no per-rank files, so a crash or a kill mid-save leaves a
- * directory under the real name that lacks its weights or holds them cut short; a rerun of the
- * same step overwrites the files one by one.
+ * directory under the real name that lacks its weights or holds a file cut short; a rerun of
+ * the same step overwrites the files one by one.
  */
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
@@ -60,18 +60,18 @@ export function trainingStateBytes(c: CheckpointContent): Buffer {
   return Buffer.from(`${JSON.stringify(state, null, 1)}\n`);
 }
 
-/** `cut`: die in save_pretrained, after the training state and config, with the weights half written. */
+/**
+ * `cut`: die mid-save as a real kill -9 did (test/fixtures/real/specforge-20e2e3f0/ls-after-kill.txt):
+ * the directory under its real name holding a training_state.pt cut short and nothing else.
+ */
 export async function writeCheckpoint(outputDir: string, c: CheckpointContent, cut = false): Promise<string> {
   const dir = path.join(outputDir, checkpointName(c.epoch, c.globalStep));
   await fs.mkdir(dir, { recursive: true });
-  await writeSynced(path.join(dir, 'training_state.pt'), trainingStateBytes(c));
+  const state = trainingStateBytes(c);
+  await writeSynced(path.join(dir, 'training_state.pt'), cut ? state.subarray(0, Math.floor(state.length / 4)) : state);
+  if (cut) return dir;
   await writeSynced(path.join(dir, 'config.json'), `${JSON.stringify(savedConfig(c), null, 2)}\n`);
-  const weights = path.join(dir, 'model.safetensors');
-  await writeDrafterSafetensors(weights, c.dims);
-  if (cut) {
-    const full = await fs.stat(weights);
-    await fs.truncate(weights, Math.floor(full.size / 2));
-  }
+  await writeDrafterSafetensors(path.join(dir, 'model.safetensors'), c.dims);
   return dir;
 }
 
