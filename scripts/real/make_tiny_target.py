@@ -80,6 +80,14 @@ def build_tokenizer(out, rng):
     )
     fast.chat_template = CHAT_TEMPLATE
     fast.save_pretrained(out)
+    # transformers 5 records its own class name (TokenizersBackend), which 4.x (SpecForge
+    # v0.2.0 pins transformers 4.57.1) cannot load; PreTrainedTokenizerFast loads in both.
+    cfg_path = os.path.join(out, "tokenizer_config.json")
+    with open(cfg_path) as fh:
+        cfg = json.load(fh)
+    cfg["tokenizer_class"] = "PreTrainedTokenizerFast"
+    with open(cfg_path, "w") as fh:
+        json.dump(cfg, fh, indent=2)
     return fast
 
 

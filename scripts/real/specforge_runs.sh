@@ -37,6 +37,29 @@ for name in os.listdir(d) if os.path.isdir(d) else []:
 print(best[1] if best else "")
 PY
 }
+# v0.2: newest checkpoint aerie would resume from (src/stages/train-run.ts checkpointProblems:
+# training_state.pt non-empty plus a servable drafter); with --resume, damaged newer ones are
+# renamed <dir>.incomplete-<ms> as aerie does, so the script's own pick does not land on them.
+v02pick() { # OUTDIR MODE NOTES
+  $PY - "$@" <<'PY'
+import os, re, sys, time
+d, mode, notes = sys.argv[1:4]
+pat = re.compile(r"^epoch_(\d+)_step_(\d+)$")
+found = sorted(((int(m[1]), int(m[2]), n) for n in os.listdir(d) if (m := pat.match(n))), reverse=True) if os.path.isdir(d) else []
+with open(notes, "w") as fh:
+    for e, s, n in found:
+        p = os.path.join(d, n)
+        size = lambda f: os.path.getsize(os.path.join(p, f)) if os.path.isfile(os.path.join(p, f)) else 0
+        bad = [f for f, least in (("training_state.pt", 1), ("config.json", 1), ("model.safetensors", 9)) if size(f) < least]
+        if not bad:
+            fh.write(f"resume from {p}\n"); print(p); break
+        if mode == "resume":
+            aside = f"{p}.incomplete-{int(time.time() * 1000)}"
+            os.rename(p, aside); fh.write(f"moved damaged {p} ({bad} missing/empty) to {aside}\n")
+        else:
+            fh.write(f"skipped damaged {p} ({bad} missing/empty)\n")
+PY
+}
 # run ARGV in its own session (so kill -9 -PGID takes the whole tree), watching WATCHDIR
 run_watched() { # LOG WATCHDIR EVENTS KILLREGEX(or "") TIMEOUT -- argv...
   local logf=$1 wdir=$2 ev=$3 kre=$4 to=$5; shift 6
@@ -56,6 +79,11 @@ run_watched() { # LOG WATCHDIR EVENTS KILLREGEX(or "") TIMEOUT -- argv...
 phase_setup() {
   if [ -z "$SITE" ]; then :; else
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$CARRY"/whl/*.whl || return 1
+    # SpecForge v0.2.0 pins transformers 4.57.1 (its requirements.txt); its draft model
+    # rejects transformers 5's always-present rope_scaling {'rope_type': 'default'}.
+    if ls "$CARRY"/whl-tf4/*.whl >/dev/null 2>&1; then
+      python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site-tf4 "$CARRY"/whl-tf4/*.whl || return 1
+    fi
   fi
   {
     date -u +%FT%TZ; uname -a; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1 | head -3
@@ -114,14 +142,16 @@ phase_head() {
   tar -czf "$OUT/head.tgz" -C "$R/cap" specforge-a6b6b023
 }
 
-phase_v02() { # REV RESUME_MODE(resume|ckpt-dir)
-  local rev=$1 mode=$2 V=$R/cap/specforge-$1; mkdir -p "$V"
+phase_v02() { # REV RESUME_MODE(resume|ckpt-dir) [EXTRA_SITE] [kill-only]
+  local rev=$1 mode=$2 xsite=${3:-} only=${4:-} V=$R/cap/specforge-$1; mkdir -p "$V"
   ln -sfn "$CARRY/sf-$rev" "$R/sf"
-  export PYTHONPATH=$CARRY/sf-$rev${SITE:+:$SITE}
+  export PYTHONPATH=$CARRY/sf-$rev${xsite:+:$xsite}${SITE:+:$SITE}
+  PYTHONPATH=$PYTHONPATH $PY -c 'import transformers, tokenizers; print("versions in this phase: transformers", transformers.__version__, "tokenizers", tokenizers.__version__)' > "$V/phase-versions.txt" 2>&1
   cp "$CARRY/run/plan-v02.txt" "$V/aerie-plan.txt"
   argv_for() { local line; line=$(sed "s#<run-id>#$1#g" "$CARRY/run/v02.argv"); eval "set -- $line"; printf '%s\n' "$@"; }
   stubbed() { local a; while read -r a; do if [ "$a" = /tmp/real/sf/scripts/train_eagle3.py ]; then printf '%s\n' "$S/specforge_cpu.py" --stub-sglang --script "$a"; else printf '%s\n' "$a"; fi; done; }
-  local d argv
+  local d argv ck
+  if [ -z "$only" ]; then
   # (a) as aerie renders it, unmodified
   d=$(rundir "$rev-plain"); mapfile -t argv < <(argv_for "$rev-plain")
   [ -n "${SF_CPU:-}" ] && argv[0]=$TORCHRUN
@@ -133,12 +163,13 @@ phase_v02() { # REV RESUME_MODE(resume|ckpt-dir)
   log "v02 $rev clean (sglang stand-in)"
   (cd "$d/train" && run_watched "$V/clean.log" "$d/train/output" "$V/clean-events.txt" "" 200 -- "${argv[@]}")
   lsr "$d/train" "$V/ls-after-clean.txt"
-  local ck; ck=$(newest "$d/train/output" '^epoch_\d+_step_(\d+)$' training_state.pt)
+  ck=$(newest "$d/train/output" '^epoch_\d+_step_(\d+)$' training_state.pt)
   if [ -n "$ck" ]; then
     $PY "$S/inspect_outputs.py" zip "$ck/training_state.pt" > "$V/training_state.pt.zip.txt" 2>&1
     PYTHONPATH=$PYTHONPATH $PY "$S/inspect_outputs.py" pt-summary "$ck/training_state.pt" > "$V/training_state.pt.keys.json" 2>&1
     cp "$ck/config.json" "$V/checkpoint-config.json" 2>/dev/null
     $PY "$S/inspect_outputs.py" st-header "$ck/model.safetensors" > "$V/checkpoint-safetensors-header.json" 2>&1
+  fi
   fi
   # (c) killed -9 the moment step 10's checkpoint directory appears
   d=$(rundir "$rev-kill"); mapfile -t argv < <(argv_for "$rev-kill" | stubbed)
@@ -146,7 +177,7 @@ phase_v02() { # REV RESUME_MODE(resume|ckpt-dir)
   log "v02 $rev kill"
   (cd "$d/train" && run_watched "$V/kill.log" "$d/train/output" "$V/kill-events.txt" '^epoch_\d+_step_10$' 200 -- "${argv[@]}")
   lsr "$d/train" "$V/ls-after-kill.txt"
-  ck=$(newest "$d/train/output" '^epoch_\d+_step_(\d+)$' training_state.pt)
+  ck=$(v02pick "$d/train/output" "$mode" "$V/resume-pick.txt")
   echo "$ck" > "$V/resume-from.txt"
   # (d) the resume this revision supports
   if [ -n "$ck" ]; then
@@ -162,7 +193,7 @@ phase_v02() { # REV RESUME_MODE(resume|ckpt-dir)
     lsr "$d/train" "$V/ls-after-resume.txt"
   fi
   cp "$R/cap/env.txt" "$R/cap/timeline.txt" "$V/" 2>/dev/null
-  tar -czf "$OUT/v02-$rev.tgz" -C "$R/cap" "specforge-$rev"
+  tar -czf "$OUT/v02-$rev${only:+-$only}.tgz" -C "$R/cap" "specforge-$rev"
 }
 
 for p in "$@"; do
@@ -172,6 +203,8 @@ for p in "$@"; do
     head) phase_head ;;
     v02-20e2e3f0) phase_v02 20e2e3f0 resume ;;
     v02-73e6f808) phase_v02 73e6f808 ckpt-dir ;;
+    v02-73e6f808-tf4) phase_v02 73e6f808 ckpt-dir /tmp/site-tf4 ;;
+    v02-20e2e3f0-kill) phase_v02 20e2e3f0 resume "" kill-only ;;
     *) log "unknown phase $p" ;;
   esac
 done

@@ -5,6 +5,11 @@ trainer's process group the moment a path matching --kill-when appears.
 
 Usage: watch_dir.py DIR --pid PID [--pgid PGID --kill-when REGEX [--kill-delay S]] > events.txt
 Stops when PID has exited. Times are seconds since the watcher started.
+
+The kill takes the process group AND every descendant of PID in its own group: torchrun
+starts its workers in new sessions (torch/distributed/elastic/multiprocessing/
+subprocess_handler/subprocess_handler.py: start_new_session=True), so a kill -9 of
+torchrun's group alone leaves the workers training on (seen on the H200 run of 20e2e3f0).
 """
 import argparse
 import os
@@ -44,6 +49,47 @@ def alive(pid):
         return False
 
 
+def descendants(root):
+    children = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                ppid = int(fh.read().split(")")[-1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        for c in children.get(pid, []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def kill_tree(pid, pgid):
+    victims = descendants(pid)
+    groups = {pgid}
+    for v in victims:
+        try:
+            groups.add(os.getpgid(v))
+        except OSError:
+            pass
+    for g in sorted(groups):
+        try:
+            os.killpg(g, signal.SIGKILL)
+        except OSError:
+            pass
+    for v in [pid, *victims]:
+        try:
+            os.kill(v, signal.SIGKILL)
+        except OSError:
+            pass
+    return victims, sorted(groups)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dir")
@@ -70,8 +116,8 @@ def main():
             print(f"{t:9.4f} ~ {rel} ({now[rel]})", flush=True)
         prev = now
         if kill_at is not None and t >= kill_at and args.pgid:
-            os.killpg(args.pgid, signal.SIGKILL)
-            print(f"{t:9.4f} KILL -9 process group {args.pgid}", flush=True)
+            victims, groups = kill_tree(args.pid, args.pgid)
+            print(f"{t:9.4f} KILL -9 process groups {groups} (descendants of {args.pid}: {victims})", flush=True)
             print("at kill: " + ", ".join(f"{k} ({v})" for k, v in sorted(now.items())), flush=True)
             kill_at = float("inf")
         if not alive(args.pid):
