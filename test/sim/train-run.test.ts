@@ -109,7 +109,7 @@ describe('aerie-sim train: failures', () => {
     expect(r.code).toBe(1);
     expect(classifyTrainFailure(r.stderr)).toMatchObject({ kind: 'crash', retryable: true });
     expect((await fs.readdir(out)).sort()).toEqual(['epoch_0_step_3', 'epoch_1_step_6']);
-    // test/fixtures/real/specforge-20e2e3f0/ls-after-kill.txt: the newest directory held a partial training_state.pt only.
+    // test/fixtures/real/specforge-20e2e3f0/orphaned-worker/ls-after-kill.txt: the newest directory held a partial training_state.pt only.
     expect(await fs.readdir(path.join(out, 'epoch_1_step_6'))).toEqual(['training_state.pt']);
     expect((await readCheckpoint(path.join(out, 'epoch_0_step_3'))).whole).toBe(true);
   }, 60_000);

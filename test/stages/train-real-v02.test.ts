@@ -62,7 +62,7 @@ describe('real SpecForge 20e2e3f0 (v0.2-resume): log, checkpoints, resume', () =
   });
 
   it('a --resume names what it loaded (a real print) and its meter counts the skipped batches', async () => {
-    const p = parseTrainProgress(await REAL('20e2e3f0', 'resume.log'));
+    const p = parseTrainProgress(await REAL('20e2e3f0', 'orphaned-worker/resume.log'));
     expect(p.startedFrom).toMatch(/\/train\/output\/epoch_0_step_24$/);
     expect([p.step, p.totalSteps]).toEqual([24, 24]);
   });
@@ -78,7 +78,8 @@ describe('real SpecForge 20e2e3f0 (v0.2-resume): log, checkpoints, resume', () =
   });
 });
 
-describe('a real kill -9 mid-save (20e2e3f0), laid out again on a host', () => {
+// orphaned-worker/: the listing was taken mid-save (a kill that missed the torchrun worker, which went on): a real half-written checkpoint.
+describe('a real checkpoint caught mid-save (20e2e3f0), laid out again on a host', () => {
   let dir: string;
   let host: LocalHost;
   beforeEach(async () => {
@@ -90,7 +91,7 @@ describe('a real kill -9 mid-save (20e2e3f0), laid out again on a host', () => {
   });
 
   it('the newest directory holds a cut-short training_state.pt only: aerie moves it aside and resumes from the one before', async () => {
-    const dirs = listing(await REAL('20e2e3f0', 'ls-after-kill.txt'));
+    const dirs = listing(await REAL('20e2e3f0', 'orphaned-worker/ls-after-kill.txt'));
     const realOut = [...dirs.keys()].find((d) => d.endsWith('/train/output'))!;
     const out = join(dir, 'output');
     const header = JSON.parse(await REAL('20e2e3f0', 'checkpoint-safetensors-header.json')) as Record<string, { dtype: string; shape: number[] }>;
@@ -121,7 +122,7 @@ describe('a real kill -9 mid-save (20e2e3f0), laid out again on a host', () => {
 
 describe('real SpecForge 73e6f808 (v0.2.0)', () => {
   it('logs nothing of print_with_rank even where it ran: the traceback is past it (train_eagle3.py:622 < 627)', async () => {
-    const log = await REAL('73e6f808', 'clean.log');
+    const log = await REAL('73e6f808', 'transformers-5.17/clean.log');
     expect(log).toContain('train_eagle3.py", line 627, in main');
     expect(log).not.toContain('Initialized distributed environment');
     expect(log).not.toContain(' -----------【args】-----------'); // the release prints no args (ee22b877 added that)
