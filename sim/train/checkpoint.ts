@@ -61,7 +61,7 @@ export function trainingStateBytes(c: CheckpointContent): Buffer {
 }
 
 /**
- * `cut`: die mid-save as a real one caught mid-save shows (test/fixtures/real/specforge-20e2e3f0/orphaned-worker/ls-after-kill.txt):
+ * `cut`: die mid-save, leaving what a real checkpoint caught mid-save holds (test/fixtures/real/specforge-20e2e3f0/orphaned-worker/ls-after-kill.txt):
  * the directory under its real name holding a training_state.pt cut short and nothing else.
  */
 export async function writeCheckpoint(outputDir: string, c: CheckpointContent, cut = false): Promise<string> {
