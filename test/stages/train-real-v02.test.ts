@@ -55,6 +55,11 @@ describe('real SpecForge 20e2e3f0 (v0.2-resume): log, checkpoints, resume', () =
     expect([p.lastCheckpoint, p.startedFrom]).toEqual([undefined, undefined]);
   });
 
+  it('without SGLang installed the script dies importing it: not worth a relaunch, and the advice names the launcher', async () => {
+    const f = classifyTrainFailure(await REAL('20e2e3f0', 'plain.log'));
+    expect(f).toMatchObject({ kind: 'missing-module', retryable: false, evidence: "ModuleNotFoundError: No module named 'sglang'" });
+  });
+
   it('the real log has none of the logger.info lines (D13): only prints and meters', async () => {
     const log = await REAL('20e2e3f0', 'clean.log');
     for (const gone of ['Auto-calculated total_steps', 'Saved model configuration', 'Initialized distributed environment', 'Starting training from']) expect(log).not.toContain(gone);
