@@ -249,7 +249,7 @@ async function checkPrepareScript(host: Host, config: Config, cwd: string, profi
   else {
     out.problems.push(
       `stages.extract.launcher: ${script} ${has ? `takes ${has}` : 'takes neither --draft-model-config nor --enable-aux-hidden-states (a July 2026 revision before ca949555)'}, ` +
-        `but the SpecForge revision ${profile} needs ${wants}. Fix: point stages.extract.launcher at the prepare_hidden_states.py of the same SpecForge checkout as the trainer`,
+        `but the SpecForge revision ${profile} needs ${wants}. Fix: ${has ? 'point stages.extract.launcher at the prepare_hidden_states.py of the same SpecForge checkout as the trainer' : 'update that SpecForge checkout to ca949555 (2026-07-18) or later, where prepare_hidden_states.py takes --draft-model-config'}`,
     );
   }
 }

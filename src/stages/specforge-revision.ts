@@ -9,7 +9,9 @@
  *   v0.2.0           73e6f808 (2025-12-23) … before 03a3dedb: scripts; --resume broken; no final save
  *   v0.2-final-save  03a3dedb (2026-01-12) … before 961ca7c3: scripts; --resume broken; final save
  *   v0.2-resume      961ca7c3 (2026-03-16) … 20e2e3f0 (2026-07-13, the last with train_eagle3.py)
- *   cli              7d1fbf08 (2026-07-14, server-only runtime) … a6b6b023 (2026-08-08) = PyPI specforge 0.2.0
+ *   cli              7d1fbf08 (2026-07-14, server-only runtime) … a6b6b023 (2026-08-08) = PyPI specforge 0.2.0;
+ *                    its offline extraction from ca949555 (2026-07-18): the prepare_hidden_states.py of
+ *                    7d1fbf08…ffe081c8 takes neither aux flag, and preflight refuses it
  * The CLI between 86c7d765 (2026-07-04) and 7d1fbf08 is a pre-release with another runtime: not supported.
  */
 export type SpecforgeProfileId = 'v0.2.0' | 'v0.2-final-save' | 'v0.2-resume' | 'cli';

@@ -12,6 +12,7 @@ import { planRun } from '../../src/cli/plan.js';
 import { AERIE_HOME, loadConfigFile } from '../../src/config/load.js';
 import { renderPrepareArgv, type PrepareLaunch } from '../../src/stages/extract-offline.js';
 import { prepareSpec } from '../../src/stages/launch-specs.js';
+import { prepareAuxFlagIn } from '../../src/stages/specforge-detect.js';
 import { SPECFORGE_PROFILES, type SpecforgeProfile, type SpecforgeProfileId } from '../../src/stages/specforge-revision.js';
 import { renderTrainArgv, type TrainLaunch } from '../../src/stages/train.js';
 import { argparseCheck, argparseSpec } from './judges.js';
@@ -114,12 +115,12 @@ const prepare: PrepareLaunch = {
 
 /**
  * Each recorded prepare_hidden_states.py revision and the profile aerie drives it as
- * (src/stages/specforge-revision.ts). 7d1fbf08 is the first revision of the `cli` profile.
+ * (src/stages/specforge-revision.ts). The `cli` profile's extraction starts at ca949555: the
+ * July 2026 scripts before it (7d1fbf08 below) take neither aux flag, and preflight refuses them.
  */
 const PREPARE_REVISIONS: { commit: string; profile: SpecforgeProfileId }[] = [
   { commit: '73e6f808', profile: 'v0.2.0' },
   { commit: '20e2e3f0', profile: 'v0.2-resume' },
-  { commit: '7d1fbf08', profile: 'cli' },
   { commit: 'ca949555', profile: 'cli' },
   { commit: 'a6b6b023', profile: 'cli' },
 ];
@@ -164,6 +165,16 @@ describe('prepare_hidden_states.py parses the argv aerie renders for the revisio
       });
     }
   }
+
+  it('SpecForge@7d1fbf08 takes neither aux flag: its parser rejects the cli argv, and preflight names the script as one to update', () => {
+    const verdict = argparseCheck(argparseSpec('7d1fbf08', 'prepare_hidden_states'), scriptArgs(renderPrepareFor(prepare, SPECFORGE_PROFILES.cli), PREPARE_LAUNCHER));
+    expect(verdict.message).toMatch(/unrecognized arguments: --draft-model-config/);
+    // preflight reads the script's own option strings (prepareAuxFlagIn): here, the recorded ones
+    const spec = JSON.parse(readFileSync(argparseSpec('7d1fbf08', 'prepare_hidden_states'), 'utf8')) as { arguments: { flags: string[] }[] };
+    const optionStrings = spec.arguments.flatMap((a) => a.flags.map((f) => `"${f}"`)).join('\n');
+    expect(prepareAuxFlagIn(optionStrings)).toBeNull();
+    expect(hasOption('ca949555', '--draft-model-config')).toBe(true);
+  });
 
   it("the examples' offline extraction parses under the revisions of the train driver they pair with", async () => {
     const dir = join(AERIE_HOME, 'examples');
