@@ -29,6 +29,11 @@ export interface CaseCtx {
 
 export interface FaultCase {
   name: string;
+  /**
+   * Which demo the case runs: the default (prepare_hidden_states + the specforge CLI) or the
+   * legacy drivers (patched-server dumps + the v0.2 scripts' trainer), each against its own reference.
+   */
+  variant?: 'cli' | 'legacy';
   tweak?: (c: Config) => void;
   /** Before the run starts (e.g. a mount); returns what undoes it, run whatever happens. */
   prepare?: (where: { workdir: string; runId: string }) => Promise<() => Promise<void>>;
@@ -69,6 +74,11 @@ async function activityRunning(handle: WorkflowHandle, type: string, ready: (d: 
   );
 }
 
+/** A launch's process record (as aerie wrote it on the host). */
+async function launchRecord(workdir: string, runId: string, launch: string): Promise<{ pid: number; argv: string[]; exitPath: string }> {
+  return JSON.parse(await readFile(join(workdir, '.aerie', 'procs', `${runId}.${launch}.json`), 'utf8')) as { pid: number; argv: string[]; exitPath: string };
+}
+
 /** Wait until the activity shows a second attempt: the fault was noticed. */
 async function retried(handle: WorkflowHandle, type: string): Promise<void> {
   await waitUntil(async () => (await pendingActivities(handle)).some((a) => a.activityType === type && a.attempt >= 2), `${type} attempt 2`, 180_000, 100);
@@ -89,30 +99,54 @@ const serverCrash = (name: string, fault: string, once: string): FaultCase => ({
   },
 });
 
-const killWorkerDuring = (stage: string, activity: string, ready?: (d: Record<string, unknown>) => boolean): FaultCase => ({
-  name: `worker SIGKILL during ${stage}`,
+interface KillWorker {
+  stage: string;
+  activity: string;
+  ready?: (d: Record<string, unknown>) => boolean;
+  variant?: FaultCase['variant'];
+  /**
+   * The detached job the kill must leave running: the new worker re-attaches to it (same
+   * launch, same pid) while it still runs, and never launches it again.
+   */
+  detached?: string;
+  name?: string;
+}
+
+const killWorkerDuring = ({ stage, activity, ready, variant, detached, name }: KillWorker): FaultCase => ({
+  name: name ?? `worker SIGKILL during ${stage}`,
+  variant,
   tweak: (c) => {
     // Slow the interrupted stage down enough to land the kill inside it.
     if (stage === 'generate' || stage === 'benchmark') c.server.env.AERIE_SIM_DECODE_SCALE = '1';
-    if (stage === 'extract') {
-      // Prefill-only requests are quick and dumps now land in batches: one request at a time at a
-      // slow prefill (~150 ms each, ~15 s for the stage) so the kill lands well inside it.
-      c.server.env.AERIE_SIM_PREFILL_SCALE = '30';
-      (c.stages.extract as { concurrency: number }).concurrency = 1;
+    if (stage === 'extract' && c.stages.extract.driver === 'specforge-offline') {
+      // prepare_hidden_states at ~20 s start-up + ~10 s of files: the worker dies early in it,
+      // its successor is noticed after the 10 s heartbeat timeout and finds it still running.
+      c.stages.extract.env.AERIE_SIM_TIME_SCALE = '2';
     }
-    if (stage === 'train') c.stages.train.env.AERIE_SIM_TIME_SCALE = '0.1';
+    // v0.2 and CLI trainers alike: ~30 s (6 s start-up, 192 steps), so the re-attach comes before its end.
+    if (stage === 'train') c.stages.train.env.AERIE_SIM_TIME_SCALE = '0.3';
     if (stage === 'deploy') c.server.env.AERIE_SIM_TIME_SCALE = '0.3';
   },
-  async inject({ rig, handle, markFault, detected }) {
+  async inject({ rig, handle, workdir, runId, markFault, detected }) {
     await activityRunning(handle, activity, ready);
+    const before = detached ? await launchRecord(workdir, runId, detached) : undefined;
     await markFault();
     const killedAt = Date.now();
     rig.killWorker('main');
     await rig.startWorker('main');
     await retried(handle, activity);
     detected();
+    const retriedAt = Date.now();
     // Noticed through the configured timeout, not the 30 s default (generous slack for a busy machine).
-    expect(Date.now() - killedAt).toBeLessThan(HEARTBEAT_TIMEOUT_MS + 15_000);
+    expect(retriedAt - killedAt).toBeLessThan(HEARTBEAT_TIMEOUT_MS + 15_000);
+    if (before) {
+      // The job outlived the worker and was still running when the second attempt took over;
+      // the run's launches (compared with the reference's) show it was never launched again.
+      await handle.result().catch(() => undefined);
+      const after = await launchRecord(workdir, runId, detached!);
+      expect(after.pid, `${detached} is the process launched before the kill`).toBe(before.pid);
+      expect((await stat(after.exitPath)).mtimeMs, `${detached} ran on after the second attempt began`).toBeGreaterThan(retriedAt);
+    }
   },
 });
 
@@ -206,13 +240,39 @@ const diskFull = (env: SuiteEnv): FaultCase => {
   };
 };
 
+/**
+ * The trainer dies at step 100 of 192 (epoch 2; checkpoints every 40 steps) and is relaunched
+ * from the newest complete checkpoint, step 80: the CLI with training.resume_from, v0.2.0 (whose
+ * --resume does not work, SpecForge@73e6f808) with aerie's continuation from that checkpoint.
+ */
+const trainerCrash = (env: SuiteEnv, name: string, variant: 'cli' | 'legacy'): FaultCase => ({
+  name,
+  variant,
+  tweak: (c) => {
+    c.stages.train.env.AERIE_SIM_TRAIN_CRASH_AT_STEP = '100';
+    c.stages.train.env.AERIE_SIM_FAULT_ONCE = '${AERIE_FAULT_ONCE_DIR}/trainer';
+  },
+  extraLaunches: ['train.1'],
+  async inject({ handle, workdir, runId, markFault, detected }) {
+    const t = await crashAndRelaunch(workdir, runId, 'train.0', 'train.1');
+    await markFault(await env.ledgerNow(workdir, runId), t.crashedAt);
+    detected(t.relaunchedAt);
+    const relaunch = (await launchRecord(workdir, runId, 'train.1')).argv.join(' ');
+    if (variant === 'cli') expect(relaunch).toMatch(/training\.resume_from=\S*\/demo-step80(\s|$)/);
+    else expect(relaunch).toMatch(/--ckpt-dir \S*\/epoch_\d+_step_80 .*--max-num-steps 112\b/);
+    await handle.result().catch(() => undefined);
+    expect(await readFile(join(workdir, 'once', 'trainer'), 'utf8')).toMatch(/fired by aerie-sim/);
+  },
+});
+
 export function faultCases(env: SuiteEnv): FaultCase[] {
   return [
-    killWorkerDuring('generate', 'generateData', (d) => Number(d.done ?? 0) > 0),
-    killWorkerDuring('extract', 'extractHiddenStates', (d) => Number(d.done ?? 0) > 0),
-    killWorkerDuring('train', 'trainDrafter', (d) => Number(d.step ?? 0) > 0),
-    killWorkerDuring('deploy', 'awaitServerReady'),
-    killWorkerDuring('benchmark', 'benchmarkSweep', (d) => d.concurrency !== undefined),
+    killWorkerDuring({ stage: 'generate', activity: 'generateData', ready: (d) => Number(d.done ?? 0) > 0 }),
+    // prepare_hidden_states.py runs detached: launched, then followed from its log.
+    killWorkerDuring({ stage: 'extract', activity: 'extractOffline', ready: (d) => d.phase === 'extracting' && Number(d.pid ?? 0) > 0, detached: 'extract.0' }),
+    killWorkerDuring({ stage: 'train', activity: 'trainDrafter', ready: (d) => Number(d.step ?? 0) > 0, detached: 'train.0' }),
+    killWorkerDuring({ stage: 'deploy', activity: 'awaitServerReady' }),
+    killWorkerDuring({ stage: 'benchmark', activity: 'benchmarkSweep', ready: (d) => d.concurrency !== undefined }),
     {
       name: 'Temporal dev server SIGKILL + restart during train',
       tweak: (c) => (c.stages.train.env.AERIE_SIM_TIME_SCALE = '0.1'),
@@ -223,19 +283,7 @@ export function faultCases(env: SuiteEnv): FaultCase[] {
         detected();
       },
     },
-    {
-      name: 'trainer crash mid-epoch',
-      tweak: (c) => {
-        c.stages.train.env.AERIE_SIM_TRAIN_CRASH_AT_STEP = '100';
-        c.stages.train.env.AERIE_SIM_FAULT_ONCE = '${AERIE_FAULT_ONCE_DIR}/trainer';
-      },
-      extraLaunches: ['train.1'],
-      async inject({ workdir, runId, markFault, detected }) {
-        const t = await crashAndRelaunch(workdir, runId, 'train.0', 'train.1');
-        await markFault(await env.ledgerNow(workdir, runId), t.crashedAt);
-        detected(t.relaunchedAt);
-      },
-    },
+    trainerCrash(env, 'trainer crash mid-epoch', 'cli'),
     serverCrash('model server crash during load', 'exit-during-load', 'load'),
     serverCrash('model server crash on first decode', 'crash-first-decode', 'decode'),
     {
@@ -257,22 +305,18 @@ export function faultCases(env: SuiteEnv): FaultCase[] {
         const workdir = c.hosts.local!.workdir;
         c.hosts = { gpu: { kind: 'ssh', ssh: { host: ssh.alias, 'config-file': ssh.sshConfig, 'strict-host-key-checking': 'yes' }, workdir } } as unknown as Config['hosts'];
         c.target.host = 'gpu';
-        c.server.env.AERIE_SIM_DECODE_SCALE = '1';
-        // A stage long enough (~15 s) to cut the session inside it: batched moves made it quick.
-        c.server.env.AERIE_SIM_PREFILL_SCALE = '30';
-        (c.stages.extract as { concurrency: number }).concurrency = 1;
+        // prepare_hidden_states writes its files for ~10 s (after ~20 s of start-up): the cut lands among them.
+        if (c.stages.extract.driver === 'specforge-offline') c.stages.extract.env.AERIE_SIM_TIME_SCALE = '2';
       },
       async inject({ handle, markFault, detected }) {
-        await activityRunning(handle, 'extractHiddenStates', (d) => Number(d.done ?? 0) > 0);
-        const doneBefore = Number(((await pendingActivities(handle)).find((a) => a.activityType === 'extractHiddenStates')?.details as { done?: number })?.done ?? 0);
+        const done = async () => Number(((await pendingActivities(handle)).find((a) => a.activityType === 'extractOffline')?.details as { done?: number })?.done ?? 0);
+        await activityRunning(handle, 'extractOffline', (d) => Number(d.done ?? 0) > 0);
+        const doneBefore = await done();
         await markFault();
         expect((await env.ssh().sshd.dropConnections()).length).toBeGreaterThan(0);
-        // Detected and recovered when progress moves again over the new connection.
+        // Detected and recovered when progress moves again over the new connection (or the job's end is read there).
         await waitUntil(
-          async () => {
-            const a = (await pendingActivities(handle)).find((x) => x.activityType === 'extractHiddenStates');
-            return !a || Number((a.details as { done?: number })?.done ?? 0) > doneBefore;
-          },
+          async () => !(await pendingActivities(handle)).some((x) => x.activityType === 'extractOffline') || (await done()) > doneBefore,
           'extraction to progress over a new SSH connection',
           120_000,
           100,
@@ -281,6 +325,9 @@ export function faultCases(env: SuiteEnv): FaultCase[] {
       },
     },
     diskFull(env),
+    // The legacy drivers (patched-server dumps, the v0.2 scripts' trainer) stay in CI.
+    killWorkerDuring({ name: 'legacy: worker SIGKILL during v0.2 train', stage: 'train', activity: 'trainDrafter', ready: (d) => Number(d.step ?? 0) > 0, variant: 'legacy', detached: 'train.0' }),
+    trainerCrash(env, 'legacy: v0.2 trainer crash mid-epoch', 'legacy'),
   ];
 }
 
@@ -288,7 +335,7 @@ export function faultCases(env: SuiteEnv): FaultCase[] {
  * AERIE_FAULTS=ci runs the reduced matrix CI can afford; a comma list of name fragments picks
  * cases by hand; unset runs them all.
  */
-const CI_CASES = ['worker SIGKILL during train', 'trainer crash', 'model server crash during load', 'crash on first decode', 'cancelled by the user', 'disk full'];
+const CI_CASES = ['worker SIGKILL during train', 'trainer crash', 'model server crash during load', 'crash on first decode', 'cancelled by the user', 'disk full', 'legacy: v0.2 trainer crash'];
 export function selectedCases(all: FaultCase[]): FaultCase[] {
   const want = process.env.AERIE_FAULTS;
   if (!want) return all;

@@ -10,7 +10,11 @@ import type { Client } from '@temporalio/client';
 export interface RunFacts {
   launches: string[];
   ledger: Record<string, { finishedAt: string; inputsHash: string }>;
-  /** Deterministic outputs (relative path → sha256) that must match the reference byte for byte. */
+  /**
+   * Deterministic outputs (relative path → sha256) that must match the reference byte for byte:
+   * the data files and every feature file (aerie's .hs dumps, SpecForge's data_{i}.ckpt, whose
+   * serialization_id the simulator derives from the content). The vocab mapping: its tensors.
+   */
   outputs: Record<string, string>;
   /** How many times each activity type was scheduled (a retry is not a new scheduling). */
   scheduled: Record<string, number>;
@@ -32,6 +36,39 @@ async function walk(dir: string): Promise<string[]> {
 
 const sha = async (p: string) => createHash('sha256').update(await readFile(p)).digest('hex');
 
+/**
+ * A torch.save zip by its members, without the archive's own name: SpecForge names the vocab
+ * mapping's archive after a uuid4 temp key before renaming the file into place
+ * (SpecForge@a6b6b023:scripts/prepare_hidden_states.py:244-245), so two runs' files differ in
+ * those names (and the serialization_id torch derives per save) but must agree on every tensor.
+ * Reads the stored (uncompressed) members torch writes, through the central directory.
+ */
+export async function torchZipDigest(p: string): Promise<string> {
+  const b = await readFile(p);
+  const eocd = b.lastIndexOf(Buffer.from([0x50, 0x4b, 0x05, 0x06]));
+  if (eocd < 0) return `not a zip: ${createHash('sha256').update(b).digest('hex')}`;
+  let count = b.readUInt16LE(eocd + 10);
+  let at = b.readUInt32LE(eocd + 16);
+  const z64 = b.lastIndexOf(Buffer.from([0x50, 0x4b, 0x06, 0x06]));
+  if (z64 >= 0 && (count === 0xffff || at === 0xffffffff)) {
+    count = Number(b.readBigUInt64LE(z64 + 32));
+    at = Number(b.readBigUInt64LE(z64 + 48));
+  }
+  const h = createHash('sha256');
+  for (let i = 0; i < count; i++) {
+    const size = b.readUInt32LE(at + 20);
+    const nameLen = b.readUInt16LE(at + 28);
+    const name = b.subarray(at + 46, at + 46 + nameLen).toString('utf8');
+    const local = b.readUInt32LE(at + 42);
+    at += 46 + nameLen + b.readUInt16LE(at + 30) + b.readUInt16LE(at + 32);
+    const member = name.slice(name.indexOf('/') + 1);
+    if (member === '.data/serialization_id') continue;
+    const data = local + 30 + b.readUInt16LE(local + 26) + b.readUInt16LE(local + 28);
+    h.update(`${member}\0${size}\0`).update(b.subarray(data, data + size));
+  }
+  return `torch members ${h.digest('hex')}`;
+}
+
 export async function gatherFacts(client: Client, workdir: string, runId: string): Promise<RunFacts> {
   const root = join(workdir, 'runs', runId);
   const launches = (await readdir(join(workdir, '.aerie', 'procs')).catch(() => [] as string[]))
@@ -49,6 +86,8 @@ export async function gatherFacts(client: Client, workdir: string, runId: string
   for (const p of [...data, ...dumps]) {
     if (await stat(p).catch(() => null)) outputs[relative(root, p)] = await sha(p);
   }
+  const vocab = join(root, 'hidden_states', 'vocab_mapping', 'vocab_mapping.pt');
+  if (await stat(vocab).catch(() => null)) outputs[relative(root, vocab)] = await torchZipDigest(vocab);
   const handle = client.workflow.getHandle(runId);
   const history = await handle.fetchHistory();
   const scheduled: Record<string, number> = {};

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config/schema.js';
 import { TASK_QUEUE, WORKFLOW_TYPE } from '../../src/shared.js';
 import { freePort } from '../../src/temporal/dev-server.js';
-import { demoConfig } from '../support/demo-config.js';
+import { demoConfig, legacyDemoConfig } from '../support/demo-config.js';
 import { startSshFixture, type SshFixture } from '../support/ssh-fixture.js';
 import { waitUntil } from '../support/temporal.js';
 import { bytesDiffering, duplicateLaunches, gatherFacts, liveInGroups, recordedGroups, stagesRedone, type RunFacts } from './facts.js';
@@ -21,6 +21,8 @@ import { FaultRig } from './rig.js';
 
 const SECRET = `aerie-fault-secret-${process.pid}-do-not-log`;
 process.env.AERIE_FAULT_SECRET = SECRET;
+
+type Variant = NonNullable<FaultCase['variant']>;
 
 interface Row {
   case: string;
@@ -34,7 +36,8 @@ interface Row {
 
 let rig: FaultRig;
 let ssh: SshFixture;
-let reference: RunFacts;
+/** The uninterrupted run of each demo variant a case is compared with. */
+const references: Partial<Record<Variant, RunFacts>> = {};
 let referenceShardBytes = 0;
 const rows: Row[] = [];
 let decoy: number;
@@ -85,18 +88,19 @@ function renderTable(r: Row[]): string {
   return [head, '|---|---|---|---|---|---|---|', ...r.map((x) => `| ${x.case} | ${x.outcome} | ${x.detectS} | ${x.recoverS} | ${x.redone} | ${x.duplicates} | ${x.differing} |`)].join('\n');
 }
 
-async function runPipeline(name: string, tweak: (c: Config) => void, prepare?: FaultCase['prepare']) {
+async function runPipeline(name: string, variant: Variant, tweak: (c: Config) => void, prepare?: FaultCase['prepare']) {
   const slug = name.replace(/[^a-z0-9]+/gi, '-').toLowerCase();
   const workdir = join(rig.dir, 'cases', slug);
   const onceDir = join(workdir, 'once');
   await mkdir(onceDir, { recursive: true });
   process.env.AERIE_FAULT_ONCE_DIR = onceDir;
-  const config = demoConfig(workdir, await freePort(), (c) => {
+  const config = (variant === 'legacy' ? legacyDemoConfig : demoConfig)(workdir, await freePort(), (c) => {
     baseTweak(c);
     tweak(c);
   });
   // Resolve the one-shot marker now: the worker processes do not share this env var.
-  for (const env of [config.server.env, config.stages.train.env]) {
+  const extractEnv = config.stages.extract.driver === 'specforge-offline' ? config.stages.extract.env : {};
+  for (const env of [config.server.env, extractEnv, config.stages.train.env]) {
     for (const [k, v] of Object.entries(env)) env[k] = v.replace('${AERIE_FAULT_ONCE_DIR}', onceDir);
   }
   const runId = `fault-${slug}-${Date.now()}`.slice(0, 120);
@@ -112,27 +116,43 @@ async function runPipeline(name: string, tweak: (c: Config) => void, prepare?: F
 
 describe('fault matrix', () => {
   it('reference run: uninterrupted', async () => {
-    const { handle, runId, workdir } = await runPipeline('reference', () => undefined);
+    const { handle, runId, workdir } = await runPipeline('reference', 'cli', () => undefined);
     const started = Date.now();
     await handle.result();
-    reference = await gatherFacts(rig.client, workdir, runId);
+    const reference = (references.cli = await gatherFacts(rig.client, workdir, runId));
     const shards = join(workdir, 'runs', runId, 'data', 'shards');
     for (const f of (await readdir(shards)).filter((n) => n.endsWith('.jsonl') && n !== 'index.jsonl')) referenceShardBytes += (await stat(join(shards, f))).size;
-    expect(Object.keys(reference.outputs).length).toBeGreaterThan(90);
+    // The four data files and SpecForge's 96 feature files (data_{i}.ckpt) and vocab mapping.
+    expect(Object.keys(reference.outputs).filter((k) => k.endsWith('.ckpt')).length).toBeGreaterThan(90);
+    expect(reference.outputs).toHaveProperty(['hidden_states/vocab_mapping/vocab_mapping.pt']);
     expect(reference.historyJson).not.toContain(SECRET);
     rows.push({ case: 'reference (no fault)', outcome: 'completed', detectS: '—', recoverS: `${((Date.now() - started) / 1000).toFixed(1)} total`, redone: '—', duplicates: 0, differing: 0 });
   }, 300_000);
 
-  for (const fc of selectedCases(CASES)) {
+  const selected = selectedCases(CASES);
+  if (selected.some((c) => c.variant === 'legacy')) {
+    it('reference run: uninterrupted, legacy drivers', async () => {
+      const { handle, runId, workdir } = await runPipeline('reference legacy', 'legacy', () => undefined);
+      const started = Date.now();
+      await handle.result();
+      const reference = (references.legacy = await gatherFacts(rig.client, workdir, runId));
+      // aerie's own dump layout from the patched server, one .hs file per sample.
+      expect(Object.keys(reference.outputs).filter((k) => k.endsWith('.hs')).length).toBeGreaterThan(90);
+      expect(reference.historyJson).not.toContain(SECRET);
+      rows.push({ case: 'reference, legacy drivers (no fault)', outcome: 'completed', detectS: '—', recoverS: `${((Date.now() - started) / 1000).toFixed(1)} total`, redone: '—', duplicates: 0, differing: 0 });
+    }, 300_000);
+  }
+
+  for (const fc of selected) {
     it(fc.name, async () => {
-      expect(reference, 'the reference run must pass first').toBeDefined();
+      expect(references[fc.variant ?? 'cli'], 'the reference run must pass first').toBeDefined();
       await runCase(fc);
     }, 420_000);
   }
 });
 
 async function runCase(fc: FaultCase): Promise<void> {
-  const { handle, runId, workdir, undo } = await runPipeline(fc.name, fc.tweak ?? (() => undefined), fc.prepare);
+  const { handle, runId, workdir, undo } = await runPipeline(fc.name, fc.variant ?? 'cli', fc.tweak ?? (() => undefined), fc.prepare);
   try {
     await checkCase(fc, handle, runId, workdir);
   } finally {
@@ -178,11 +198,12 @@ async function checkCase(fc: FaultCase, handle: WorkflowHandle, runId: string, w
 
   // Nothing launched twice; only the relaunches the fault explains.
   expect(duplicateLaunches(facts.launches)).toBe(0);
+  const reference = references[fc.variant ?? 'cli']!;
   if (!fc.expectFailure) expect(facts.launches).toEqual([...reference.launches, ...(fc.extraLaunches ?? [])].sort());
   // Finished stages are not redone.
   const redone = stagesRedone(before, facts.ledger);
   expect(redone).toEqual([]);
-  for (const type of ['generateData', 'extractHiddenStates', 'trainDrafter']) expect(facts.scheduled[type] ?? 0).toBeLessThanOrEqual(1);
+  for (const type of ['generateData', 'extractHiddenStates', 'extractOffline', 'trainDrafter']) expect(facts.scheduled[type] ?? 0).toBeLessThanOrEqual(1);
   // The configured heartbeat timeout reached every long activity (checkExtractSpace keeps its own 2 min).
   const { checkExtractSpace: _, ...beating } = facts.heartbeatTimeouts;
   expect(Object.keys(beating)).toEqual(expect.arrayContaining(['launchServer', 'awaitServerReady']));

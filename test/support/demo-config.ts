@@ -1,6 +1,7 @@
 /** The demo config, moved into a test's own temp dir and free port, and made quicker. */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import YAML from 'yaml';
 import { AERIE_HOME, parseConfigText } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 
@@ -12,6 +13,35 @@ export function demoConfig(workdir: string, port: number, tweak: (c: Config) => 
   c.stages.benchmark.concurrencies = [1, 4, 16];
   c.stages.benchmark['output-len'] = 32;
   c.run.label = 'test';
+  tweak(c);
+  return c;
+}
+
+/**
+ * The demo on the legacy drivers, which the demo used before the current SpecForge CLI:
+ * the patched server dumps hidden states (aerie's layout) and the v0.2 scripts' trainer
+ * (`aerie-sim train`) trains on them. Pinned to the v0.2.0 release (73e6f808), the sim's
+ * default, so neither preflight's detection nor the sim's default decides which v0.2 runs.
+ */
+export function legacyDemoConfig(workdir: string, port: number, tweak: (c: Config) => void = () => undefined): Config {
+  const doc = YAML.parse(readFileSync(join(AERIE_HOME, 'examples', 'demo.yaml'), 'utf8')) as { stages: Record<string, Record<string, unknown>> };
+  const train = doc.stages.train!;
+  doc.stages.extract = { driver: 'patched-server', 'dump-dir': join(workdir, 'shm'), concurrency: 8 };
+  doc.stages.train = {
+    driver: 'specforge-v0.2',
+    'specforge-revision': 'v0.2.0',
+    launcher: ['${AERIE_HOME}/bin/aerie-sim.mjs', 'train'],
+    'draft-model-config': train['draft-model-config'],
+    'num-epochs': train['num-epochs'],
+    'save-interval': train['save-interval'],
+    env: { ...(train.env as Record<string, string>), AERIE_SIM_SPECFORGE_REVISION: 'v0.2.0' },
+  };
+  const c = parseConfigText(YAML.stringify(doc), 'demo.yaml (legacy drivers)');
+  c.hosts.local!.workdir = workdir;
+  c.server.port = port;
+  c.stages.benchmark.concurrencies = [1, 4, 16];
+  c.stages.benchmark['output-len'] = 32;
+  c.run.label = 'test-legacy';
   tweak(c);
   return c;
 }
