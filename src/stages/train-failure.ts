@@ -5,7 +5,7 @@
  * back at once. torchrun's ChildFailedError summary is the wrapper, never the cause.
  */
 
-export type TrainFailureKind = 'oom' | 'crash' | 'missing-module' | 'usage' | 'missing-file' | 'disk-full';
+export type TrainFailureKind = 'oom' | 'crash' | 'missing-module' | 'usage' | 'missing-file' | 'disk-full' | 'setup';
 
 export interface TrainFailure {
   kind: TrainFailureKind;
@@ -34,6 +34,9 @@ const USAGE = /: error: (unrecognized arguments|the following arguments are requ
 const DISK = /No space left on device|Disk quota exceeded|ENOSPC/;
 const MISSING_FILE = /FileNotFoundError|Unable to find '|is not a valid directory|Incorrect path_or_model_id|Error no file named/;
 const EXCEPTION = /^([\w.]+(Error|Exception|Interrupt)|torch\.\S+Error)\b(:|$)/;
+// train_eagle3.py building the drafter from its config: the same config fails the same way on every launch
+// (SpecForge@73e6f808:scripts/train_eagle3.py:322-367; the real 73e6f808 run on transformers 5 died there).
+const DRAFT_SETUP = /train_eagle3\.py", line \d+, in build_draft_model\b/;
 const NCCL_TIMEOUT = /Watchdog caught collective operation timeout|NCCL.*[Tt]imeout|DistBackendError|Timed out waiting/;
 
 export function classifyTrainFailure(logTail: string): TrainFailure {
@@ -90,6 +93,16 @@ export function classifyTrainFailure(logTail: string): TrainFailure {
     };
   }
   const cause = lastMatch(ls.filter((l) => !/ChildFailedError/.test(l)), EXCEPTION) ?? lastMatch(ls, /Segmentation fault|core dumped|Killed|exitcode\s*:\s*-?\d+/);
+  if (cause && DRAFT_SETUP.test(logTail)) {
+    return {
+      kind: 'setup',
+      retryable: false,
+      evidence: cap(cause),
+      advice:
+        `train_eagle3.py could not build the draft model (${cap(cause, 160)}) before training started; a relaunch fails the same way. ` +
+        'Check stages.train.draft-model-config, and that the host\'s transformers is one this SpecForge revision supports.',
+    };
+  }
   const nccl = NCCL_TIMEOUT.test(logTail);
   return {
     kind: 'crash',

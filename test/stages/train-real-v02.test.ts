@@ -132,6 +132,12 @@ describe('real SpecForge 73e6f808 (v0.2.0)', () => {
     expect(log).not.toContain('Initialized distributed environment');
     expect(log).not.toContain(' -----------【args】-----------'); // the release prints no args (ee22b877 added that)
   });
+
+  it('a draft model the installed transformers cannot build is not relaunched: it fails the same way every time', async () => {
+    const f = classifyTrainFailure(await REAL('73e6f808', 'transformers-5.17/clean.log'));
+    expect(f).toMatchObject({ kind: 'setup', retryable: false, evidence: 'ValueError: Unknown RoPE scaling type default' });
+    expect(f.advice).toMatch(/draft-model-config.*transformers/);
+  });
 });
 
 describe('the simulator at 20e2e3f0 gives the parser what the real log gives it', () => {
