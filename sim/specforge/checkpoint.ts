@@ -49,7 +49,7 @@ export interface SaveHooks {
   /** Python's last-resort logging handler: WARNING and above, bare message, stderr. */
   warn(message: string): void;
   /** Called between files, so a fault can end the process mid-save. */
-  between?(what: 'shared-written'): void;
+  between?(what: 'rank0-opened' | 'shared-written'): void;
 }
 
 /**
@@ -69,6 +69,10 @@ export async function saveCheckpoint(out: string, st: SharedState, maxCheckpoint
   const dir = path.join(out, `${st.run_id}-step${step}`);
   await fs.mkdir(dir, { recursive: true }); // final name, no temp dir (checkpoint.py:92)
   const rankState = (r: number) => ({ optimizer: null, rng: { rank: r, step } });
+  // torch.save opens the temp name before it writes a byte: a kill then leaves it empty, as the
+  // real SIGKILL mid-save did (test/fixtures/real/specforge-a6b6b023/ls-after-kill.txt).
+  await fs.writeFile(`${path.join(dir, rankFile(0))}.tmp`, '');
+  hooks.between?.('rank0-opened');
   await atomicSave(path.join(dir, rankFile(0)), rankState(0));
   await atomicSave(path.join(dir, STATE_FILE), st);
   hooks.between?.('shared-written');

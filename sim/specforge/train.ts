@@ -9,8 +9,9 @@
  * `Training:` bar on stderr only when stderr is a TTY (controller.py:572-592); the rewind
  * warning on stderr when a save deletes later steps (checkpoint.py:109-120). No line names a
  * checkpoint. Checkpoints: checkpoint.ts. Environment as for `aerie-sim train`, plus
- * AERIE_SIM_SPECFORGE_CRASH_IN_SAVE=<step>: die after rank 0's files of that step's save,
- * before the other ranks' (a world > 1 save cut short).
+ * AERIE_SIM_SPECFORGE_CRASH_IN_SAVE=<step>: die (exit 137) inside that step's save: with one
+ * rank while rank 0's file is still an empty temp name (what a real SIGKILL left), with several
+ * after rank 0's files, before the other ranks'.
  */
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
@@ -149,8 +150,9 @@ export async function runSpecforgeTrain(configPath: string, overrides: string[],
   const save = async (s: number): Promise<void> => {
     await saveCheckpoint(out, stateAt(s), Number(t.max_checkpoints), {
       warn: (msg) => io.err(`${msg}\n`),
-      between: () => {
-        if (crashInSave === s && world > 1) process.exit(137);
+      // One rank: the kill lands in rank 0's own file; several: after rank 0's files, before the others'.
+      between: (what) => {
+        if (crashInSave === s && (world > 1 ? what === 'shared-written' : what === 'rank0-opened')) process.exit(137);
       },
     });
     lastSaved = s;
