@@ -14,7 +14,7 @@ import type { Host } from '../hosts/host.js';
 import { JobFailure, superviseJob, type JobHooks, type SuperviseOptions } from './job-supervise.js';
 import { classifyTrainFailure, type TrainFailure } from './train-failure.js';
 import { parseGenericProgress, type TrainProgress } from './train-progress.js';
-import { parseSpecforgeProgress } from './train-progress-cli.js';
+import { parseSpecforgeProgress, specforgeStopStep } from './train-progress-cli.js';
 import { listSpecforgeCheckpoints, newestCompleteCheckpoint, specforgeWorldSize } from './train-specforge-checkpoints.js';
 import { trainFailureType, verifiedDrafter, type TrainResult } from './train-run.js';
 import { renderSpecforgeConfig, renderSpecforgeExportArgv, renderSpecforgeTrainArgv, specforgeConfig, type SpecforgeRun } from './train-specforge.js';
@@ -67,10 +67,42 @@ export async function newestResumable(host: Host, run: SpecforgeRun): Promise<st
   return newestCompleteCheckpoint(await listSpecforgeCheckpoints(host, run.outputDir, run.runId), runWorldSize(run))?.dir;
 }
 
+/**
+ * The step the run stops at, from the config aerie writes (overrides included) and the feature
+ * files there: HEAD prints no total (its dict lines carry the step only), so heartbeats and
+ * the UI get it from here.
+ */
+export function runStopStep(run: SpecforgeRun, samples: number): number {
+  const t = (specforgeConfig(run).training ?? {}) as Record<string, unknown>;
+  const num = (v: unknown, d: number): number => (typeof v === 'number' ? v : d);
+  return specforgeStopStep({
+    samples,
+    worldSize: runWorldSize(run),
+    batchSize: num(t.batch_size, 1),
+    accumulationSteps: num(t.accumulation_steps, 1),
+    numEpochs: num(t.num_epochs, 1),
+    maxSteps: typeof t.max_steps === 'number' ? t.max_steps : undefined,
+    tpSize: num(t.tp_size, 1),
+    usp: t.attention_backend === 'usp' ? { ulysses: num(t.sp_ulysses_size, 1), ring: num(t.sp_ring_size, 1) } : undefined,
+  });
+}
+
+/** Feature files SpecForge's offline reader will find (*.ckpt and *.ckpt.gz; offline_reader.py:44,72-82). */
+async function countFeatureFiles(host: Host, dir: string): Promise<number | undefined> {
+  const r = await host.exec(['sh', '-c', 'find "$1" -type f \\( -name "*.ckpt" -o -name "*.ckpt.gz" \\) | wc -l', 'sh', dir], { timeoutMs: 10 * 60_000 }).catch(() => null);
+  const n = r && r.code === 0 ? Number(r.stdout.trim()) : NaN;
+  return Number.isInteger(n) && n > 0 ? n : undefined;
+}
+
 export function specforgeHooks(host: Host, run: SpecforgeRun, drafterDir: string, exportJob: ExportJob): JobHooks<TrainResult, TrainProgress> {
+  let totalSteps: number | undefined;
   const writeConfig = async (): Promise<void> => {
     await host.mkdirp(run.outputDir);
     await host.writeFileAtomic(run.configPath, renderSpecforgeConfig(run));
+    if (totalSteps === undefined && run.hiddenStatesPath) {
+      const files = await countFeatureFiles(host, run.hiddenStatesPath);
+      if (files !== undefined) totalSteps = runStopStep(run, files);
+    }
   };
   const exportNewest = async (ckpt: string): Promise<TrainResult> => {
     // Training checkpoints are not servable: export the newest one, as its own followed job.
@@ -104,6 +136,10 @@ export function specforgeHooks(host: Host, run: SpecforgeRun, drafterDir: string
     },
     classify: classifySpecforgeFailure,
     failureType: trainFailureType,
-    parse: (chunk, prev) => parseSpecforgeProgress(chunk, prev),
+    parse: (chunk, prev) => {
+      const p = parseSpecforgeProgress(chunk, prev);
+      if (totalSteps !== undefined) p.totalSteps ??= totalSteps;
+      return p;
+    },
   };
 }

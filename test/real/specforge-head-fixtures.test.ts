@@ -13,6 +13,8 @@ import { parse as parseYaml } from 'yaml';
 import { planRun } from '../../src/cli/plan.js';
 import { loadConfigFile } from '../../src/config/load.js';
 import { LocalHost } from '../../src/hosts/local.js';
+import { trainSpec } from '../../src/stages/launch-specs.js';
+import { runStopStep } from '../../src/stages/train-specforge-run.js';
 import { verifyDrafter } from '../../src/stages/train-drafter.js';
 import { parsePythonMetricDict, parseSpecforgeProgress, specforgeStopStep } from '../../src/stages/train-progress-cli.js';
 import { checkpointProblem, listSpecforgeCheckpoints, newestCompleteCheckpoint } from '../../src/stages/train-specforge-checkpoints.js';
@@ -184,7 +186,11 @@ describe('aerie and the real HEAD run agree', () => {
     expect(content).toBe(await fixture('specforge.yaml'));
   });
 
-  it("the run's stop step is what aerie computes from the config (24 feature files, max_steps 16)", () => {
+  it("the run's stop step is what aerie computes from the config (24 feature files, max_steps 16)", async () => {
+    const config = await loadConfigFile(join(FIX, 'aerie.yaml'), process.env);
+    const spec = trainSpec(config, { root: '/r', logs: '/r/logs', hidden: '/r/hidden_states', train: '/r/train' }, '/r/data/train.jsonl', { dir: '/r/hidden_states', layout: 'specforge' });
+    if (spec.driver !== 'specforge') throw new Error('the fixture config trains with the specforge driver');
+    expect(runStopStep(spec.run, 24)).toBe(Math.max(...[...real.cleanLog!.matchAll(/^step (\d+): \{/gm)].map((m) => Number(m[1]))));
     expect(specforgeStopStep({ samples: 24, worldSize: 1, batchSize: 1, accumulationSteps: 1, numEpochs: 1, maxSteps: 16 })).toBe(16);
     expect(specforgeStopStep({ samples: 24, worldSize: 1, batchSize: 1, accumulationSteps: 1, numEpochs: 1 })).toBe(24);
   });
