@@ -99,14 +99,14 @@ const EARLY = {
   loadCode: 'train_dataset = load_dataset("json", data_files=args.train_data_path)["train"]',
 };
 const LINES = {
-  'v0.2.0': { ...EARLY, main: 836, forward: 756, backward: 759, backwardDef: 559, draft: 627, draftRaise: 342, target: 628, data: 633, load: 386 },
-  'v0.2-final-save': { ...EARLY, main: 878, forward: 785, backward: 788, backwardDef: 582, draft: 656, draftRaise: 359, target: 657, data: 662, load: 403 },
+  'v0.2.0': { ...EARLY, main: 836, forward: 756, backward: 759, backwardDef: 559, draft: 627, draftRaise: 342, target: 628, data: 633, load: 386, vocab: 402, destroy: 832 },
+  'v0.2-final-save': { ...EARLY, main: 878, forward: 785, backward: 788, backwardDef: 582, draft: 656, draftRaise: 359, target: 657, data: 662, load: 403, vocab: 419, destroy: 874 },
   'v0.2-resume': {
     forwardCode: ') = run_forward(',
     backwardCode: 'grad_norm = run_backward_and_update(args, plosses, optimizer, global_step)',
     draftCode: 'draft_model_config, draft_model, ckpt_info, resume_state = build_draft_model(args)',
     loadCode: 'train_dataset = Dataset.from_generator(',
-    main: 1374, forward: 1211, backward: 1218, backwardDef: 864, draft: 1015, draftRaise: 514, target: 1018, data: 1025, load: 582,
+    main: 1374, forward: 1211, backward: 1218, backwardDef: 864, draft: 1015, draftRaise: 514, target: 1018, data: 1025, load: 582, vocab: 605, destroy: 1370,
   },
 } as const;
 export type TracebackRevision = keyof typeof LINES;
@@ -140,14 +140,32 @@ export function oomText(rev: TracebackRevision = 'v0.2.0'): string {
   );
 }
 
+/**
+ * Teardown before 7a81ce53: destroy_distributed() destroys a size-1 mesh group torch 2.11 does not
+ * register (SpecForge@73e6f808:specforge/distributed.py:72-76), after training and its saves;
+ * test/fixtures/real/specforge-73e6f808/clean.log shows it.
+ */
+export function teardownText(rev: TracebackRevision): string {
+  const l = LINES[rev];
+  return rankTraceback(
+    [[l.main, '<module>', 'main()'], [l.destroy, 'main', 'destroy_distributed()']],
+    [
+      ['/usr/local/lib/python3.11/dist-packages/specforge/distributed.py', 75, 'destroy_distributed', 'dist.destroy_process_group(_DP_GROUP)'],
+      ['/usr/local/lib/python3.11/dist-packages/torch/distributed/distributed_c10d.py', 2296, 'destroy_process_group', 'raise ValueError("Invalid process group specified")'],
+    ],
+    ['ValueError: Invalid process group specified'],
+  );
+}
+
 /** An exception raised while setting up (missing files, bad config), with its Python frames. */
-export function setupErrorText(where: 'draft-model' | 'dataset' | 'target-model', exception: string, rev: TracebackRevision = 'v0.2.0'): string {
+export function setupErrorText(where: 'draft-model' | 'dataset' | 'target-model' | 'vocab-mapping', exception: string, rev: TracebackRevision = 'v0.2.0'): string {
   const l = LINES[rev];
   const main: Frame = [l.main, '<module>', 'main()'];
   const frames: Record<typeof where, Frame[]> = {
     'draft-model': [main, [l.draft, 'main', l.draftCode], [l.draftRaise, 'build_draft_model', 'raise ValueError(']],
     dataset: [main, [l.data, 'main', 'train_dataloader, vocab_mapping_path, eval_dataloader = build_dataloaders('], [l.load, 'build_dataloaders', l.loadCode]],
     'target-model': [main, [l.target, 'main', 'target_model, processor = build_target_model(args, draft_model_config, is_online)']],
+    'vocab-mapping': [main, [l.data, 'main', 'train_dataloader, vocab_mapping_path, eval_dataloader = build_dataloaders('], [l.vocab, 'build_dataloaders', 'target_vocab_size=draft_model_config.vocab_size,']],
   };
   return rankTraceback(frames[where], [], [exception]);
 }

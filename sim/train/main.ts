@@ -16,7 +16,7 @@ import path from 'node:path';
 import { gpusFor, holdGpus } from '../gpu/registry.js';
 import { argsDump, parseTrainArgs, type ParsedArgs, type V02Revision } from './args.js';
 import { writeCheckpoint, type SimRecord } from './checkpoint.js';
-import { claimFault, crashText, faultPlan, oomText, SCRIPT, setupErrorText, torchrunSummary } from './faults.js';
+import { claimFault, crashText, faultPlan, oomText, SCRIPT, setupErrorText, teardownText, torchrunSummary } from './faults.js';
 import { acceptLength, roundTo, stepMetrics } from './quality.js';
 import { simSpecforgeRevision } from '../specforge/revision.js';
 import { SetupError, setUp, type Setup } from './setup.js';
@@ -168,6 +168,8 @@ async function train(a: ParsedArgs, io: TrainerIO, rev: V02Revision): Promise<nu
     const died = await save(Math.max(s.startEpoch, epoch - 1), globalStep, stepsRun);
     if (died !== undefined) return died;
   }
+  // The simulator's mesh always has a size-1 dim (data-parallel size 1): the old teardown raises.
+  if (rev !== 'v0.2-resume') return fail(`\n${teardownText(rev)}`);
   return 0;
 }
 

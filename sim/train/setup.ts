@@ -3,8 +3,8 @@
  * starts from (--ckpt-dir, or what --resume finds), where its counters start, and how many
  * samples an epoch has. Failures become the Python exception a real run would die with.
  *
- * --ckpt-dir loads weights and config and counts from zero at every revision
- * (SpecForge@73e6f808:scripts/train_eagle3.py:336-344,702-703). --resume, when --output-dir
+ * --ckpt-dir loads weights and config and counts from zero (SpecForge@73e6f808:scripts/train_eagle3.py:336-344,
+ * 702-703), but at v0.2.0 the run then dies in build_dataloaders (below). --resume, when --output-dir
  * exists, replaces whatever --ckpt-dir chose with get_last_checkpoint's answer
  * (SpecForge@73e6f808:scripts/train_eagle3.py:347-363): before 961ca7c3 that matches only
  * `^epoch_(\d+)$` (SpecForge@73e6f808:specforge/utils.py:66), never the `epoch_{e}_step_{s}`
@@ -25,7 +25,7 @@ export type Revision = V02Revision;
 
 export class SetupError extends Error {
   constructor(
-    readonly where: 'draft-model' | 'dataset' | 'target-model',
+    readonly where: 'draft-model' | 'dataset' | 'target-model' | 'vocab-mapping',
     readonly exception: string,
   ) {
     super(exception);
@@ -180,5 +180,8 @@ export async function setUp(a: ParsedArgs, rev: Revision, worldSize = 1): Promis
     if (e instanceof DatasetError) throw new SetupError('dataset', e.message);
     throw e;
   }
+  // At 73e6f808 --ckpt-dir leaves draft_model_config a path string, which build_dataloaders then
+  // asks for .vocab_size (SpecForge@73e6f808:scripts/train_eagle3.py:338,402; fixed in 07959b44).
+  if (a.ckpt_dir !== null && rev === 'v0.2.0') throw new SetupError('vocab-mapping', "AttributeError: 'str' object has no attribute 'vocab_size'");
   return { draftConfig, dims, carried, startEpoch, startStep, restored, samples, logs };
 }

@@ -93,7 +93,7 @@ export const quarantineDir = (dir: string, now = Date.now()): string => `${dir.r
 
 export type ResumePlan =
   | { kind: 'fresh'; launch: TrainLaunch; note?: string }
-  /** aerie's continuation: --ckpt-dir <from> --max-num-steps <owed> into resume_step_<from.totalStep>. */
+  /** aerie's continuation: <from>'s weights (resumeLink or --ckpt-dir), --max-num-steps <owed>, into resume_step_<from.totalStep>. */
   | { kind: 'continue'; launch: TrainLaunch; from: RankedCheckpoint; stepsOwed: number }
   /** The script's own --resume into the same output dir (it finds `from` itself). */
   | { kind: 'resume'; launch: TrainLaunch; from: RankedCheckpoint; stepsOwed: number }
@@ -109,13 +109,17 @@ export function plannedSteps(original: TrainLaunch, stepsPerEpoch: number): numb
   return Math.min(original.numEpochs * stepsPerEpoch, original.maxNumSteps ?? Infinity);
 }
 
+/** Where --ckpt-dir works (07959b44…) and --resume cannot take this checkpoint, --ckpt-dir; before 961ca7c3, the `epoch_0` link (train.ts). */
 const continuation = (original: TrainLaunch, from: RankedCheckpoint, owed: number): TrainLaunch => ({
   ...original,
   resume: undefined,
-  resumeFrom: from.dir,
+  ...(profileOf(original).v02ResumeWorks ? { resumeFrom: from.dir } : { resumeLink: from.dir }),
   maxNumSteps: owed,
   outputDir: resumeSegmentDir(original.outputDir, from.totalStep),
 });
+
+/** The name --resume finds in a continuation's output dir before 961ca7c3 (SpecForge@73e6f808:specforge/utils.py:66). */
+export const RESUME_LINK = 'epoch_0';
 
 /** The largest divisor of `steps` not above `interval`: a save-interval whose last save is the last step. */
 export function dividingInterval(steps: number, interval: number): number {

@@ -5,7 +5,7 @@
  * back at once. torchrun's ChildFailedError summary is the wrapper, never the cause.
  */
 
-export type TrainFailureKind = 'oom' | 'crash' | 'missing-module' | 'usage' | 'missing-file' | 'disk-full' | 'setup';
+export type TrainFailureKind = 'oom' | 'crash' | 'missing-module' | 'usage' | 'missing-file' | 'disk-full' | 'setup' | 'teardown';
 
 export interface TrainFailure {
   kind: TrainFailureKind;
@@ -39,8 +39,34 @@ const EXCEPTION = /^([\w.]+(Error|Exception|Interrupt)|torch\.\S+Error)\b(:|$)/;
 const DRAFT_SETUP = /train_eagle3\.py", line \d+, in build_draft_model\b/;
 const NCCL_TIMEOUT = /Watchdog caught collective operation timeout|NCCL.*[Tt]imeout|DistBackendError|Timed out waiting/;
 
+/**
+ * The script's last frame is main() calling destroy_distributed(), after the training loop and
+ * its saves: before 7a81ce53 that tears down a size-1 mesh group torch no longer registers and
+ * raises `ValueError: Invalid process group specified` (SpecForge@73e6f808:specforge/distributed.py:72-76,
+ * scripts/train_eagle3.py:832; seen in test/fixtures/real/specforge-73e6f808/clean.log on torch 2.11).
+ * The training is done: the caller judges it by its checkpoints, as after a clean exit.
+ */
+function teardownOnly(ls: string[]): string | undefined {
+  // The worker's traceback, not torchrun's own report after it (which ends `in main` too).
+  const end = ls.findIndex((l) => /ChildFailedError|failed \(exitcode/.test(l));
+  const worker = end < 0 ? ls : ls.slice(0, end);
+  let main = -1;
+  for (let i = 0; i < worker.length; i++) if (/^File ".*\.py", line \d+, in main$/.test(worker[i]!)) main = i;
+  if (main < 0 || worker[main + 1] !== 'destroy_distributed()') return undefined;
+  return worker.slice(main + 2).find((l) => EXCEPTION.test(l));
+}
+
 export function classifyTrainFailure(logTail: string): TrainFailure {
   const ls = lines(logTail);
+  const teardown = teardownOnly(ls);
+  if (teardown) {
+    return {
+      kind: 'teardown',
+      retryable: true,
+      evidence: cap(teardown),
+      advice: `The trainer finished and then failed tearing down torch.distributed (${cap(teardown, 120)}), a SpecForge bug fixed in 7a81ce53; its checkpoints count as a clean exit's.`,
+    };
+  }
 
   const oom = lastMatch(ls, OOM);
   if (oom) {

@@ -15,12 +15,13 @@
  */
 import { basename } from 'node:path';
 import type { Host } from '../hosts/host.js';
-import { JobFailure, superviseJob, type JobHooks, type SuperviseOptions } from './job-supervise.js';
+import { JobFailure, superviseJob, type Ended, type JobHooks, type NextStep, type SuperviseOptions } from './job-supervise.js';
 import { classifyTrainFailure, type TrainFailure } from './train-failure.js';
 import { parseGenericProgress, parseTrainProgress, seedProgress, type TrainProgress } from './train-progress.js';
 import {
   planTrainResume,
   quarantineDir,
+  RESUME_LINK,
   rankCheckpoints,
   resumeSegmentDir,
   segmentBases,
@@ -134,7 +135,7 @@ export function v02Hooks(host: Host, original: TrainLaunch, prefix: string): Job
       plan.kind === 'resume'
         ? `resuming with --resume from ${plan.from.dir}${Number.isNaN(plan.stepsOwed) ? '' : ` (${plan.stepsOwed} steps owed)`}`
         : plan.kind === 'continue'
-          ? `continuing from ${plan.from.dir} (${plan.stepsOwed} steps owed)`
+          ? `continuing from ${plan.from.dir} (${plan.stepsOwed} steps owed${plan.launch.resumeLink ? `, loaded through ${plan.launch.outputDir}/${RESUME_LINK} and --resume` : ''})`
           : plan.note;
     const note = [...notes, ...(what ? [what] : [])].join('; ') || undefined;
     return {
@@ -144,27 +145,36 @@ export function v02Hooks(host: Host, original: TrainLaunch, prefix: string): Job
       prepare: async () => {
         seed = seedProgress(plan.launch, base);
         await host.mkdirp(plan.launch.outputDir);
+        const link = plan.launch.resumeLink;
+        if (link) {
+          const r = await host.exec(['ln', '-sfn', link, `${plan.launch.outputDir}/${RESUME_LINK}`]);
+          if (r.code !== 0) throw new Error(`cannot link ${plan.launch.outputDir}/${RESUME_LINK} to ${link}: ${r.stderr.trim()}`);
+        }
       },
     };
   };
   const firstLog = async () => (await host.findLaunch(`${prefix}0`))?.logPath;
+  /** The trainer ended its run (exit 0, or a failure after training): its checkpoints say what it left. */
+  const finished = async (ended: Ended, how?: string): Promise<NextStep<TrainResult>> => {
+    const { plan, notes } = await planV02(host, original, await firstLog(), true);
+    if (how) notes.unshift(how);
+    if (plan.kind === 'done') {
+      const note = [...notes, ...(plan.note ? [plan.note] : [])].join('; ');
+      return { kind: 'done', result: { ...(await verifiedDrafter(host, plan.finalCheckpoint.dir)), ...(note ? { note } : {}) } };
+    }
+    if (plan.kind !== 'short') return launchOf(plan, notes);
+    const owed = Number.isNaN(plan.stepsOwed) ? 'it never reported its steps per epoch' : `${plan.stepsOwed} steps still owed after ${plan.from?.dir ?? 'no usable checkpoint'}`;
+    throw new JobFailure(
+      'TrainerOutputMissing',
+      `the trainer ${how ? 'finished' : 'exited 0'} but its checkpoints do not cover the planned steps (${owed}${notes.length ? `; ${notes.join('; ')}` : ''}); see ${ended.record.logPath}`,
+      ended.logTail,
+    );
+  };
   return {
     fresh: async () => launchOf({ kind: 'fresh', launch: original }),
-    async afterSuccess(ended) {
-      const { plan, notes } = await planV02(host, original, await firstLog(), true);
-      if (plan.kind === 'done') {
-        const note = [...notes, ...(plan.note ? [plan.note] : [])].join('; ');
-        return { kind: 'done', result: { ...(await verifiedDrafter(host, plan.finalCheckpoint.dir)), ...(note ? { note } : {}) } };
-      }
-      if (plan.kind !== 'short') return launchOf(plan, notes);
-      const owed = Number.isNaN(plan.stepsOwed) ? 'it never reported its steps per epoch' : `${plan.stepsOwed} steps still owed after ${plan.from?.dir ?? 'no usable checkpoint'}`;
-      throw new JobFailure(
-        'TrainerOutputMissing',
-        `the trainer exited 0 but its checkpoints do not cover the planned steps (${owed}${notes.length ? `; ${notes.join('; ')}` : ''}); see ${ended.record.logPath}`,
-        ended.logTail,
-      );
-    },
-    async afterCrash() {
+    afterSuccess: (ended) => finished(ended),
+    async afterCrash(ended, failure) {
+      if (failure.kind === 'teardown') return finished(ended, failure.advice);
       const { plan, notes } = await planV02(host, original, await firstLog(), false);
       if (plan.kind === 'done') return { kind: 'done', result: await verifiedDrafter(host, plan.finalCheckpoint.dir) };
       if (plan.kind === 'short') throw new Error('planTrainResume: a crash never plans short');

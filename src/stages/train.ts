@@ -8,9 +8,9 @@
  *   (SpecForge@73e6f808:specforge/utils.py:66) while checkpoints are saved as
  *   `epoch_{e}_step_{s}` (SpecForge@73e6f808:scripts/train_eagle3.py:466), so it finds nothing,
  *   and the miss replaces --ckpt-dir's weights with fresh ones (…/train_eagle3.py:336-363).
- *   `--ckpt-dir DIR` loads DIR's weights and config and counts epochs and steps from zero
- *   (…/train_eagle3.py:702-703). So aerie continues the run itself: newest complete
- *   checkpoint as --ckpt-dir, --max-num-steps = steps still owed, into `resume_step_{N}`.
+ *   `--ckpt-dir DIR` is broken too until 07959b44 (see resumeLink). So aerie continues the
+ *   run itself: a fresh `resume_step_{N}` output dir whose `epoch_0` links to the newest
+ *   complete checkpoint, --resume to load it, --max-num-steps = steps still owed.
  * - From 961ca7c3 `--resume` takes the newest `epoch_{e}_step_{s}` of --output-dir by
  *   (epoch, step) (SpecForge@20e2e3f0:specforge/utils.py:232-256); from 6d01edb5 (a day later)
  *   it also loads training_state.pt, restoring optimizer, scheduler, epoch and step, and skips
@@ -71,6 +71,16 @@ export interface TrainLaunch {
   maxNumSteps?: number;
   /** Pass --resume: the script finds its own newest checkpoint in outputDir (only where profile.v02ResumeWorks). */
   resume?: boolean;
+  /**
+   * Load this checkpoint's weights through the broken --resume of revisions before 961ca7c3:
+   * its get_last_checkpoint matches only `epoch_N` (SpecForge@73e6f808:specforge/utils.py:64-77),
+   * so aerie links `<outputDir>/epoch_0` to the checkpoint and passes --resume. --ckpt-dir cannot
+   * be used there: at 73e6f808 it leaves draft_model_config a path string, and
+   * build_dataloaders dies on `.vocab_size` (SpecForge@73e6f808:scripts/train_eagle3.py:338,402;
+   * seen in test/fixtures/real/specforge-73e6f808/resume.log; fixed in 07959b44).
+   * Either way steps count from zero (…:702-703).
+   */
+  resumeLink?: string;
   /** The host's SpecForge; v0.2.0 when not known. */
   profile?: SpecforgeProfile;
   extraArgs: string[];
@@ -139,6 +149,7 @@ export function renderTrainArgv(l: TrainLaunch): string[] {
       `stages.train.driver: specforge-v0.2 runs scripts/train_eagle3.py, which ${profile.label} no longer has (removed upstream in d5883d5b); set stages.train.driver: specforge.`,
     );
   }
+  if (l.resumeLink && (l.resumeFrom || l.resume)) throw new TrainLaunchError('train launch: resumeLink excludes resumeFrom and resume');
   if (l.resume && !profile.v02ResumeWorks) {
     throw new TrainLaunchError(`train launch: --resume does not resume on ${profile.label}; continue with resumeFrom (--ckpt-dir) instead`);
   }
@@ -161,7 +172,7 @@ export function renderTrainArgv(l: TrainLaunch): string[] {
     '--save-interval', int('saveInterval', l.saveInterval, 1),
   );
   if (l.resumeFrom) argv.push('--ckpt-dir', l.resumeFrom);
-  if (l.resume && !l.extraArgs.some((a) => managedFlagOf(a) === '--resume')) argv.push('--resume');
+  if ((l.resume || l.resumeLink) && !l.extraArgs.some((a) => managedFlagOf(a) === '--resume')) argv.push('--resume');
   if (l.maxNumSteps !== undefined) argv.push('--max-num-steps', int('maxNumSteps', l.maxNumSteps, 1));
   argv.push('--output-dir', l.outputDir, ...l.extraArgs);
   return argv;

@@ -7,7 +7,7 @@ import { existsSync, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { SPECFORGE_PROFILES } from '../../src/stages/specforge-revision.js';
-import { parseTrainProgress, planTrainResume, rankCheckpoints, renderTrainArgv } from '../../src/stages/train.js';
+import { classifyTrainFailure, parseTrainProgress, planTrainResume, rankCheckpoints, renderTrainArgv } from '../../src/stages/train.js';
 import { killLive, launch, listSegments, makeFixture, readCheckpoint, run } from './train-sim.js';
 
 let tmp: string;
@@ -22,10 +22,18 @@ afterAll(async () => {
 });
 
 describe('aerie-sim train: resuming as each revision does', () => {
-  it('v0.2.0: crash, then aerie\'s --ckpt-dir continuation into resume_step_N, ends where an uninterrupted run ends', async () => {
+  it('v0.2.0: --ckpt-dir dies at 73e6f808, as the real one did', async () => {
+    const out = path.join(tmp, 'ckpt-dir');
+    expect((await run(renderTrainArgv(launch(tmp, out, { saveInterval: 4, numEpochs: 1 })))).code).toBe(1); // teardown
+    const r = await run(renderTrainArgv(launch(tmp, path.join(out, 'again'), { resumeFrom: path.join(out, 'epoch_0_step_4') })));
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("[rank0]: AttributeError: 'str' object has no attribute 'vocab_size'"); // test/fixtures/real/specforge-73e6f808/resume.log
+  }, 90_000);
+
+  it('v0.2.0: crash, then aerie\'s continuation (epoch_0 link + --resume) into resume_step_N, ends where an uninterrupted run ends', async () => {
     const plain = path.join(tmp, 'reference');
-    // 8 steps, save every 4: the last step saves even without a final save.
-    expect((await run(renderTrainArgv(launch(tmp, plain, { saveInterval: 4 })))).code).toBe(0);
+    // 8 steps, save every 4: the last step saves even without a final save; then the old teardown fails.
+    expect((await run(renderTrainArgv(launch(tmp, plain, { saveInterval: 4 })))).code).toBe(1);
     const reference = await readCheckpoint(path.join(plain, 'epoch_1_step_8'));
 
     const out = path.join(tmp, 'crashy');
@@ -39,10 +47,18 @@ describe('aerie-sim train: resuming as each revision does', () => {
     const stepsPerEpoch = parseTrainProgress(crashed.stderr).stepsPerEpoch!;
     const plan = planTrainResume(first, rankCheckpoints(await listSegments(out))[0]!, stepsPerEpoch);
     if (plan.kind !== 'continue') throw new Error(`expected a continuation, got ${plan.kind}`);
-    expect([plan.from.dir, plan.stepsOwed, plan.launch.outputDir]).toEqual([`${out}/epoch_0_step_4`, 4, `${out}/resume_step_4`]);
+    expect([plan.from.dir, plan.stepsOwed, plan.launch.outputDir, plan.launch.resumeLink, plan.launch.resumeFrom]).toEqual([
+      `${out}/epoch_0_step_4`, 4, `${out}/resume_step_4`, `${out}/epoch_0_step_4`, undefined,
+    ]);
+    // What the driver's prepare does before the launch (train-run.ts).
+    await fs.mkdir(plan.launch.outputDir, { recursive: true });
+    await fs.symlink(plan.launch.resumeLink!, path.join(plan.launch.outputDir, 'epoch_0'));
+    const argv = renderTrainArgv(plan.launch);
+    expect([argv.includes('--resume'), argv.includes('--ckpt-dir')]).toEqual([true, false]);
 
-    const cont = await run(renderTrainArgv(plan.launch), faults); // same env: the one-shot crash does not fire again
-    expect(cont.code, cont.stderr).toBe(0);
+    const cont = await run(argv, faults); // same env: the one-shot crash does not fire again
+    expect(cont.code, cont.stderr).toBe(1);
+    expect(classifyTrainFailure(cont.stderr).kind).toBe('teardown');
     expect(cont.stdout).not.toContain('Finetuning from base model'); // logger.info (SpecForge@73e6f808:scripts/train_eagle3.py:340)
     const done = planTrainResume(first, rankCheckpoints(await listSegments(out))[0]!, stepsPerEpoch, true);
     if (done.kind !== 'done') throw new Error(`expected done, got ${done.kind}`);
@@ -57,7 +73,7 @@ describe('aerie-sim train: resuming as each revision does', () => {
       const out = path.join(tmp, `resume-${broken}`);
       expect((await run(renderTrainArgv(launch(tmp, out)), { ...rev(broken), AERIE_SIM_TRAIN_CRASH_AT_STEP: '5' })).code).toBe(1);
       const again = await run([...renderTrainArgv(launch(tmp, out)), '--resume'], rev(broken));
-      expect(again.code).toBe(0);
+      expect(classifyTrainFailure(again.stderr).kind).toBe('teardown');
       expect(again.stdout).not.toContain('Last checkpoint detected');
       expect(again.stderr).toContain('Training Epoch 0:  25%|██▌       | 1/4');
       const fin = await readCheckpoint(path.join(out, 'epoch_1_step_6'));

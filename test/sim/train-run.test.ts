@@ -25,23 +25,26 @@ afterAll(async () => {
 });
 
 describe('aerie-sim train: a run at each v0.2 revision', () => {
-  it('v0.2.0 (73e6f808): no args dump and no logger lines, saves only every --save-interval, no final checkpoint', async () => {
+  it('v0.2.0 (73e6f808): no args dump and no logger lines, saves only every --save-interval, no final checkpoint, dies in teardown', async () => {
     const out = path.join(tmp, 'v020');
     const l = launch(tmp, out);
     const r = await run(renderTrainArgv(l));
-    expect(r.code, r.stderr).toBe(0);
+    // As the real run did on torch 2.11 (test/fixtures/real/specforge-73e6f808/clean.log): exit 1 after training.
+    expect(r.code, r.stderr).toBe(1);
+    expect(classifyTrainFailure(r.stderr)).toMatchObject({ kind: 'teardown', retryable: true, evidence: 'ValueError: Invalid process group specified' });
     expect(r.stdout).not.toMatch(LOGGER_ONLY);
     expect(r.stdout).not.toContain('【args】');
     expect((await fs.readdir(out)).sort()).toEqual(['epoch_0_step_3', 'epoch_1_step_6']);
     const p = parseTrainProgress(r.stderr, seedProgress(l));
     expect([p.epoch, p.step, p.totalSteps, p.stepsPerEpoch]).toEqual([1, 8, 8, 4]);
-    expect(r.stderr).toMatch(/Training Epoch 1: 100%\|██████████\| 4\/4 \[[^\]]*, loss=[\d.]+, acc=[\d.]+, time=[\d.]+s\]\n$/);
+    expect(r.stderr).toMatch(/Training Epoch 1: 100%\|██████████\| 4\/4 \[[^\]]*, loss=[\d.]+, acc=[\d.]+, time=[\d.]+s\]\n\n\[rank0\]: Traceback/);
   }, 60_000);
 
   it('v0.2-final-save (03a3dedb): the args dump, then a final checkpoint when the steps are not a multiple of the interval', async () => {
     const out = path.join(tmp, 'final');
     const r = await run(renderTrainArgv(launch(tmp, out)), rev('v0.2-final-save'));
-    expect(r.code, r.stderr).toBe(0);
+    expect(r.code, r.stderr).toBe(1); // the old teardown (fixed in 7a81ce53)
+    expect(classifyTrainFailure(r.stderr).kind).toBe('teardown');
     expect(r.stdout).toMatch(/^\n -----------【args】-----------\n/);
     expect(r.stdout).not.toMatch(LOGGER_ONLY);
     expect(r.stdout).toMatch(/^dataloader_num_workers +·* 4$/m);
@@ -85,7 +88,7 @@ describe('aerie-sim train: flags by revision (argparse exit 2 on any the revisio
     it(what, async () => {
       for (const [r, ok] of Object.entries(accepted)) {
         const res = await run([...renderTrainArgv(launch(tmp, path.join(tmp, `flags-${r}`), { numEpochs: 1 })), ...extra], rev(r));
-        if (ok) expect(res.code, `${r}: ${res.stderr.slice(-200)}`).toBe(0);
+        if (ok) expect([res.code, classifyTrainFailure(res.stderr).kind], `${r}: ${res.stderr.slice(-200)}`).toEqual(r === 'v0.2-resume' ? [0, 'crash'] : [1, 'teardown']);
         else {
           expect(res.code, r).toBe(2);
           expect(res.stderr.trimEnd().split('\n').pop(), r).toBe(`train_eagle3.py: error: unrecognized arguments: ${extra.join(' ')}`);
@@ -128,12 +131,12 @@ describe('aerie-sim train: failures', () => {
     await fs.mkdir(hs, { recursive: true });
     for (let i = 0; i < 5; i++) await fs.writeFile(path.join(hs, `data_${i}.ckpt`), 'x');
     await fs.writeFile(path.join(hs, 'notes.txt'), 'not a sample');
-    const r = await run(renderTrainArgv(launch(tmp, path.join(tmp, 'offline'), { hiddenStatesPath: path.join(tmp, 'hs'), batchSize: 2, numEpochs: 1 })));
+    const r = await run(renderTrainArgv(launch(tmp, path.join(tmp, 'offline'), { hiddenStatesPath: path.join(tmp, 'hs'), batchSize: 2, numEpochs: 1 })), rev('v0.2-resume'));
     expect(r.code).toBe(0);
     expect(parseTrainProgress(r.stderr).stepsPerEpoch).toBe(3);
 
     const empty = path.join(tmp, 'offline-empty');
-    const e = await run(renderTrainArgv(launch(tmp, empty, { hiddenStatesPath: path.join(tmp, 'no-such-dir') })));
+    const e = await run(renderTrainArgv(launch(tmp, empty, { hiddenStatesPath: path.join(tmp, 'no-such-dir') })), rev('v0.2-resume'));
     expect(e.code).toBe(0);
     expect(e.stderr).toContain('Training Epoch 0: 0it [00:00, ?it/s]\n');
     expect(existsSync(empty)).toBe(false);

@@ -75,14 +75,14 @@ describe('planTrainResume', () => {
     expect(planTrainResume(original, null, 96)).toEqual({ kind: 'fresh', launch: original });
   });
 
-  it('continues from a checkpoint with --ckpt-dir, the steps still owed, and its own output dir', () => {
+  it('continues from a checkpoint loaded through the epoch_0 link (v0.2.0\'s --ckpt-dir is broken), the steps still owed, and its own output dir', () => {
     const [from] = rankCheckpoints([{ dir: '/o', baseStep: 0, entries: ['epoch_0_step_40', 'epoch_1_step_120'] }]);
     const plan = planTrainResume(original, from, 96);
     expect(plan).toEqual({
       kind: 'continue',
       from,
       stepsOwed: 72,
-      launch: { ...original, resumeFrom: '/o/epoch_1_step_120', maxNumSteps: 72, outputDir: '/o/resume_step_120' },
+      launch: { ...original, resumeLink: '/o/epoch_1_step_120', maxNumSteps: 72, outputDir: '/o/resume_step_120' },
     });
   });
 
@@ -133,6 +133,7 @@ describe('planTrainResume by SpecForge revision', () => {
     ]);
     const plan = planTrainResume(resumable, from!, 96);
     expect(plan.kind).toBe('continue');
+    // --ckpt-dir works from 07959b44, so where --resume works it is the way into the old layout.
     expect(plan.kind === 'continue' && [plan.launch.resumeFrom, plan.launch.outputDir, plan.launch.maxNumSteps, plan.launch.resume]).toEqual([
       '/o/resume_step_40/epoch_0_step_40',
       '/o/resume_step_80',

@@ -125,7 +125,33 @@ describe('a real checkpoint caught mid-save (20e2e3f0), laid out again on a host
   });
 });
 
-describe('real SpecForge 73e6f808 (v0.2.0)', () => {
+describe('real SpecForge 73e6f808 (v0.2.0, transformers 4.57.1)', () => {
+  const v020 = (out: string): TrainLaunch => ({ ...launch(out), profile: SPECFORGE_PROFILES['v0.2.0'] });
+
+  it('a finished run exits 1 in destroy_distributed: aerie reads that as the end of training, not a crash to relaunch', async () => {
+    const log = await REAL('73e6f808', 'clean.log');
+    expect(classifyTrainFailure(log)).toMatchObject({ kind: 'teardown', retryable: true, evidence: 'ValueError: Invalid process group specified' });
+    const p = parseTrainProgress(log, seedProgress({ numEpochs: 1, maxNumSteps: undefined }));
+    expect([p.step, p.stepsPerEpoch, p.totalSteps, p.loss, p.acc]).toEqual([24, 24, 24, 0.7, 0]);
+    expect(parseTrainProgress(log).totalSteps).toBeUndefined(); // no args dump in the release: totals come from the launch
+  });
+
+  it('no final save: 24 steps, saves every 5, the last is step 20; aerie keeps it and says which steps it lacks', async () => {
+    const dirs = listing(await REAL('73e6f808', 'ls-after-clean.txt'));
+    const out = [...dirs.keys()].find((d) => d.endsWith('/train/output'))!;
+    const names = dirs.get(out)!.filter(([, , isDir]) => isDir).map(([n]) => n);
+    expect(names.sort()).toEqual(['epoch_0_step_10', 'epoch_0_step_15', 'epoch_0_step_20', 'epoch_0_step_5']);
+    const plan = planTrainResume(v020(out), rankCheckpoints([{ dir: out, baseStep: 0, entries: names }])[0]!, 24, true);
+    expect(plan).toMatchObject({ kind: 'done', finalCheckpoint: { dir: `${out}/epoch_0_step_20` } });
+    expect(plan.kind === 'done' && plan.note).toMatch(/the last 4 of 24 steps were trained but not saved.*divisor of 24 \(e\.g\. 4\)/);
+  });
+
+  it('--ckpt-dir dies in build_dataloaders at this revision, which is why aerie continues through the epoch_0 link instead', async () => {
+    const log = await REAL('73e6f808', 'resume.log');
+    expect(log).toContain("AttributeError: 'str' object has no attribute 'vocab_size'");
+    expect(log).toContain('train_eagle3.py", line 402, in build_dataloaders');
+  });
+
   it('logs nothing of print_with_rank even where it ran: the traceback is past it (train_eagle3.py:622 < 627)', async () => {
     const log = await REAL('73e6f808', 'transformers-5.17/clean.log');
     expect(log).toContain('train_eagle3.py", line 627, in main');
@@ -140,7 +166,7 @@ describe('real SpecForge 73e6f808 (v0.2.0)', () => {
   });
 });
 
-describe('the simulator at 20e2e3f0 gives the parser what the real log gives it', () => {
+describe('the simulator gives the parser what the real log gives it', () => {
   it('same fields, same shapes, for a run of the same plan', async () => {
     const work = await mkdtemp(join(tmpdir(), 'aerie-real-sim-'));
     try {
@@ -156,6 +182,27 @@ describe('the simulator at 20e2e3f0 gives the parser what the real log gives it'
       expect([sim.step, sim.totalSteps, sim.stepsPerEpoch]).toEqual([real.step, real.totalSteps, real.stepsPerEpoch]);
       expect((await readdir(join(work, 'out'))).sort()).toEqual(['epoch_0_step_10', 'epoch_0_step_15', 'epoch_0_step_20', 'epoch_0_step_24', 'epoch_0_step_5']);
       expect(parseTrainProgress(r.stderr, seedProgress({ numEpochs: 1, maxNumSteps: undefined })).totalSteps).toBe(24);
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the simulator at v0.2.0 ends as the real 73e6f808 run ended', () => {
+  it('same steps and checkpoints, no final save, the same teardown failure', async () => {
+    const work = await mkdtemp(join(tmpdir(), 'aerie-real-sim-'));
+    try {
+      await writeFile(join(work, 'data.jsonl'), Array.from({ length: 24 }, (_, i) => JSON.stringify({ id: `r${i}`, conversations: [] })).join('\n') + '\n');
+      const argv = ['--target-model-path', join(ROOT, 'examples/models/sim-llama-8b'), '--draft-model-config', join(ROOT, 'examples/models/sim-llama-8b-eagle3-draft.json'),
+        '--train-data-path', join(work, 'data.jsonl'), '--num-epochs', '1', '--batch-size', '1', '--save-interval', '5', '--output-dir', join(work, 'out')];
+      const r = spawnSync(process.execPath, [join(ROOT, 'bin/aerie-sim.mjs'), 'train', ...argv], { env: { ...process.env, AERIE_SIM_TIME_SCALE: '0', AERIE_SIM_SPECFORGE_REVISION: 'v0.2.0' }, encoding: 'utf8' });
+      const realLog = await REAL('73e6f808', 'clean.log');
+      expect(r.status).toBe(1);
+      expect(classifyTrainFailure(r.stderr)).toMatchObject({ kind: 'teardown', evidence: classifyTrainFailure(realLog).evidence });
+      const seed = seedProgress({ numEpochs: 1, maxNumSteps: undefined });
+      const [sim, real] = [parseTrainProgress(r.stdout + r.stderr, seed), parseTrainProgress(realLog, seed)];
+      expect([sim.step, sim.totalSteps, sim.stepsPerEpoch, sim.totalEpochs]).toEqual([real.step, real.totalSteps, real.stepsPerEpoch, real.totalEpochs]);
+      expect((await readdir(join(work, 'out'))).sort()).toEqual(['epoch_0_step_10', 'epoch_0_step_15', 'epoch_0_step_20', 'epoch_0_step_5']);
     } finally {
       await rm(work, { recursive: true, force: true });
     }
