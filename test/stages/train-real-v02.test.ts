@@ -84,6 +84,20 @@ describe('real SpecForge 20e2e3f0 (v0.2-resume): log, checkpoints, resume', () =
 });
 
 // orphaned-worker/: the listing was taken mid-save (a kill that missed the torchrun worker, which went on): a real half-written checkpoint.
+describe('a real kill -9 mid-save and --resume past the moved-aside checkpoint (20e2e3f0)', () => {
+  it('--resume took the checkpoint before the damaged one, skipped its batches, and the run covers the plan', async () => {
+    expect((await REAL('20e2e3f0', 'resume-pick.txt'))).toMatch(/^moved damaged \S+\/epoch_0_step_10 .* to \S+\/epoch_0_step_10\.incomplete-\d+/);
+    const p = parseTrainProgress(await REAL('20e2e3f0', 'resume.log'));
+    expect(p.startedFrom).toMatch(/\/epoch_0_step_5$/);
+    expect([p.step, p.totalSteps]).toEqual([24, 24]);
+    const dirs = listing(await REAL('20e2e3f0', 'ls-after-resume.txt'));
+    const out = [...dirs.keys()].find((d) => d.endsWith('/train/output'))!;
+    const ranked = rankCheckpoints([{ dir: out, baseStep: 0, entries: dirs.get(out)!.map(([n]) => n) }]);
+    expect(ranked.map((c) => c.step)).toEqual([24, 20, 15, 10, 5]); // the .incomplete-* directory is not a checkpoint
+    expect(planTrainResume(launch(out), ranked[0]!, 24, true)).toMatchObject({ kind: 'done' });
+  });
+});
+
 describe('a real checkpoint caught mid-save (20e2e3f0), laid out again on a host', () => {
   let dir: string;
   let host: LocalHost;
