@@ -10,6 +10,7 @@ import type { Config } from '../config/schema.js';
 import type { Host } from '../hosts/host.js';
 import { runExtract, InsufficientSpaceError } from '../stages/extract.js';
 import { estimateRows, offlineHooks, type OfflineResult } from '../stages/extract-offline.js';
+import { estimateOfflineTokens, offlineBytesNeeded, type TokenizerOnHost } from '../stages/extract-offline-estimate.js';
 import { prepareSpec, type HiddenStates } from '../stages/launch-specs.js';
 import { SPECFORGE_PROFILES, type SpecforgeProfileId } from '../stages/specforge-revision.js';
 import { estimatedBytesPerToken, formatBytes } from '../stages/extract-plan.js';
@@ -133,19 +134,30 @@ export function dataActivities({ hosts }: ActivityDeps) {
       const outDir = runPaths(host, runId).hidden;
       const stopBeat = keepHeartbeating(() => ({ phase: 'estimating' }));
       let rows: number[];
+      let tokens: number;
+      let bytes: number;
+      let how = 'whitespace words as tokens';
       try {
-        rows = await estimateRows(host, input.dataPath, e.driver === 'specforge-offline' ? e['max-length'] : Infinity);
+        if (e.driver === 'specforge-offline') {
+          const est = await estimateOfflineTokens(host, input.dataPath, e['max-length'], offlineTokenizer(config));
+          rows = est.tokens;
+          how = est.how;
+          ({ tokens, bytes } = offlineBytesNeeded(rows, rows.length, e['batch-size'], hiddenSize));
+        } else {
+          rows = await estimateRows(host, input.dataPath, Infinity);
+          tokens = rows.reduce((a, b) => a + b, 0);
+          bytes = tokens * estimatedBytesPerToken(hiddenSize);
+        }
       } finally {
         stopBeat();
       }
-      const tokens = rows.reduce((a, b) => a + b, 0);
-      const needed = Math.max(0, tokens * estimatedBytesPerToken(hiddenSize) - (await bytesUnder(host, outDir)));
+      const needed = Math.max(0, bytes - (await bytesUnder(host, outDir)));
       await host.mkdirp(outDir);
       const free = await host.freeBytes(outDir);
       if (needed > free) {
         throw fatal(
           'InsufficientSpace',
-          `extract needs about ${formatBytes(needed)} (${needed} bytes: ${rows.length} samples, ~${tokens} tokens × 8 × hidden ${hiddenSize}) in ${outDir} on ${host.name}, ` +
+          `extract needs about ${formatBytes(needed)} (${needed} bytes: ${rows.length} samples, ~${tokens} tokens × 8 × hidden ${hiddenSize}; ${how}) in ${outDir} on ${host.name}, ` +
             `but only ${formatBytes(free)} (${free} bytes) are free; free space or point the extraction at a larger disk`,
           { neededBytes: needed, freeBytes: free },
         );
@@ -206,7 +218,8 @@ export function dataActivities({ hosts }: ActivityDeps) {
       try {
         const hiddenSize = e['hidden-size'] ?? (await modelHiddenSize(host, config.target['model-path']));
         const launch = prepareSpec(config, input.dataPath, outDir, SPECFORGE_PROFILES[input.specforge ?? 'cli']);
-        const rowTokens = await estimateRows(host, input.dataPath, e['max-length']);
+        const estimate = await estimateOfflineTokens(host, input.dataPath, e['max-length'], offlineTokenizer(config));
+        const rowTokens = estimate.tokens;
         details = { phase: 'checking files' };
         let verified = '';
         const { result, launches, argv } = await superviseJob<OfflineResult, TrainProgress>(
@@ -233,6 +246,7 @@ export function dataActivities({ hosts }: ActivityDeps) {
             hiddenSize,
             python: e.python,
             rowTokens,
+            estimateNote: estimate.how,
             redoLimit: e['crash-retries'],
             onVerified: (r, removed) => (verified = `${r.ok.size} files good${removed ? `, ${removed} bad removed` : ''}`),
           }),
@@ -270,3 +284,10 @@ export function dataActivities({ hosts }: ActivityDeps) {
   };
 }
 
+/** The target's tokenizer through the extract stage's interpreter: SpecForge's environment on the host. */
+function offlineTokenizer(config: Config): TokenizerOnHost | undefined {
+  const e = config.stages.extract;
+  if (e.driver !== 'specforge-offline') return undefined;
+  const trust = [...e['extra-args'], ...config.server['extra-args']].includes('--trust-remote-code');
+  return { python: e.python, modelPath: config.target['model-path'], chatTemplate: e['chat-template'], trustRemoteCode: trust };
+}

@@ -22,7 +22,8 @@
 import type { Host } from '../hosts/host.js';
 import { estimateTokens, parseSampleLine, renderForExtraction } from './conversations.js';
 import { InsufficientSpaceError } from './extract.js';
-import { estimatedBytesPerToken, formatBytes } from './extract-plan.js';
+import { formatBytes } from './extract-plan.js';
+import { offlineBytesNeeded } from './extract-offline-estimate.js';
 import { parseVerifyOutput, VERIFY_SCRIPT, type VerifyReport } from './extract-offline-verify.js';
 import { streamLines } from './host-lines.js';
 import { JobFailure, type JobHooks, type NextStep } from './job-supervise.js';
@@ -180,8 +181,10 @@ export interface OfflineContext {
   launch: PrepareLaunch;
   hiddenSize: number;
   python: string;
-  /** Estimated tokens per row of the data file. */
+  /** Estimated tokens per row of the data file (extract-offline-estimate.ts). */
   rowTokens: number[];
+  /** How rowTokens were estimated, for the disk-space refusal. */
+  estimateNote?: string;
   /** Relaunches allowed to redo files found bad after a clean exit. */
   redoLimit: number;
   onVerified?(report: VerifyReport, removed: number): void;
@@ -200,21 +203,17 @@ export function offlineHooks(c: OfflineContext): JobHooks<OfflineResult, TrainPr
     return report;
   };
   const checkSpace = async (report: VerifyReport): Promise<void> => {
-    // Which rows the good files hold is unknown, so the rows left are priced at the mean estimate.
-    const rows = c.rowTokens.length;
-    const left = Math.max(0, rows - report.ok.size);
-    const total = c.rowTokens.reduce((a, b) => a + b, 0);
-    const tokens = rows === 0 ? 0 : Math.ceil((total * left) / rows);
-    const needed = tokens * estimatedBytesPerToken(c.hiddenSize);
+    const left = Math.max(0, c.rowTokens.length - report.ok.size);
+    const { tokens, bytes: needed } = offlineBytesNeeded(c.rowTokens, left, launch.batchSize, c.hiddenSize);
     await host.mkdirp(launch.outputPath);
     const free = await host.freeBytes(launch.outputPath);
     if (needed > free) {
       throw new InsufficientSpaceError(
         needed,
         free,
-        `extract needs about ${formatBytes(needed)} (${needed} bytes: ${left} samples, ~${tokens} tokens × 8 × ` +
-          `hidden ${c.hiddenSize}) in ${launch.outputPath} on ${host.name}, but only ${formatBytes(free)} (${free} bytes) are free; ` +
-          `free space or point the extraction at a larger disk`,
+        `extract needs about ${formatBytes(needed)} (${needed} bytes: ${left} samples, ~${tokens} tokens padded to batches of ${launch.batchSize}, ` +
+          `× (8 × hidden ${c.hiddenSize} + 16); ${c.estimateNote ?? 'whitespace words as tokens'}) in ${launch.outputPath} on ${host.name}, ` +
+          `but only ${formatBytes(free)} (${free} bytes) are free; free space or point the extraction at a larger disk`,
       );
     }
   };
