@@ -36,12 +36,25 @@ export interface ProcRecord {
   /** ISO timestamp of the launch. */
   startedAt: string;
   host: string;
+  /**
+   * The value of AERIE_LAUNCH in the launch's environment, inherited by every descendant —
+   * also by those that leave the launch's process group and session (torchrun's workers) —
+   * so a /proc scan can find them. Absent in records written before launches were marked.
+   */
+  token?: string;
 }
 
 export type ProcStatus =
   | { state: 'alive' }
   | { state: 'exited'; code: number | null }
-  | { state: 'gone' };
+  | { state: 'gone' }
+  /**
+   * The leader (the wrapper) has ended, with `code` from its exit file (null when it left
+   * none), but processes of the launch still run: `processes` in all, of which `escaped`
+   * live outside the recorded process group (in a session of their own, as torchrun's
+   * workers do). Only marked launches (ProcRecord.token) are ever reported so.
+   */
+  | { state: 'orphans'; code: number | null; processes: number; escaped: number };
 
 export interface SpawnOptions {
   env?: Record<string, string>;
@@ -59,8 +72,13 @@ export interface SpawnResult {
 export interface KillResult {
   /** Signals actually sent, in order, e.g. ['TERM'] or ['TERM', 'KILL']. */
   signals: string[];
-  /** true when no process of the group remains. */
+  /** true when no process of the group remains (nor, for a marked launch, any escaped process). */
   groupEmpty: boolean;
+  /**
+   * Present only when marked processes outside the recorded group were found: how many,
+   * and how many of them were gone at the end.
+   */
+  escaped?: { found: number; stopped: number };
 }
 
 export interface FileStat {

@@ -2,8 +2,10 @@
  * Reading this machine's /proc asynchronously (never a *Sync call: a worker process also
  * heartbeats Temporal activities on the same event loop).
  */
-import { readdir, readFile, readlink } from 'node:fs/promises';
-import { parseProcStat, type ProcStat } from './proc-stat.js';
+import { readdir, readFile, readlink, stat } from 'node:fs/promises';
+import type { LaunchScan } from './proc-identity.js';
+import { isDead, parseProcStat, type ProcStat } from './proc-stat.js';
+import { assertLaunchToken, LAUNCH_TOKEN_ENV } from './records.js';
 
 const PROC = '/proc';
 
@@ -45,6 +47,44 @@ async function mapLimited<T, R>(items: readonly T[], width: number, fn: (item: T
 export async function scanProcStats(): Promise<ProcStat[]> {
   const stats = await mapLimited(await listPids(), 32, readProcStat);
   return stats.filter((s): s is ProcStat => s !== null);
+}
+
+/**
+ * Every process, plus those of our uid whose environment holds AERIE_LAUNCH=<token> exactly
+ * (each re-read after its environ, for proc-identity's start-time check). Other users'
+ * processes and unreadable environs are skipped: a launch of ours runs as us.
+ */
+export async function scanLaunchProcs(token: string): Promise<LaunchScan> {
+  assertLaunchToken(token);
+  const stats = await scanProcStats();
+  const uid = process.geteuid?.();
+  const needle = `\0${LAUNCH_TOKEN_ENV}=${token}\0`;
+  const marked = await mapLimited(stats, 32, async (s): Promise<ProcStat | null> => {
+    if (isDead(s) || uid === undefined) return null;
+    try {
+      if ((await stat(`${PROC}/${s.pid}`)).uid !== uid) return null;
+      const env = await readFile(`${PROC}/${s.pid}/environ`, 'latin1');
+      if (!`\0${env}\0`.includes(needle)) return null;
+      return await readProcStat(s.pid);
+    } catch {
+      return null; // gone, or not readable: not a process we may count as ours
+    }
+  });
+  return { stats, marked: marked.filter((m): m is ProcStat => m !== null) };
+}
+
+/** Signal pid only while it is the process that started at startTime (never a recycled pid). */
+export async function signalProcessIfSame(pid: number, startTime: string, signal: 'TERM' | 'KILL'): Promise<boolean> {
+  if (!Number.isSafeInteger(pid) || pid <= 1) throw new Error(`refusing to signal process ${pid}`);
+  const now = await readProcStat(pid);
+  if (now === null || isDead(now) || startTime === '' || now.startTime !== startTime) return false;
+  try {
+    process.kill(pid, `SIG${signal}`);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ESRCH') return false;
+    throw err;
+  }
 }
 
 export async function readCmdline(pid: number): Promise<string | undefined> {

@@ -14,12 +14,12 @@ import {
   appendFile, freeBytes, listDir, removePath, renamePath, statPath, tailFrom, writeFileAtomic,
 } from './local-fs.js';
 import { moveFiles } from './local-move.js';
-import { pidOfSocketInode, readCmdline, readProcStat, scanProcStats } from './local-proc.js';
+import { pidOfSocketInode, readCmdline, readProcStat, scanLaunchProcs, scanProcStats, signalProcessIfSame } from './local-proc.js';
 import { renderLaunchScript, wrapperArgv } from './launch-script.js';
 import { killGroupWith, type GroupSignal } from './kill-group.js';
-import { liveRecordedGroups, statusFrom } from './proc-identity.js';
+import { launchView, liveRecordedGroups, remnantStatus, statusFrom } from './proc-identity.js';
 import {
-  argvHash, isAbsolutePath, launchIdOfRecordFile, launchPaths, parsePidFile, parseProcRecord, procsDir, renderProcRecord,
+  argvHash, isAbsolutePath, launchIdOfRecordFile, launchPaths, newLaunchToken, parsePidFile, parseProcRecord, procsDir, renderProcRecord,
   type LaunchPaths,
 } from './records.js';
 import { listenersOnPort, parseProcNetTcp } from './net-tcp.js';
@@ -96,20 +96,21 @@ export class LocalHost implements Host {
       return { record, reattached: true };
     }
 
-    const script = renderLaunchScript({ launchId, argv, env: opts.env, cwd: opts.cwd, logPath: opts.logPath, paths });
+    const token = newLaunchToken(launchId);
+    const script = renderLaunchScript({ launchId, argv, env: opts.env, cwd: opts.cwd, logPath: opts.logPath, paths, token });
     await mkdir(paths.dir, { recursive: true });
     await Promise.all([removePath(paths.exit), removePath(`${paths.exit}.tmp`), removePath(`${paths.pid}.tmp`)]);
     await writeFileAtomic(paths.script, script, 0o600);
 
     const startedAt = new Date().toISOString();
     const pid = await this.startWrapper(paths);
-    const record = await this.recordFor(launchId, argv, opts, paths, pid, startedAt);
+    const record = await this.recordFor(launchId, argv, opts, paths, { ...pid, token }, startedAt);
     await writeFileAtomic(paths.record, renderProcRecord(record));
     return { record, reattached: false };
   }
 
   /** Start the wrapper in a new session and wait for the pid file it writes first. */
-  private async startWrapper(paths: LaunchPaths): Promise<{ pid: number; startTime: string }> {
+  private async startWrapper(paths: LaunchPaths): Promise<{ pid: number; startTime: string; token?: string }> {
     const [file, ...args] = wrapperArgv(paths);
     const child = spawn(file, args, { detached: true, stdio: 'ignore', cwd: '/' });
     let exited: string | null = null;
@@ -137,7 +138,7 @@ export class LocalHost implements Host {
 
   private async recordFor(
     launchId: string, argv: string[], opts: SpawnOptions, paths: LaunchPaths,
-    info: { pid: number; startTime: string }, startedAt: string,
+    info: { pid: number; startTime: string; token?: string }, startedAt: string,
   ): Promise<ProcRecord> {
     // The wrapper reads its own start time; /proc fills in only if it could not.
     let startTime = info.startTime;
@@ -153,6 +154,8 @@ export class LocalHost implements Host {
       exitPath: paths.exit,
       startedAt,
       host: this.name,
+      // An adopted wrapper's token comes from its pid file; older wrappers wrote none.
+      ...(info.token !== undefined ? { token: info.token } : {}),
     };
   }
 
@@ -186,12 +189,18 @@ export class LocalHost implements Host {
 
   async procStatus(record: ProcRecord): Promise<ProcStatus> {
     const [leader, exitText] = await Promise.all([readProcStat(record.pid), readTextOrNull(record.exitPath)]);
-    return statusFrom(leader, exitText, record);
+    const status = statusFrom(leader, exitText, record);
+    // A marked launch whose leader ended may still have processes (torchrun's workers).
+    if (status.state === 'alive' || record.token === undefined) return status;
+    return remnantStatus(status, launchView(await scanLaunchProcs(record.token), record));
   }
 
   killGroup(record: ProcRecord, opts: { graceMs?: number } = {}): Promise<KillResult> {
     return killGroupWith(
-      { scan: scanProcStats, signalGroup: signalLocalGroup, sleep: (ms) => sleep(ms), now: () => Date.now() },
+      {
+        scan: scanProcStats, scanLaunch: scanLaunchProcs, signalGroup: signalLocalGroup, signalProcess: signalProcessIfSame,
+        sleep: (ms) => sleep(ms), now: () => Date.now(),
+      },
       record,
       { graceMs: opts.graceMs ?? 10_000, pollMs: 100 },
     );

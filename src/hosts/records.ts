@@ -5,11 +5,11 @@
  * Per launch, in <workdir>/.aerie/procs/:
  *   <launchId>.sh    the launch wrapper (mode 0600: it holds the command's environment,
  *                    which may carry tokens, so it is kept out of every `ps` listing)
- *   <launchId>.pid   "<pid> <starttime>" written by the launch wrapper before the command runs
+ *   <launchId>.pid   "<pid> <starttime> [<token>]" written by the launch wrapper before the command runs
  *   <launchId>.exit  the command's exit status, written by the wrapper when it ends
  *   <launchId>.json  the ProcRecord, written by the host after the launch
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { ProcRecord } from './host.js';
 
 const LAUNCH_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
@@ -54,17 +54,41 @@ export function launchIdOfRecordFile(fileName: string): string | null {
   return LAUNCH_ID.test(id) ? id : null;
 }
 
+/** The environment variable that marks every process of a launch (ProcRecord.token). */
+export const LAUNCH_TOKEN_ENV = 'AERIE_LAUNCH';
+
+const TOKEN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,239}$/;
+
+/**
+ * A fresh token for a launch: its id plus 64 random bits, so a launch with the same id in
+ * another work directory (or an earlier run) on the same host never matches it.
+ */
+export function newLaunchToken(launchId: string): string {
+  assertLaunchId(launchId);
+  return `${launchId}-${randomBytes(8).toString('hex')}`;
+}
+
+/** Tokens travel into a shell script and a grep pattern: only file-name characters pass. */
+export function assertLaunchToken(token: string): void {
+  if (!TOKEN.test(token)) throw new Error(`invalid launch token ${JSON.stringify(token)}`);
+}
+
 export function argvHash(argv: readonly string[]): string {
   return createHash('sha256').update(JSON.stringify(argv)).digest('hex');
 }
 
-/** What the wrapper wrote to the .pid file; startTime is '' when /proc could not be read. */
-export function parsePidFile(text: string): { pid: number; startTime: string } | null {
-  const m = /^\s*(\d+)(?:[ \t]+(\d+))?\s*$/.exec(text);
+/**
+ * What the wrapper wrote to the .pid file; startTime is '' when /proc could not be read.
+ * The token is there for wrappers that mark their launch (older ones wrote two fields).
+ */
+export function parsePidFile(text: string): { pid: number; startTime: string; token?: string } | null {
+  const m = /^\s*(\d+)(?:[ \t]+(\d+))?(?:[ \t]+([A-Za-z0-9][A-Za-z0-9._-]*))?\s*$/.exec(text);
   if (!m) return null;
   const pid = Number(m[1]);
   if (!Number.isSafeInteger(pid) || pid <= 1) return null;
-  return { pid, startTime: m[2] ?? '' };
+  const info: { pid: number; startTime: string; token?: string } = { pid, startTime: m[2] ?? '' };
+  if (m[3] !== undefined && TOKEN.test(m[3])) info.token = m[3];
+  return info;
 }
 
 /** Exit status text from the .exit file; null when it is not a number (written but unreadable). */
@@ -105,6 +129,10 @@ export function parseProcRecord(text: string): ProcRecord {
     startedAt: str('startedAt'),
     host: str('host'),
   };
+  if (raw.token !== undefined) {
+    if (typeof raw.token !== 'string' || !TOKEN.test(raw.token)) throw new Error('process record: token is not a launch token');
+    record.token = raw.token;
+  }
   assertLaunchId(record.launchId);
   return record;
 }

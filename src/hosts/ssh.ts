@@ -6,6 +6,7 @@
  * scripts on the host. With an exec prefix every command, file operation included, runs
  * through the prefix (inside the container).
  */
+import { randomBytes } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { homedir, userInfo } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -14,13 +15,15 @@ import type {
 } from './host.js';
 import { gpuInventoryFrom, nvidiaSmiQueries } from './gpu.js';
 import { killGroupWith, type GroupOps, type GroupSignal } from './kill-group.js';
-import { PROC_STAT_SCAN, renderDetachedLaunch, renderGroupSignal, renderLaunchScript } from './launch-script.js';
+import {
+  EXIT_NOT_THAT_PROCESS, PROC_LAUNCH_SCAN, PROC_STAT_SCAN, PROCESS_SIGNAL, renderDetachedLaunch, renderGroupSignal, renderLaunchScript,
+} from './launch-script.js';
 import { listenersOnPort, parseProcNetTcpScan, PROC_NET_TCP_SCAN } from './net-tcp.js';
-import { liveRecordedGroups, statusFrom } from './proc-identity.js';
+import { launchView, liveRecordedGroups, parseLaunchScan, remnantStatus, statusFrom, type LaunchScan } from './proc-identity.js';
 import { parseProcStat, parseProcStats, type ProcStat } from './proc-stat.js';
 import {
-  argvHash, isAbsolutePath, launchIdOfRecordFile, launchPaths, parsePidFile, parseProcRecord, procsDir, renderProcRecord,
-  type LaunchPaths,
+  argvHash, assertLaunchToken, isAbsolutePath, launchIdOfRecordFile, launchPaths, newLaunchToken, parsePidFile, parseProcRecord, procsDir,
+  renderProcRecord, type LaunchPaths,
 } from './records.js';
 import type { StrictHostKeyChecking } from './ssh-connect.js';
 import { DurableExec } from './ssh-exec.js';
@@ -125,7 +128,9 @@ export class SshHost implements Host {
   private groupOps(): GroupOps {
     return {
       scan: () => this.scanProcStats(),
+      scanLaunch: (token) => this.scanLaunch(token),
       signalGroup: (pgid, signal) => this.signalGroup(pgid, signal),
+      signalProcess: (pid, startTime, signal) => this.signalProcess(pid, startTime, signal),
       sleep: (ms) => sleep(ms),
       now: () => Date.now(),
     };
@@ -134,6 +139,23 @@ export class SshHost implements Host {
   private async scanProcStats(): Promise<ProcStat[]> {
     const r = await this.shell.query('scan /proc', PROC_STAT_SCAN, []);
     return parseProcStats(r.stdout.toString('utf8'));
+  }
+
+  /** One exec: every stat line and the processes marked with token (launch-script.ts). */
+  private async scanLaunch(token: string): Promise<LaunchScan> {
+    assertLaunchToken(token);
+    const nonce = randomBytes(8).toString('hex');
+    const r = await this.shell.query('scan /proc for a launch', PROC_LAUNCH_SCAN, [token, nonce]);
+    return parseLaunchScan(r.stdout.toString('utf8'), nonce);
+  }
+
+  private async signalProcess(pid: number, startTime: string, signal: GroupSignal): Promise<boolean> {
+    if (!Number.isSafeInteger(pid) || pid <= 1) throw new Error(`refusing to signal process ${pid}`);
+    if (!/^\d+$/.test(startTime)) return false;
+    const r = await this.shell.query(`signal process ${pid}`, PROCESS_SIGNAL, [pid, startTime, signal]);
+    if (r.code === 0) return true;
+    if (r.code === EXIT_NOT_THAT_PROCESS || /no such process/i.test(r.stderr)) return false;
+    throw new Error(`kill -s ${signal} ${pid} on ${this.name} failed (exit ${r.code}): ${r.stderr.trim()}`);
   }
 
   private async signalGroup(pgid: number, signal: GroupSignal): Promise<boolean> {
@@ -168,7 +190,8 @@ export class SshHost implements Host {
       return { record, reattached: true };
     }
 
-    const script = renderLaunchScript({ launchId, argv, env: opts.env, cwd: opts.cwd, logPath: opts.logPath, paths });
+    const token = newLaunchToken(launchId);
+    const script = renderLaunchScript({ launchId, argv, env: opts.env, cwd: opts.cwd, logPath: opts.logPath, paths, token });
     await this.shell.mkdirp(paths.dir);
     await Promise.all([paths.exit, `${paths.exit}.tmp`, `${paths.pid}.tmp`].map((p) => this.shell.remove(p)));
     // The wrapper holds the command's environment (tokens): mode 0600, never on a command line.
@@ -176,7 +199,7 @@ export class SshHost implements Host {
 
     const startedAt = new Date().toISOString();
     const info = await this.startWrapper(paths);
-    const record = this.recordFor(launchId, argv, opts, paths, info, startedAt);
+    const record = this.recordFor(launchId, argv, opts, paths, { ...info, token }, startedAt);
     await this.files.writeFileAtomic(paths.record, renderProcRecord(record));
     return { record, reattached: false };
   }
@@ -186,7 +209,7 @@ export class SshHost implements Host {
    * for its pid file. The start itself is not retried: if the link drops under it, the pid
    * file says whether it ran.
    */
-  private async startWrapper(paths: LaunchPaths): Promise<{ pid: number; startTime: string }> {
+  private async startWrapper(paths: LaunchPaths): Promise<{ pid: number; startTime: string; token?: string }> {
     try {
       const conn = await this.link.retrying('connect', async (c) => c);
       const r = await conn.run(remoteCommand(renderDetachedLaunch(paths), [], this.execPrefix));
@@ -205,7 +228,7 @@ export class SshHost implements Host {
   }
 
   private recordFor(
-    launchId: string, argv: string[], opts: SpawnOptions, paths: LaunchPaths, info: { pid: number; startTime: string }, startedAt: string,
+    launchId: string, argv: string[], opts: SpawnOptions, paths: LaunchPaths, info: { pid: number; startTime: string; token?: string }, startedAt: string,
   ): ProcRecord {
     return {
       launchId,
@@ -218,6 +241,8 @@ export class SshHost implements Host {
       exitPath: paths.exit,
       startedAt,
       host: this.name,
+      // An adopted wrapper's token comes from its pid file; older wrappers wrote none.
+      ...(info.token !== undefined ? { token: info.token } : {}),
     };
   }
 
@@ -241,6 +266,13 @@ export class SshHost implements Host {
   }
 
   async procStatus(record: ProcRecord): Promise<ProcStatus> {
+    const status = await this.leaderStatus(record);
+    // A marked launch whose leader ended may still have processes (torchrun's workers).
+    if (status.state === 'alive' || record.token === undefined) return status;
+    return remnantStatus(status, launchView(await this.scanLaunch(record.token), record));
+  }
+
+  private async leaderStatus(record: ProcRecord): Promise<ProcStatus> {
     if (this.files === this.shell) {
       const r = await this.shell.query(`status of ${record.launchId}`, PROC_STATUS, [record.pid, record.exitPath]);
       const { statLine, exitText } = parseProcStatus(r.stdout.toString('utf8'));

@@ -148,7 +148,10 @@ describe('spawnDetached', () => {
 describe('procStatus identity', () => {
   it('says gone for a recycled identity (same pid, other start time)', async () => {
     const { record } = await host.spawnDetached('r.id.0', ['sleep', '60'], { logPath: join(dir, 'i.log') });
-    const impostor: ProcRecord = { ...record, startTime: String(Number(record.startTime) + 1), exitPath: join(dir, 'no-exit') };
+    // The record of an earlier launch whose leader pid the live one now holds: another start time, another token.
+    const impostor: ProcRecord = {
+      ...record, startTime: String(Number(record.startTime) + 1), exitPath: join(dir, 'no-exit'), token: 'r.id.0-0123456789abcdef',
+    };
     expect(await host.procStatus(impostor)).toEqual({ state: 'gone' });
     // and killGroup refuses to touch the live process behind that pid
     expect(await host.killGroup(impostor, { graceMs: 200 })).toEqual({ signals: [], groupEmpty: true });
@@ -191,12 +194,26 @@ describe('killGroup', () => {
     const logPath = join(dir, 'orphans.log');
     // The command backgrounds a sleep and exits; the wrapper then writes the exit file and ends.
     const { record } = await host.spawnDetached('r.k.2', ['sh', '-c', 'sleep 60 & echo $!'], { logPath });
-    await until('leader exit', async () => (await host.procStatus(record)).state === 'exited');
+    // Not 'exited' while the sleep runs: the launch still has a process (in its group, so not escaped).
+    expect(await until('leader exit', async () => {
+      const s = await host.procStatus(record);
+      return s.state === 'orphans' ? s : null;
+    })).toEqual({ state: 'orphans', code: 0, processes: 1, escaped: 0 });
     const orphan = Number((await readFile(logPath, 'utf8')).trim());
     expect((await statOf(orphan))?.pgrp).toBe(record.pgid);
 
     expect(await host.killGroup(record, { graceMs: 2000 })).toEqual({ signals: ['TERM'], groupEmpty: true });
     expect(await isLive(orphan)).toBe(false);
+    expect(await host.procStatus(record)).toEqual({ state: 'exited', code: 0 });
+  });
+
+  it('an unmarked record (written before launches carried a token) is stopped by its group alone, as before', async () => {
+    const logPath = join(dir, 'old.log');
+    const { record } = await host.spawnDetached('r.k.4', ['sh', '-c', 'sleep 60 & echo $!'], { logPath });
+    const { token: _token, ...old } = record;
+    await until('leader exit', async () => (await host.procStatus(old)).state === 'exited');
+    expect(await host.killGroup(old, { graceMs: 2000 })).toEqual({ signals: ['TERM'], groupEmpty: true });
+    expect(await host.procStatus(old)).toEqual({ state: 'exited', code: 0 });
   });
 
   it('sends nothing to a group that is already empty', async () => {
