@@ -5,8 +5,14 @@
  * it ends let the driver decide — done, or another launch (from a checkpoint, or to redo bad
  * files) — within a budget of crash relaunches. What "done" means, what a relaunch looks like
  * and how the log reads are the driver's hooks.
+ *
+ * "Ended" means every process of the launch has ended, not just its leader: torchrun's
+ * workers run in sessions of their own and outlive a torchrun killed by the OOM killer,
+ * training on and saving into the same output directory. Such a launch reads 'orphans';
+ * they are stopped (Host.killGroup) and reported before anything else happens, and while
+ * one of them survives even KILL nothing is relaunched.
  */
-import type { Host, ProcRecord } from '../hosts/host.js';
+import type { Host, KillResult, ProcRecord, ProcStatus } from '../hosts/host.js';
 import { followJob, latestGeneration, logTail } from './job-follow.js';
 import type { TrainFailure } from './train-failure.js';
 
@@ -31,6 +37,8 @@ export interface Ended {
   record: ProcRecord;
   code: number | null;
   logTail: string;
+  /** What was left running after the leader ended and has been stopped (remnantNote), if anything. */
+  remnants?: string;
 }
 
 export interface JobHooks<T, P> {
@@ -57,11 +65,40 @@ export interface SuperviseOptions<P> {
   pollMs: number;
   signal?: AbortSignal;
   stopJob?: () => boolean;
-  heartbeat(details: { launchId: string; pid: number; argv: string[]; progress: P | undefined }): void;
+  heartbeat(details: { launchId: string; pid: number; argv: string[]; progress: P | undefined; note?: string }): void;
   /** What the job is, for messages ("trainer", "prepare_hidden_states.py"). */
   what: string;
   /** Failure type when the crash budget is spent. */
   crashType: string;
+}
+
+type Orphans = Extract<ProcStatus, { state: 'orphans' }>;
+
+const plural = (n: number, one: string, many: string): string => `${n} ${n === 1 ? one : many}`;
+
+/** "torchrun exited (code 137); 1 process in its own session still ran: stopped (TERM)". */
+export function remnantNote(record: ProcRecord, status: Orphans, kill: KillResult): string {
+  const leader = (record.argv[0] ?? 'the job').split('/').pop() || 'the job';
+  const how = status.code === null ? 'is gone' : `exited (code ${status.code})`;
+  const inGroup = status.processes - status.escaped;
+  const which =
+    inGroup === 0
+      ? `${plural(status.escaped, 'process in its own session', 'processes in sessions of their own')}`
+      : status.escaped === 0
+        ? plural(inGroup, 'process of its group', 'processes of its group')
+        : `${plural(status.processes, 'process', 'processes')} (${status.escaped} in a session of its own)`;
+  const outcome = kill.groupEmpty
+    ? `stopped${kill.signals.length ? ` (${kill.signals.join(', ')})` : ''}`
+    : `still running after ${kill.signals.join(', ') || 'no signal'}`;
+  return `${leader} ${how}; ${which} still ran: ${outcome}`;
+}
+
+/** Stop what outlived the leader; a launch that cannot be emptied must not get a successor. */
+async function stopRemnants(host: Host, record: ProcRecord, status: Orphans, what: string): Promise<string> {
+  const kill = await host.killGroup(record, { graceMs: 15_000 });
+  const note = remnantNote(record, status, kill);
+  if (!kill.groupEmpty) throw new Error(`${what} ${record.launchId} on ${host.name}: ${note}; not relaunching beside it (the next attempt tries again)`);
+  return note;
 }
 
 export async function superviseJob<T, P>(o: SuperviseOptions<P>, hooks: JobHooks<T, P>): Promise<{ result: T; launches: number; argv: string[] }> {
@@ -89,13 +126,20 @@ export async function superviseJob<T, P>(o: SuperviseOptions<P>, hooks: JobHooks
         await follow(latest.record);
         continue;
       }
-      const code = status.state === 'exited' ? status.code : null;
-      const ended: Ended = { gen: latest.gen, record: latest.record, code, logTail: await logTail(host, latest.record.logPath) };
+      let remnants: string | undefined;
+      if (status.state === 'orphans') {
+        remnants = await stopRemnants(host, latest.record, status, o.what);
+        o.heartbeat({ launchId: latest.record.launchId, pid: latest.record.pid, argv: latest.record.argv, progress: undefined, note: remnants });
+      }
+      const code = status.state === 'exited' || status.state === 'orphans' ? status.code : null;
+      const ended: Ended = {
+        gen: latest.gen, record: latest.record, code, logTail: await logTail(host, latest.record.logPath), ...(remnants ? { remnants } : {}),
+      };
       lastArgv = latest.record.argv;
       if (code === 0) step = await hooks.afterSuccess(ended);
       else {
         const failure = hooks.classify(ended.logTail);
-        const how = code === null ? 'process gone' : `exit code ${code}`;
+        const how = `${code === null ? 'process gone' : `exit code ${code}`}${remnants ? `; ${remnants}` : ''}`;
         if (!failure.retryable) throw new JobFailure(hooks.failureType(failure), `${o.what} failed (${how}): ${failure.advice}`, ended.logTail);
         if (latest.gen >= o.crashRetries) {
           throw new JobFailure(o.crashType, `${o.what} crashed ${latest.gen + 1} times (${how}); giving up after crash-retries=${o.crashRetries}. ${failure.advice}`, ended.logTail);

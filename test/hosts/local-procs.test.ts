@@ -124,6 +124,9 @@ describe('spawnDetached', () => {
     const recovered = await fresh.spawnDetached('r.server.2', tree, { logPath: join(dir, 'b.log') });
     expect(recovered.reattached).toBe(true);
     expect(recovered.record).toMatchObject({ pid: first.record.pid, pgid: first.record.pgid, startTime: first.record.startTime });
+    // The wrapper's pid file carries the launch's token, so the adopted record still finds escaped processes.
+    expect(first.record.token).toMatch(/^r\.server\.2-[0-9a-f]{16}$/);
+    expect(recovered.record.token).toBe(first.record.token);
     expect(await fresh.findLaunch('r.server.2')).toEqual(recovered.record);
     expect(await fresh.procStatus(recovered.record)).toEqual({ state: 'alive' });
     expect(await processesMentioning(launchPaths(dir, 'r.server.2').script)).toEqual([first.record.pid]);
