@@ -73,3 +73,24 @@ export async function startDecoy(argv: string[], env: Record<string, string>): P
 export async function environOf(pid: number): Promise<string[]> {
   return (await readFile(`/proc/${pid}/environ`, 'latin1')).split('\0');
 }
+
+/**
+ * argv prefix that runs a command as another user (nobody), when the tests run as root —
+ * root can read every environ, so only the uid check keeps such a process out. Empty when
+ * not root: then another user's environ is unreadable to us anyway.
+ */
+export function asOtherUser(): string[] | null {
+  return process.geteuid?.() === 0 ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'] : null;
+}
+
+/** The decoys every escape test starts: none carries this launch's token as a process of ours. */
+export async function startDecoys(token: string): Promise<ProcRecord[]> {
+  const decoys = [
+    await startDecoy(['sleep', '300'], {}),
+    await startDecoy(['sleep', '300'], { AERIE_LAUNCH: `${token}0` }),
+    await startDecoy(['sh', '-c', 'sleep 300; : "$0"', `AERIE_LAUNCH=${token}`], {}),
+  ];
+  const other = asOtherUser();
+  if (other) decoys.push(await startDecoy([...other, 'sleep', '300'], { AERIE_LAUNCH: token }));
+  return decoys;
+}

@@ -10,7 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ProcRecord } from '../../src/hosts/host.js';
 import { LocalHost } from '../../src/hosts/local.js';
 import { scanLaunchProcs, signalProcessIfSame } from '../../src/hosts/local-proc.js';
-import { environOf, launchedPids, startDecoy, writeLauncher } from './escape-helpers.js';
+import { environOf, launchedPids, startDecoy, startDecoys, writeLauncher } from './escape-helpers.js';
 import { isLive, statOf, stopAll, until } from './proc-helpers.js';
 
 let dir: string;
@@ -65,10 +65,8 @@ describe('a launch whose worker starts its own session (torchrun)', () => {
     expect(await environOf(worker)).toContain(`AERIE_LAUNCH=${record.token}`);
     expect((await statOf(child))!.pgrp).toBe(worker);
 
-    // Decoys without the token: unrelated, a near-miss value, the token only on the command line.
-    decoys.push(await startDecoy(['sleep', '300'], {}));
-    decoys.push(await startDecoy(['sleep', '300'], { AERIE_LAUNCH: `${record.token}0` }));
-    decoys.push(await startDecoy(['sh', '-c', 'sleep 300; : "$0"', `AERIE_LAUNCH=${record.token}`], {}));
+    // Decoys: unrelated, a near-miss value, the token only on the command line, the exact token as another user.
+    decoys.push(...(await startDecoys(record.token!)));
 
     process.kill(torchrun, 'SIGKILL'); // the OOM killer
     expect(await orphaned(record)).toEqual({ state: 'orphans', code: 137, processes: 2, escaped: 2 });
