@@ -222,7 +222,7 @@ export function offlineHooks(c: OfflineContext): JobHooks<OfflineResult, TrainPr
     await checkSpace(report);
     return { kind: 'launch', argv };
   };
-  return {
+  const hooks: JobHooks<OfflineResult, TrainProgress> = {
     fresh: relaunch,
     async afterSuccess(ended) {
       const report = await sweep();
@@ -268,9 +268,13 @@ export function offlineHooks(c: OfflineContext): JobHooks<OfflineResult, TrainPr
         },
       };
     },
-    afterCrash: relaunch,
+    // prepare_hidden_states.py tears torch.distributed down in a finally block
+    // (SpecForge@73e6f808:scripts/prepare_hidden_states.py:654-656), which raises on torch 2.11
+    // before 7a81ce53: the files were all written, so judge them as after a clean exit.
+    afterCrash: (ended, failure) => (failure.kind === 'teardown' ? hooks.afterSuccess(ended) : relaunch()),
     classify: classifyTrainFailure,
     failureType: (f) => (f.kind === 'oom' ? 'OutOfMemoryError' : f.kind === 'missing-module' ? 'MissingDependencyError' : 'ExtractFailed'),
     parse: (chunk, prev) => parseGenericProgress(chunk, prev),
   };
+  return hooks;
 }

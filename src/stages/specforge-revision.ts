@@ -68,7 +68,7 @@ export const SPECFORGE_PROFILES: Record<SpecforgeProfileId, SpecforgeProfile> = 
   },
   'v0.2-resume': {
     id: 'v0.2-resume',
-    label: 'SpecForge v0.2 scripts, 961ca7c3…20e2e3f0',
+    label: 'SpecForge v0.2 scripts, 961ca7c3…20e2e3f0 (full --resume from 6d01edb5)',
     flavor: 'v0.2-scripts',
     driver: 'specforge-v0.2',
     // SpecForge@961ca7c3:scripts/train_eagle3.py:401,819-820 (start_epoch, global_step from ckpt_info)
@@ -101,8 +101,8 @@ export function profilesFor(driver: SpecforgeDriver): SpecforgeProfileId[] {
 export function profileBehaviours(id: SpecforgeProfileId): string[] {
   const p = SPECFORGE_PROFILES[id];
   const resume = {
-    'aerie-continuation': 'resume: aerie continues from the newest complete checkpoint with --ckpt-dir + --max-num-steps (v0.2 --resume is broken here)',
-    'v0.2-resume': 'resume: --resume (restores optimizer, scheduler and data position)',
+    'aerie-continuation': 'resume: --resume here matches only epoch_N directories, and --ckpt-dir dies before 07959b44, so aerie links resume_step_N/epoch_0 to the newest complete checkpoint and passes --resume there (weights only: optimizer and LR schedule start over)',
+    'v0.2-resume': 'resume: --resume, after aerie moves a damaged newest checkpoint aside (it restores optimizer, scheduler and data position from 6d01edb5; 961ca7c3 restores weights and step only)',
     resume_from: 'resume: training.resume_from=<newest complete <run>-step<N>> at the same world size',
   }[p.resume];
   const save = p.finalSave ? 'final checkpoint: saved when training ends' : 'final checkpoint: none; only every save-interval steps (the last steps are lost unless they are a multiple of it)';

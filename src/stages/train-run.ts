@@ -7,7 +7,8 @@
  *                   --ckpt-dir <newest checkpoint> + --max-num-steps <owed> into resume_step_<N>;
  *                   before 03a3dedb (no final save) a clean exit keeps the newest checkpoint and
  *                   says which steps it lacks (train-checkpoint.ts)
- *   specforge       relaunch = training.resume_from=<newest <run>-step<N>>; done = `specforge export --to sglang`
+ *   specforge       (train-specforge-run.ts) relaunch = training.resume_from=<newest complete <run>-step<N>>;
+ *                   done = `specforge export --to sglang`
  *   command         relaunch = the template + resume-args with {checkpoint} (when checkpoint-pattern is set)
  *
  * A drafter is done only once it verifies (train-drafter.ts): architectures, draft vocab,
@@ -15,7 +16,7 @@
  */
 import { basename } from 'node:path';
 import type { Host } from '../hosts/host.js';
-import { JobFailure, superviseJob, type Ended, type JobHooks, type NextStep, type SuperviseOptions } from './job-supervise.js';
+import { JobFailure, type Ended, type JobHooks, type NextStep } from './job-supervise.js';
 import { classifyTrainFailure, type TrainFailure } from './train-failure.js';
 import { parseGenericProgress, parseTrainProgress, seedProgress, type TrainProgress } from './train-progress.js';
 import {
@@ -31,7 +32,6 @@ import {
 import { parseSafetensorsHeader, verifyDrafter } from './train-drafter.js';
 import { profileOf, renderTrainArgv, type TrainLaunch } from './train.js';
 import { commandCheckpoints, commandDrafterDir, renderCommandArgv, type CommandTemplate, type CommandValues } from './train-command.js';
-import { renderSpecforgeConfig, renderSpecforgeExportArgv, renderSpecforgeTrainArgv, specforgeCheckpoints, type SpecforgeRun } from './train-specforge.js';
 
 export interface TrainResult {
   drafterDir: string;
@@ -183,56 +183,6 @@ export function v02Hooks(host: Host, original: TrainLaunch, prefix: string): Job
     classify: classifyTrainFailure,
     failureType: trainFailureType,
     parse: (chunk, prev) => parseTrainProgress(chunk, prev ?? seed),
-  };
-}
-
-// ---- current SpecForge CLI ------------------------------------------------------------
-
-/** Newest `<run>-step<N>` whose training_state.pt is there and non-empty. */
-async function newestSpecforgeCheckpoint(host: Host, run: SpecforgeRun): Promise<string | undefined> {
-  for (const c of specforgeCheckpoints(run.outputDir, run.runId, await dirNames(host, run.outputDir))) {
-    const st = await host.stat(`${c.dir}/training_state.pt`);
-    if (st && st.size > 0) return c.dir;
-  }
-  return undefined;
-}
-
-export function specforgeHooks(
-  host: Host,
-  run: SpecforgeRun,
-  drafterDir: string,
-  exportJob: Omit<SuperviseOptions<TrainProgress>, 'prefix' | 'logPath' | 'what' | 'crashType'> & { prefix: string; logPath(gen: number): string },
-): JobHooks<TrainResult, TrainProgress> {
-  const writeConfig = async (): Promise<void> => {
-    await host.mkdirp(run.outputDir);
-    await host.writeFileAtomic(run.configPath, renderSpecforgeConfig(run));
-  };
-  return {
-    fresh: async () => ({ kind: 'launch', argv: renderSpecforgeTrainArgv(run), prepare: writeConfig }),
-    async afterSuccess(ended) {
-      const ckpt = await newestSpecforgeCheckpoint(host, run);
-      if (!ckpt) throw new JobFailure('TrainerOutputMissing', `specforge train exited 0 but left no ${run.runId}-step<N> checkpoint in ${run.outputDir}; see ${ended.record.logPath}`, ended.logTail);
-      // Training checkpoints are not servable: export the newest one, as its own followed job.
-      const { result } = await superviseJob<TrainResult, TrainProgress>(
-        { ...exportJob, what: 'specforge export', crashType: 'ExportFailed', crashRetries: 1 },
-        {
-          fresh: async () => ({ kind: 'launch', argv: renderSpecforgeExportArgv(run, ckpt, drafterDir), prepare: () => host.mkdirp(drafterDir) }),
-          afterSuccess: async () => ({ kind: 'done', result: await verifiedDrafter(host, drafterDir) }),
-          afterCrash: async () => ({ kind: 'launch', argv: renderSpecforgeExportArgv(run, ckpt, drafterDir) }),
-          classify: classifyTrainFailure,
-          failureType: () => 'ExportFailed',
-          parse: (chunk, prev) => parseGenericProgress(chunk, prev),
-        },
-      );
-      return { kind: 'done', result };
-    },
-    async afterCrash() {
-      const ckpt = await newestSpecforgeCheckpoint(host, run);
-      return { kind: 'launch', argv: renderSpecforgeTrainArgv(run, ckpt), prepare: writeConfig, note: ckpt ? `resuming from ${ckpt}` : 'no checkpoint yet: starting over' };
-    },
-    classify: classifyTrainFailure,
-    failureType: trainFailureType,
-    parse: (chunk, prev) => parseGenericProgress(chunk, prev),
   };
 }
 

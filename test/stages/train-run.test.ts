@@ -3,14 +3,15 @@
  * processes through LocalHost): a crash mid-run is relaunched from the newest checkpoint aerie
  * found itself, the result is verified before it counts, and an OOM is not retried.
  */
-import { mkdtemp, readdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LocalHost } from '../../src/hosts/local.js';
 import { JobFailure, superviseJob, type JobHooks } from '../../src/stages/job-supervise.js';
 import { SPECFORGE_PROFILES } from '../../src/stages/specforge-revision.js';
-import { commandHooks, specforgeHooks, v02Hooks, type TrainResult } from '../../src/stages/train-run.js';
+import { commandHooks, v02Hooks, type TrainResult } from '../../src/stages/train-run.js';
+import { specforgeHooks } from '../../src/stages/train-specforge-run.js';
 import type { SpecforgeRun } from '../../src/stages/train-specforge.js';
 import type { TrainLaunch } from '../../src/stages/train.js';
 
@@ -22,6 +23,8 @@ const DRAFT = join(ROOT, 'examples/models/sim-llama-8b-eagle3-draft.json');
 let dir: string;
 let host: LocalHost;
 let data: string;
+/** SpecForge's offline layout (the CLI trains offline only): 8 feature files the simulator counts. */
+let features: string;
 
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'aerie-train-'));
@@ -29,6 +32,9 @@ beforeEach(async () => {
   data = join(dir, 'train.jsonl');
   const rows = (await readFile(join(ROOT, 'examples/data/prompts.jsonl'), 'utf8')).split('\n').filter(Boolean).slice(0, 8);
   await writeFile(data, rows.join('\n') + '\n');
+  features = join(dir, 'hidden_states');
+  await mkdir(join(features, 'rows_0-2000'), { recursive: true });
+  for (let i = 0; i < 8; i++) await writeFile(join(features, 'rows_0-2000', `data_${i}.ckpt`), 'x');
 });
 
 afterEach(async () => {
@@ -67,6 +73,7 @@ describe('trainer drivers on the simulator', () => {
       draftModelConfig: DRAFT,
       targetBackend: 'sglang',
       trainDataPath: data,
+      hiddenStatesPath: features,
       chatTemplate: 'llama3',
       maxLength: 2048,
       numEpochs: 2,
@@ -78,13 +85,14 @@ describe('trainer drivers on the simulator', () => {
     };
     const drafter = join(dir, 'drafter');
     const hooks = specforgeHooks(host, run, drafter, {
-      host, prefix: 'r1.train-export.', logPath: (g) => join(dir, `export-${g}.log`), cwd: dir, env: {}, crashRetries: 1, pollMs: 50, heartbeat: () => undefined,
+      host, prefix: 'r1.train-export.', logPath: (g: number) => join(dir, `export-${g}.log`), cwd: dir, env: {}, crashRetries: 1, pollMs: 50, heartbeat: () => undefined,
     });
     const { result, launches } = await supervise(hooks, { AERIE_SIM_TRAIN_CRASH_AT_STEP: '6', AERIE_SIM_FAULT_ONCE: join(dir, 'once') });
     expect(launches).toBe(2);
     expect(await argvOf('r1.train.0')).toEqual([process.execPath, SIM, 'specforge', 'train', '-c', run.configPath]);
     expect(await argvOf('r1.train.1')).toEqual([process.execPath, SIM, 'specforge', 'train', '-c', run.configPath, `training.resume_from=${join(dir, 'output', 'r1-step4')}`]);
-    expect(await readFile(join(dir, 'train-1.log'), 'utf8')).toContain(`Resuming from ${join(dir, 'output', 'r1-step4')}: global_step=4`);
+    // HEAD prints no resume line: the relaunch's first dict line is the step after the checkpoint
+    expect(await readFile(join(dir, 'train-1.log'), 'utf8')).toMatch(/^step 6: \{/m);
     expect((await argvOf('r1.train-export.0')).slice(2)).toEqual(['specforge', 'export', '--to', 'sglang', '--checkpoint', join(dir, 'output', 'r1-step16'), '--draft-config', DRAFT, '--output-dir', drafter]);
     expect(result.drafterDir).toBe(drafter);
     const cfg = await drafterConfig(drafter);
@@ -97,7 +105,7 @@ describe('trainer drivers on the simulator', () => {
     await writeFile(join(dir, 'cfg.yaml'), [
       'run_id: c', `output_dir: ${join(dir, 'output')}`,
       'model:', `  target_model_path: ${TARGET}`, `  draft_model_config: ${DRAFT}`,
-      'data:', `  train_data_path: ${data}`,
+      'data:', `  hidden_states_path: ${features}`,
       'training:', '  num_epochs: 1', '  save_interval: 3',
     ].join('\n'));
     // sh -c '<script>' node sim [resume args...]: the resume args arrive as "$@" after the shift.
@@ -107,7 +115,7 @@ describe('trainer drivers on the simulator', () => {
     const hooks = commandHooks(
       host,
       { launcher: ['sh', '-c', script, process.execPath, SIM], resumeArgs: ['training.resume_from={checkpoint}'], drafterDir: '{output_dir}/final', checkpointPattern: '^c-step(\\d+)$' },
-      { target_model: TARGET, draft_model_config: DRAFT, train_data: data, hidden_states_layout: 'none', output_dir: join(dir, 'output'), run_dir: dir },
+      { target_model: TARGET, draft_model_config: DRAFT, train_data: data, hidden_states: features, hidden_states_layout: 'specforge', output_dir: join(dir, 'output'), run_dir: dir },
     );
     const { result, launches } = await supervise(hooks, { AERIE_SIM_TRAIN_CRASH_AT_STEP: '5', AERIE_SIM_FAULT_ONCE: join(dir, 'once') });
     expect(launches).toBe(2);
