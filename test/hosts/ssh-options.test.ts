@@ -84,7 +84,7 @@ target: { model-path: /models/m, host: gpu }
 stages:
   generate: { input: /data/in.jsonl }
   extract: { dump-dir: /dev/shm/hs }
-  train: { draft-model-config: /models/draft.json }
+  train: { driver: specforge-v0.2, draft-model-config: /models/draft.json }
 `;
 
   it('parses an ssh host with strict host key checking by default', async () => {
