@@ -28,34 +28,22 @@ export interface OfflineTokenEstimate {
 
 const SAMPLE = 256;
 
-/** A small deterministic PRNG (mulberry32): the same rows are sampled on every attempt. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 export async function estimateOfflineTokens(host: Host, dataPath: string, maxLength: number, tokenizer?: TokenizerOnHost): Promise<OfflineTokenEstimate> {
   const words: number[] = [];
-  // reservoir of (row, conversation): a fair sample of the file in one streaming pass
-  const sample: { row: number; messages: ChatMessages }[] = [];
-  const rand = prng(42);
+  // every stride-th row, the stride doubling whenever the sample fills up: spread evenly over
+  // the whole file in one streaming pass, and the same rows on every attempt
+  let sample: { row: number; messages: ChatMessages }[] = [];
+  let stride = 1;
   for await (const { text } of streamLines(host, dataPath)) {
     const parsed = parseSampleLine(text);
     const row = words.length;
     words.push(parsed.ok ? Math.max(1, estimateTokens(renderForExtraction(parsed.sample))) : 1);
     if (!parsed.ok || !tokenizer) continue;
-    const messages = parsed.sample.turns.map((t) => ({ role: t.role, content: t.content }));
-    const seen = row + 1;
-    if (sample.length < SAMPLE) sample.push({ row, messages });
-    else {
-      const j = Math.floor(rand() * seen);
-      if (j < SAMPLE) sample[j] = { row, messages };
+    if (row % stride !== 0) continue;
+    sample.push({ row, messages: parsed.sample.turns.map((t) => ({ role: t.role, content: t.content })) });
+    if (sample.length > SAMPLE) {
+      stride *= 2;
+      sample = sample.filter((s) => s.row % stride === 0);
     }
   }
   const capped = (ratio: number) => words.map((w) => rowTokens(w, ratio, maxLength));
