@@ -42,6 +42,18 @@ describe('renderLaunchScript golden', () => {
       ].join('\n'),
     );
   });
+  it('a marked launch: the token goes into the pid file and is exported to the command', () => {
+    const lines = renderLaunchScript({ ...spec, token: 'r1.server.0-0123456789abcdef' }).split('\n');
+    expect(lines[6]).toBe(
+      `printf '%s %s %s\\n' "$$" "\${22:-}" r1.server.0-0123456789abcdef > /w/.aerie/procs/r1.server.0.pid.tmp && mv -f /w/.aerie/procs/r1.server.0.pid.tmp /w/.aerie/procs/r1.server.0.pid || exit 125`,
+    );
+    expect(lines[7]).toBe('AERIE_LAUNCH=r1.server.0-0123456789abcdef; export AERIE_LAUNCH');
+    expect(lines[8]).toMatch(/^\{ cd '\/work dir' && HF_TOKEN=/);
+  });
+  it('refuses an env that sets AERIE_LAUNCH itself, and a token that is not one', () => {
+    expect(() => renderLaunchScript({ ...spec, token: 't-1', env: { AERIE_LAUNCH: 'x' } })).toThrow(/env sets AERIE_LAUNCH.*remove it/);
+    expect(() => renderLaunchScript({ ...spec, token: '$(x)' })).toThrow(/invalid launch token/);
+  });
   it('runs in the wrapper directory when no cwd is given', () => {
     expect(renderLaunchScript({ ...spec, cwd: undefined, env: undefined })).toContain(
       `{ python3 -m sglang.launch_server --model-path '/models/it'\\''s here' --served-model-name '$(reboot)'; } < /dev/null >>`,

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { ProcRecord } from '../../src/hosts/host.js';
-import { groupView, isRecordedProcess, liveRecordedGroups, statusFrom } from '../../src/hosts/proc-identity.js';
+import {
+  groupView, isRecordedProcess, launchView, liveRecordedGroups, parseLaunchScan, remnantStatus, statusFrom,
+} from '../../src/hosts/proc-identity.js';
 import type { ProcStat } from '../../src/hosts/proc-stat.js';
 
 const rec = (over: Partial<ProcRecord> = {}): ProcRecord => ({
@@ -51,5 +53,42 @@ describe('groupView', () => {
     const stats = [st(501, 500, '1001'), st(700, 700, '9')];
     const groups = liveRecordedGroups(stats, [rec(), rec({ pid: 800, pgid: 800 }), rec({ pid: 700, pgid: 700, startTime: '8' })]);
     expect([...groups]).toEqual([500]);
+  });
+});
+
+describe('launchView and remnantStatus', () => {
+  const marked = rec({ token: 'r.server.0-ab' });
+  it('an unmarked record sees its group only, whatever is marked', () => {
+    const v = launchView({ stats: [st(600, 600, '2')], marked: [st(600, 600, '2')] }, rec());
+    expect(v).toEqual({ leaderRecycled: false, members: [], escapees: [], marked: [] });
+  });
+  it('marked processes outside the group are escapees, also when the leader pid was recycled', () => {
+    const stats = [st(500, 500, '9999'), st(600, 600, '2'), st(601, 600, '3')];
+    const v = launchView({ stats, marked: [st(600, 600, '2'), st(601, 600, '3')] }, marked);
+    expect(v.leaderRecycled).toBe(true);
+    expect(v.escapees.map((e) => e.pid)).toEqual([600, 601]);
+    expect(remnantStatus({ state: 'gone' }, v)).toEqual({ state: 'orphans', code: null, processes: 2, escaped: 2 });
+  });
+  it('a marked stat read with another start time than the first read does not count', () => {
+    const v = launchView({ stats: [st(600, 600, '2')], marked: [st(600, 600, '3')] }, marked);
+    expect(v.escapees).toEqual([]);
+    expect(remnantStatus({ state: 'exited', code: 0 }, v)).toEqual({ state: 'exited', code: 0 });
+  });
+  it('a group member left behind by the leader makes the launch orphaned, not escaped', () => {
+    const v = launchView({ stats: [st(501, 500, '2')], marked: [st(501, 500, '2')] }, marked);
+    expect(remnantStatus({ state: 'exited', code: 137 }, v)).toEqual({ state: 'orphans', code: 137, processes: 1, escaped: 0 });
+  });
+});
+
+describe('parseLaunchScan', () => {
+  const line = (pid: number, comm: string) => `${pid} (${comm}) S 1 ${pid} ${pid} 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 77 0 0`;
+  it('splits at the marker with this scan\'s nonce, never at a look-alike in a command name', () => {
+    const text = `${line(10, '\n#marked-x\n')}\n${line(11, 'a')}\n\n#marked-n1\n${line(12, 'w')}\n`;
+    const scan = parseLaunchScan(text, 'n1');
+    expect(scan.stats.map((s) => s.pid)).toEqual([10, 11]);
+    expect(scan.marked.map((s) => s.pid)).toEqual([12]);
+  });
+  it('refuses output without its marker (the scan did not finish)', () => {
+    expect(() => parseLaunchScan(line(10, 'a'), 'n1')).toThrow(/ended early/);
   });
 });

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { ProcRecord } from '../../src/hosts/host.js';
 import {
-  argvHash, assertLaunchId, launchIdOfRecordFile, launchPaths, parseExitFile, parsePidFile, parseProcRecord, procsDir,
+  argvHash, assertLaunchId, newLaunchToken, launchIdOfRecordFile, launchPaths, parseExitFile, parsePidFile, parseProcRecord, procsDir,
   renderProcRecord,
 } from '../../src/hosts/records.js';
 
@@ -60,6 +60,15 @@ describe('file contents', () => {
     expect(parsePidFile('1 5\n')).toBeNull();
     expect(parsePidFile('abc')).toBeNull();
   });
+  it('reads the token a marking wrapper adds to the pid file (also without a start time)', () => {
+    expect(parsePidFile('4242 99887766 r.train.0-00ff00ff00ff00ff\n')).toEqual({ pid: 4242, startTime: '99887766', token: 'r.train.0-00ff00ff00ff00ff' });
+    expect(parsePidFile('4242  0abc-1\n')).toEqual({ pid: 4242, startTime: '', token: '0abc-1' });
+  });
+  it('makes a fresh token per launch, of the launch id and 64 random bits', () => {
+    const a = newLaunchToken('r.train.0');
+    expect(a).toMatch(/^r\.train\.0-[0-9a-f]{16}$/);
+    expect(newLaunchToken('r.train.0')).not.toBe(a);
+  });
   it('parses exit codes', () => {
     expect(parseExitFile('0\n')).toBe(0);
     expect(parseExitFile('143\n')).toBe(143);
@@ -68,6 +77,16 @@ describe('file contents', () => {
   });
   it('round-trips a record', () => {
     expect(parseProcRecord(renderProcRecord(record))).toEqual(record);
+    const marked = { ...record, token: 'r.server.0-0123456789abcdef' };
+    expect(parseProcRecord(renderProcRecord(marked))).toEqual(marked);
+  });
+  it('loads a record written before launches were marked without inventing a token', () => {
+    expect('token' in parseProcRecord(renderProcRecord(record))).toBe(false);
+  });
+  it('refuses a token that could become shell or grep syntax', () => {
+    for (const token of ['a b', '$(x)', '', '-e', 5]) {
+      expect(() => parseProcRecord(JSON.stringify({ ...record, token }))).toThrow(/token/);
+    }
   });
   it('refuses a record that would signal pid 0, 1 or a bogus group', () => {
     for (const pgid of [0, 1, -1, 1.5]) {
