@@ -235,7 +235,7 @@ export function dataActivities({ hosts }: ActivityDeps) {
             stopJob: cancelRequested,
             heartbeat: (d) => {
               const p = d.progress;
-              details = { phase: 'extracting', launchId: d.launchId, pid: d.pid, argv: d.argv, done: p?.step, total: p?.totalSteps ?? rowTokens.length, verified };
+              details = { phase: 'extracting', launchId: d.launchId, pid: d.pid, argv: d.argv, done: p?.step, total: p?.totalSteps ?? rowTokens.length, verified, ...(d.note ? { note: d.note } : {}) };
             },
             what: 'prepare_hidden_states.py',
             crashType: 'ExtractCrashed',

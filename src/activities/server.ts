@@ -133,10 +133,15 @@ export function serverActivities({ hosts }: ActivityDeps) {
       // A live launch of this role from an earlier attempt is re-attached, never duplicated.
       // One with another command line (the config changed) is ours to stop and replace.
       const latest = await latestGeneration(host, prefix);
-      if (latest && (await host.procStatus(latest.record)).state === 'alive') {
+      const latestState = latest ? (await host.procStatus(latest.record)).state : undefined;
+      if (latest && latestState === 'alive') {
         if (sameArgv(latest.record.argv, argv)) return made(latest.record, true);
         await host.killGroup(latest.record, { graceMs: 15_000 });
         notes.push(`stopped ${latest.record.launchId} (pid ${latest.record.pid}): it ran another command line than this config asks for`);
+      } else if (latest && latestState === 'orphans') {
+        // Its leader is gone but processes it started in sessions of their own still run (and may hold the GPUs).
+        await host.killGroup(latest.record, { graceMs: 15_000 });
+        notes.push(`stopped what ${latest.record.launchId} (pid ${latest.record.pid}) left running in sessions of their own`);
       }
       const gen = latest ? latest.gen + 1 : 0;
       const holder = await portHolderOf(host, config.server.port);

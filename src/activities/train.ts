@@ -84,9 +84,9 @@ export function trainActivities({ hosts }: ActivityDeps) {
       let details: unknown = { phase: 'starting', driver: t.driver };
       const stopBeat = keepHeartbeating(() => details);
       try {
-        const heartbeat = (d: { launchId: string; pid: number; argv: string[]; progress: TrainProgress | undefined }) => {
+        const heartbeat = (d: { launchId: string; pid: number; argv: string[]; progress: TrainProgress | undefined; note?: string }) => {
           const { partial: _raw, ...progress } = d.progress ?? { lines: 0 }; // raw log text does not belong in a heartbeat
-          details = { launchId: d.launchId, pid: d.pid, driver: t.driver, argv: d.argv, ...progress };
+          details = { launchId: d.launchId, pid: d.pid, driver: t.driver, argv: d.argv, ...progress, ...(d.note ? { note: d.note } : {}) };
         };
         const { dir, outputDir, prefix, hooks } = trainPlan(config, host, runId, input.dataPath, input.hidden, input.specforge, {
           heartbeat: (d) => (details = d),

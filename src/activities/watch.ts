@@ -63,7 +63,7 @@ export async function deathReport(host: Host, server: WatchedServer, what: strin
   const tail = await logTail(host, server.logPath);
   const failure = classifyServerFailure(tail);
   const { type, relaunch } = deathFailureType(failure);
-  const exitCode = status.state === 'exited' ? status.code : status.state === 'gone' ? null : undefined;
+  const exitCode = status.state === 'exited' || status.state === 'orphans' ? status.code : status.state === 'gone' ? null : undefined;
   const message = deathMessage({ role: server.role, pid: server.pid, what, exitCode, failure });
   return ApplicationFailure.create({
     type,
