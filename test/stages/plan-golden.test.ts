@@ -202,8 +202,8 @@ describe('the v0.2 scripts: the revision decides resume and the final save', () 
     };
     const notes = step(planRun(c, 'r1'), 'train', 'train_eagle3.py (detached)').notes!.join('\n');
     expect(notes).toMatch(/detected at preflight \(auto\) from the launcher's train_eagle3.py: v0.2.0, v0.2-final-save, v0.2-resume/);
-    expect(notes).toMatch(/v0.2.0: resume: aerie continues .*; final checkpoint: none/);
-    expect(notes).toMatch(/v0.2-resume: resume: --resume \(restores optimizer, scheduler and data position\)/);
+    expect(notes).toMatch(/v0.2.0: resume: --resume here matches only epoch_N directories.*aerie links resume_step_N\/epoch_0 .*; final checkpoint: none/);
+    expect(notes).toMatch(/v0.2-resume: resume: --resume, after aerie moves a damaged newest checkpoint aside \(it restores optimizer, scheduler and data position from 6d01edb5/);
     (c.stages.train as { 'specforge-revision': string })['specforge-revision'] = 'v0.2-final-save';
     expect(step(planRun(c, 'r1'), 'train', 'train_eagle3.py (detached)').notes).toContain('SpecForge revision v0.2-final-save (pinned): SpecForge v0.2 scripts, 03a3dedb…961ca7c3^');
   });
