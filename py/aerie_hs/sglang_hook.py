@@ -1,0 +1,331 @@
+"""aerie's capture for a patched-by-plugin SGLang server: per-request hidden-state dumps.
+
+Applied per launch, without touching the host's SGLang install: aerie puts a folder on the
+extraction launch's PYTHONPATH holding this package and a `aerie_hs_capture-1.dist-info`
+(see `write_plugin_dist`) whose entry point registers `plugin` in SGLang's own general-plugin
+group `sglang.srt.plugins`. SGLang calls every such plugin early in each scheduler process
+(sglang==0.5.12:sglang/srt/managers/scheduler.py:3999, sglang==0.5.23:...scheduler.py:6323,
+`load_plugins` in sglang/srt/plugins/__init__.py:103), so the spawned TP ranks patch
+themselves. SGLang logs and ignores a plugin's Exception (plugins/__init__.py:130-136); an
+unsupported version therefore raises SystemExit, which it does not catch.
+
+Environment: AERIE_HS_DUMP_DIR (required to capture; unset = the plugin does nothing),
+AERIE_HS_AUX_LAYERS (the draft config's layer ids as JSON, e.g. "[1, 15, 28]"; unset = SGLang's
+defaults). What is patched per version, and why, is in py/aerie_hs/CAPTURE.md; the names below
+are checked against the pinned wheels by test/py/capture-points.test.ts.
+
+Importable without sglang or torch: the declarations and `check_launch_args` are pure.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from typing import Dict, List, Optional, Sequence
+
+from .capture import CaptureBuffer, CaptureError, FORMAT
+
+log = logging.getLogger("aerie_hs.capture")
+
+PLUGIN_NAME = "aerie_hs_capture"
+PLUGIN_GROUP = "sglang.srt.plugins"
+
+# What this module relies on in each pinned wheel: ("function", module, qualname, params)
+# with the exact parameter list (a "*" marks keyword-only ones), or ("fields", module, class,
+# attributes the class defines). scripts/real/sglang_capture_points.py records the same names
+# from the wheel into test/fixtures/real/sglang-<version>/capture-points.json.
+_COMMON = [
+    ("function", "sglang.srt.distributed.parallel_state", "get_tensor_model_parallel_rank", []),
+    ("fields", "sglang.srt.managers.schedule_batch", "ScheduleBatch",
+     ["reqs", "prefix_lens", "extend_lens", "forward_mode"]),
+    ("fields", "sglang.srt.managers.schedule_batch", "Req", ["rid", "origin_input_ids"]),
+    ("fields", "sglang.srt.managers.utils", "GenerationBatchResult", ["logits_output"]),
+]
+TARGETS: Dict[str, List[tuple]] = {
+    "0.5.23": _COMMON + [
+        ("function", "sglang.srt.managers.scheduler_components.batch_result_processor",
+         "SchedulerBatchResultProcessor.process_batch_result_prefill", ["self", "batch", "result"]),
+        ("function", "sglang.srt.model_executor.model_runner_components.attention_backend_setup",
+         "configure_aux_hidden_state_capture",
+         ["*", "model", "eagle_use_aux_hidden_state", "eagle_aux_hidden_state_layer_ids",
+          "dflash_use_aux_hidden_state", "dflash_target_layer_ids", "is_dspark"]),
+        ("fields", "sglang.srt.layers.logits_processor", "LogitsProcessorOutput",
+         ["hidden_states", "last_hidden_states"]),
+    ],
+    "0.5.12": _COMMON + [
+        ("function", "sglang.srt.managers.scheduler_output_processor_mixin",
+         "SchedulerOutputProcessorMixin.process_batch_result_prefill", ["self", "batch", "result"]),
+        ("function", "sglang.srt.model_executor.model_runner",
+         "ModelRunner.init_aux_hidden_state_capture", ["self"]),
+        ("fields", "sglang.srt.model_executor.model_runner", "ModelRunner",
+         ["model", "is_draft_worker", "eagle_use_aux_hidden_state",
+          "eagle_aux_hidden_state_layer_ids"]),
+        ("function", "sglang.srt.managers.schedule_batch",
+         "ScheduleBatch.get_model_worker_batch", ["self", "seq_lens_cpu_cache"]),
+        ("fields", "sglang.srt.managers.schedule_batch", "ModelWorkerBatch",
+         ["capture_hidden_mode"]),
+        ("fields", "sglang.srt.model_executor.forward_batch_info", "CaptureHiddenMode", ["FULL"]),
+        ("function", "sglang.srt.layers.logits_processor", "LogitsProcessor.forward",
+         ["self", "input_ids", "hidden_states", "lm_head", "logits_metadata",
+          "aux_hidden_states", "hidden_states_before_norm"]),
+        ("fields", "sglang.srt.layers.logits_processor", "LogitsProcessorOutput",
+         ["hidden_states"]),
+    ],
+}
+SUPPORTED = tuple(sorted(TARGETS))
+_FINAL_ATTR = {"0.5.23": "last_hidden_states", "0.5.12": "aerie_final_hidden_states"}
+
+
+class UnsupportedSGLang(SystemExit):
+    pass
+
+
+def check_version(version: str) -> str:
+    if version not in TARGETS:
+        raise UnsupportedSGLang(
+            f"aerie's hidden-state capture supports SGLang {', '.join(SUPPORTED)}; this server "
+            f"runs SGLang {version}. Pin the extraction launcher's SGLang to a supported release, "
+            "or use the stock producer (extract.producer: stock) on 0.5.23.")
+    return version
+
+
+def check_launch_args(version: str, argv: Sequence[str]) -> List[str]:
+    """The launch flags the capture needs, as fixes to make; empty when the launch is fit."""
+    check_version(version)
+    args = list(argv)
+
+    def value(flag: str) -> Optional[str]:
+        for i, a in enumerate(args):
+            if a == flag and i + 1 < len(args):
+                return args[i + 1]
+            if a.startswith(flag + "="):
+                return a.split("=", 1)[1]
+        return None
+
+    fixes = []
+    if "--disable-radix-cache" not in args:
+        fixes.append("add --disable-radix-cache: a prefix served from the radix cache has no "
+                     "states computed for it, so its dump could never be complete")
+    if "--enable-dp-attention" in args:
+        fixes.append("drop --enable-dp-attention: each DP rank holds only its own requests' "
+                     "states, and the capture writes from TP rank 0 only")
+    if value("--pp-size") not in (None, "1"):
+        fixes.append("use --pp-size 1: the aux layers live on different pipeline ranks")
+    if "--enable-mixed-chunk" in args:
+        fixes.append("drop --enable-mixed-chunk: it mixes decode rows into prefill batches")
+    if version == "0.5.23":
+        if "--enable-return-aux-hidden-states" not in args:
+            fixes.append("add --enable-return-aux-hidden-states (SGLang 0.5.23 computes the aux "
+                         "states only with it)")
+        if (value("--speculative-algorithm") or "").upper() != "EAGLE3":
+            fixes.append("add --speculative-algorithm EAGLE3 (with the aux flag it only names "
+                         "the capture convention; no draft is loaded)")
+    elif version == "0.5.12" and value("--speculative-algorithm") is not None:
+        fixes.append("drop --speculative-algorithm: the capture server serves no draft")
+    return fixes
+
+
+def write_plugin_dist(folder: str) -> str:
+    """Make `folder` (to be put on PYTHONPATH beside aerie_hs) announce the plugin to SGLang."""
+    dist = os.path.join(folder, PLUGIN_NAME + "-1.dist-info")
+    os.makedirs(dist, exist_ok=True)
+    with open(os.path.join(dist, "METADATA"), "w") as f:
+        f.write(f"Metadata-Version: 2.1\nName: {PLUGIN_NAME}\nVersion: 1\n")
+    with open(os.path.join(dist, "entry_points.txt"), "w") as f:
+        f.write(f"[{PLUGIN_GROUP}]\n{PLUGIN_NAME} = aerie_hs.sglang_hook:plugin\n")
+    return dist
+
+
+# --- runtime: everything below runs inside SGLang's processes ---------------------------
+
+_state: Dict[str, object] = {"capture_ids": None, "buffer": None, "version": None}
+
+
+def _installed_version() -> str:
+    from importlib.metadata import version
+
+    return version("sglang")
+
+
+def _env_aux_layers() -> Optional[List[int]]:
+    raw = os.environ.get("AERIE_HS_AUX_LAYERS")
+    if not raw:
+        return None
+    ids = json.loads(raw)
+    if not (isinstance(ids, list) and ids and all(isinstance(i, int) and i >= 0 for i in ids)):
+        raise UnsupportedSGLang(f"AERIE_HS_AUX_LAYERS={raw!r}: expected a JSON list of "
+                                "non-negative draft layer ids, e.g. [1, 15, 28]")
+    return ids
+
+
+def _record_capture_ids(model) -> None:
+    # Read back what the model will capture rather than re-deriving it: the rule differs by
+    # model (sglang==0.5.23:sglang/srt/models/deepseek_v2.py:3470-3473 adds 1 only when the
+    # first id is 1), and the dump's metadata must name the layers actually taken.
+    for m in model.modules():
+        ids = getattr(m, "layers_to_capture", None)
+        if ids:
+            _state["capture_ids"] = [int(i) for i in ids]
+            return
+    raise UnsupportedSGLang(f"{type(model).__name__} set no layers_to_capture: this model "
+                            "has no EAGLE3 capture hook in this SGLang")
+
+
+def _write_error(dump_dir: str, rid: str, message: str) -> None:
+    path = os.path.join(dump_dir, f"{rid}.error.json")
+    with open(path + ".tmp", "w") as f:
+        json.dump({"format": FORMAT, "rid": rid, "error": message}, f)
+    os.replace(path + ".tmp", path)
+
+
+def _capture_batch(batch, result, final_attr: str) -> None:
+    from sglang.srt.distributed.parallel_state import get_tensor_model_parallel_rank
+
+    if get_tensor_model_parallel_rank() != 0:
+        return  # the other ranks hold the same replicated rows; copying them is waste
+    dump_dir = os.environ["AERIE_HS_DUMP_DIR"]
+    lo = getattr(result, "logits_output", None)
+    aux = getattr(lo, "hidden_states", None)
+    fin = getattr(lo, final_attr, None)
+    reqs, pres, exts = batch.reqs, batch.prefix_lens, batch.extend_lens
+    problem = None
+    if aux is None or fin is None:
+        problem = ("the server computed no aux or final states for this prefill (a cuda-graph "
+                   "prefill path bypasses the capture: launch with --disable-cuda-graph "
+                   "--disable-piecewise-cuda-graph)")
+    elif _state["capture_ids"] is None:
+        problem = "the model never set its capture layers"
+    elif aux.shape[0] != sum(exts) or fin.shape[0] != sum(exts):
+        problem = (f"the batch has {sum(exts)} prefill tokens but {aux.shape[0]} aux and "
+                   f"{fin.shape[0]} final rows")
+    if problem:
+        for req in reqs:
+            _write_error(dump_dir, req.rid, problem)
+        return
+    buf = _state["buffer"]
+    if buf is None:
+        buf = _state["buffer"] = CaptureBuffer(dump_dir, _state["capture_ids"], fin.shape[1], 0)
+    if aux.shape[1] != fin.shape[1] * len(buf.aux_layers):
+        for req in reqs:
+            _write_error(dump_dir, req.rid, f"aux rows are {aux.shape[1]} wide, expected "
+                         f"{len(buf.aux_layers)} layers x {fin.shape[1]}")
+        return
+    aux, fin = aux.to("cpu"), fin.to("cpu")  # one transfer per batch, not per request
+    row = 0
+    for req, pre, ext in zip(reqs, pres, exts):
+        ids = req.origin_input_ids
+        take = max(0, min(pre + ext, len(ids)) - pre)  # rows past the prompt are decode rows
+        if take:
+            try:
+                buf.add(req.rid, ids, pre, aux[row:row + take], fin[row:row + take])
+            except CaptureError as e:
+                _write_error(dump_dir, req.rid, str(e))
+        row += ext
+
+
+def _wrap(owner, name: str, make):
+    original = getattr(owner, name)
+    if getattr(original, "_aerie_hs", False):
+        return
+    wrapped = make(original)
+    wrapped._aerie_hs = True
+    setattr(owner, name, wrapped)
+
+
+def _prefill_wrapper(final_attr: str):
+    def make(original):
+        def process_batch_result_prefill(self, batch, result):
+            if getattr(batch, "forward_mode", None) is None or batch.forward_mode.is_extend():
+                _capture_batch(batch, result, final_attr)
+            return original(self, batch, result)
+        return process_batch_result_prefill
+    return make
+
+
+def _patch_0_5_23() -> None:
+    from sglang.srt.managers.scheduler_components import batch_result_processor as brp
+    from sglang.srt.model_executor import model_runner as mr
+    from sglang.srt.model_executor.model_runner_components import attention_backend_setup as abs_
+
+    def configure(original):
+        def configure_aux_hidden_state_capture(*, model, **kw):
+            original(model=model, **kw)
+            if kw.get("eagle_use_aux_hidden_state"):
+                _record_capture_ids(model)
+        return configure_aux_hidden_state_capture
+
+    _wrap(abs_, "configure_aux_hidden_state_capture", configure)
+    # model_runner imported the function by name (model_runner.py:131): patch that binding too.
+    if hasattr(mr, "configure_aux_hidden_state_capture"):
+        mr.configure_aux_hidden_state_capture = abs_.configure_aux_hidden_state_capture
+    _wrap(brp.SchedulerBatchResultProcessor, "process_batch_result_prefill",
+          _prefill_wrapper(_FINAL_ATTR["0.5.23"]))
+
+
+def _patch_0_5_12(draft_ids: Optional[List[int]]) -> None:
+    from sglang.srt.layers import logits_processor as lp
+    from sglang.srt.managers import schedule_batch as sb
+    from sglang.srt.managers import scheduler_output_processor_mixin as sopm
+    from sglang.srt.model_executor import model_runner as mr
+    from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode
+
+    def init_aux(original):
+        def init_aux_hidden_state_capture(self):
+            if not self.is_draft_worker:
+                # 0.5.12 sets these only for a draft-serving EAGLE3 launch (model_runner.py:418)
+                self.eagle_use_aux_hidden_state = True
+                self.eagle_aux_hidden_state_layer_ids = draft_ids
+            original(self)
+            if not self.is_draft_worker:
+                _record_capture_ids(self.model)
+        return init_aux_hidden_state_capture
+
+    def worker_batch(original):
+        def get_model_worker_batch(self, *a, **kw):
+            mwb = original(self, *a, **kw)
+            # FULL only when a request asks for return_hidden_states (schedule_batch.py:2599),
+            # which would also ship every row back as JSON; the capture wants rows, not JSON.
+            if self.forward_mode.is_extend():
+                mwb.capture_hidden_mode = CaptureHiddenMode.FULL
+            return mwb
+        return get_model_worker_batch
+
+    def logits_forward(original):
+        def forward(self, input_ids, hidden_states, lm_head, logits_metadata,
+                    aux_hidden_states=None, *a, **kw):
+            out = original(self, input_ids, hidden_states, lm_head, logits_metadata,
+                           aux_hidden_states, *a, **kw)
+            # Under FULL with aux, hidden_states_to_store is the aux concatenation
+            # (logits_processor.py:571-576): keep the post-norm final beside it.
+            if aux_hidden_states is not None:
+                out.aerie_final_hidden_states = hidden_states
+            return out
+        return forward
+
+    _wrap(mr.ModelRunner, "init_aux_hidden_state_capture", init_aux)
+    _wrap(sb.ScheduleBatch, "get_model_worker_batch", worker_batch)
+    _wrap(lp.LogitsProcessor, "forward", logits_forward)
+    _wrap(sopm.SchedulerOutputProcessorMixin, "process_batch_result_prefill",
+          _prefill_wrapper(_FINAL_ATTR["0.5.12"]))
+
+
+def plugin() -> None:
+    """SGLang's general-plugin entry point: patch this process when capture is asked for."""
+    dump_dir = os.environ.get("AERIE_HS_DUMP_DIR")
+    if not dump_dir:
+        return
+    version = check_version(_installed_version())
+    draft_ids = _env_aux_layers()
+    if not os.path.isdir(dump_dir):
+        raise UnsupportedSGLang(f"AERIE_HS_DUMP_DIR={dump_dir} is not a directory: create it "
+                                "before the launch (on /dev/shm for speed)")
+    if version == "0.5.23":
+        if draft_ids is not None:
+            log.info("0.5.23 takes the aux layers from --return-aux-hidden-state-layer-ids; "
+                     "AERIE_HS_AUX_LAYERS is only checked by aerie's launcher")
+        _patch_0_5_23()
+    else:
+        _patch_0_5_12(draft_ids)
+    _state["version"] = version
+    log.info("aerie capture installed for SGLang %s, dumps to %s", version, dump_dir)
