@@ -50,4 +50,18 @@ if [ "${1:-}" = "--test" ]; then
     .venv-specforge/bin/python -c "import specforge.config, sys; sys.exit('torch' in sys.modules)"
     echo "${SPECFORGE_PINS}" > .venv-specforge/.aerie-pins
   fi
+
+  # aerie's host-side tokenization (py/aerie_hs/tokens.py) is checked against real SpecForge's
+  # ids and masks (test/fixtures/real/specforge-pypi-0.2.0/): transformers and what its tokenizer
+  # path imports, no torch (so SpecForge's preprocessing is not importable here and aerie's own
+  # implementation is the one tested). pyyaml and typing_extensions come from the pins above.
+  # Its own marker: a change here does not rebuild the venv; a rebuilt venv loses the marker.
+  TOKENS_PINS="transformers==5.17.0 tokenizers==0.23.2 huggingface_hub==1.33.0 numpy==2.2.6 packaging==26.4 regex==2026.11.19 safetensors==0.8.0 tqdm==4.70.1 jinja2==3.1.6 markupsafe==3.0.4 filelock==4.3.1 fsspec==2026.2.0 httpx==0.28.1 httpcore==1.0.9 h11==0.16.0 anyio==4.16.0 certifi==2026.10.19.post1 idna==3.20"
+  if [ "$(cat .venv-specforge/.aerie-pins-tokens 2>/dev/null)" != "${TOKENS_PINS}" ]; then
+    echo "setup: installing transformers (no torch) into .venv-specforge for the tokenization tests"
+    # shellcheck disable=SC2086 # the pins are words on purpose
+    .venv-specforge/bin/pip install --quiet --disable-pip-version-check --no-deps ${TOKENS_PINS}
+    .venv-specforge/bin/python -c "from transformers import AutoTokenizer; import sys; sys.exit('torch' in sys.modules)"
+    echo "${TOKENS_PINS}" > .venv-specforge/.aerie-pins-tokens
+  fi
 fi
