@@ -7,33 +7,7 @@ turns the capture's `<rid>.safetensors` dumps (py/aerie_hs/safetensors_dump.py) 
 `OUT/index.jsonl` ({"i", "id", "tokens"} per line) from file index to sample id.
 
 Each file is what `torch.save(record, "data_<i>.ckpt")` writes with torch 2.13's defaults, byte
-for byte, serialization id included (checked against test/fixtures/real/torch-2.13.0/data_0.ckpt):
-
-- a zip of stored entries, in torch's write order (torch 2.13 torch/serialization.py:1259-1312,
-  `_save`): `<a>/data.pkl`, `<a>/.format_version` "1", `<a>/.storage_alignment` "64",
-  `<a>/byteorder` "little", `<a>/data/<k>` per storage, then from PyTorchStreamWriter::writeEndOfFile
-  (caffe2/serialize/inline_container.cc) `<a>/version` "3\\n" and `<a>/.data/serialization_id`.
-  `<a>` is the file name up to its last dot (inline_container.cc `basename`), so it is taken from
-  the final name, not the temp name the file is written under;
-- each local header carries general-purpose flags 0x0808 (UTF-8 names; CRC and sizes in a data
-  descriptor after the data, as miniz's streaming writer leaves them), zero times and versions,
-  and an extra field "FB" + length + 'Z' padding that starts the data at a multiple of 64
-  (inline_container.cc `getPadding`, kFieldAlignment = 64), so torch can mmap storages in place;
-- the central directory (no extras), then, as miniz's MZ_ZIP_FLAG_WRITE_ZIP64 mode always
-  writes, a zip64 end record (made by 0x031e, needs 0x2d), its locator and the classic end record;
-- `data.pkl`: Python's pickler at protocol 2 (torch.save's DEFAULT_PROTOCOL) over the dict; each
-  tensor reduces to `torch._utils._rebuild_tensor_v2(storage, offset, size, stride,
-  requires_grad, OrderedDict())` (torch/_tensor.py `_reduce_ex_internal`) with the storage as the
-  persistent id ('storage', torch.<T>Storage, key, 'cpu', numel), keys '0', '1', ... in the
-  order tensors are met (serialization.py `persistent_id`). The pickler memoizes by object
-  identity: torch reuses the 'storage' and 'cpu' strings and the classes, so those are fetched
-  back with BINGET, while every tuple and key string is new;
-- `.data/serialization_id`: 20 digits of c10::hash_combine over std::hash of each record name in
-  the iteration order of the writer's std::unordered_set, then 20 digits of hash_combine over
-  the CRC-32 of every data descriptor written (inline_container.cc `writeSerializationId`,
-  `ostream_write_func`). libstdc++'s std::hash<string> is MurmurHash2-64A with seed 0xc70f6907;
-  its unordered_set starts at 13 buckets on the first insert and lists a new key first in its
-  bucket, or first overall in an empty one (bits/hashtable.h `_M_insert_bucket_begin`).
+for byte (py/aerie_hs/torch_save.py says how).
 
 The record's key order is SpecForge@a6b6b023's: input_ids, loss_mask (passthrough), then
 aux_hidden_state, hidden_state (SpecForge@a6b6b023:scripts/prepare_hidden_states.py:402-410 with
@@ -44,238 +18,20 @@ copied into the entry without being decoded.
 """
 import argparse
 import json
+import mmap
 import os
 import struct
 import sys
 import zipfile
-import zlib
+from concurrent.futures import ThreadPoolExecutor
 
 if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from aerie_hs.safetensors_dump import DumpError, check_dump, ids_sha256, read_header  # noqa: E402
+from aerie_hs.safetensors_dump import DumpError, check_dump, read_header  # noqa: E402
+from aerie_hs.torch_save import ALIGN, TorchZip, feature_pickle  # noqa: E402
 
-ALIGN = 64
-M64 = (1 << 64) - 1
-CHUNK = 8 << 20
-STORAGE = {"int64": ("LongStorage", 8), "bfloat16": ("BFloat16Storage", 2)}
-U32 = 0xFFFFFFFF
-
-
-# ---- data.pkl --------------------------------------------------------------------------------
-
-class _Pickle(object):
-    """The protocol-2 opcodes Python's pickle.Pickler emits for torch.save's objects."""
-
-    def __init__(self):
-        self.out, self.memo, self.n = [b"\x80\x02"], {}, 0
-
-    def _put(self):
-        n, self.n = self.n, self.n + 1
-        self.out.append(struct.pack("<BB", 0x71, n) if n < 256 else struct.pack("<BI", 0x72, n))  # BINPUT / LONG_BINPUT
-        return n
-
-    def _shared(self, key, write):
-        """An object torch passes by identity each time: written once, then BINGET."""
-        if key in self.memo:
-            n = self.memo[key]
-            self.out.append(struct.pack("<BB", 0x68, n) if n < 256 else struct.pack("<BI", 0x6A, n))
-            return
-        write()
-        self.memo[key] = self._put()
-
-    def text(self, s, shared=False):
-        body = s.encode("utf-8")
-        write = lambda: self.out.append(struct.pack("<BI", 0x58, len(body)) + body)  # BINUNICODE
-        if shared:
-            return self._shared(("s", s), write)
-        write()
-        self._put()
-
-    def glob(self, module, name):
-        self._shared(("g", module, name), lambda: self.out.append(b"c%s\n%s\n" % (module.encode(), name.encode())))
-
-    def int(self, n):
-        if 0 <= n < 0x100:
-            self.out.append(struct.pack("<BB", 0x4B, n))  # BININT1
-        elif 0 <= n < 0x10000:
-            self.out.append(struct.pack("<BH", 0x4D, n))  # BININT2
-        elif -0x80000000 <= n < 0x80000000:
-            self.out.append(struct.pack("<Bi", 0x4A, n))  # BININT
-        else:  # LONG1: shortest two's complement, as pickle.encode_long
-            b = n.to_bytes((n.bit_length() + 8) // 8, "little", signed=True)
-            self.out.append(struct.pack("<BB", 0x8A, len(b)) + b)
-
-    def tuple(self, items):
-        if not items:
-            return self.out.append(b")")  # EMPTY_TUPLE is never memoized
-        if len(items) > 3:
-            self.out.append(b"(")
-        for write in items:
-            write()
-        self.out.append(bytes([0x74 if len(items) > 3 else 0x84 + len(items)]))  # TUPLE / TUPLE1-3
-        self._put()
-
-    def op(self, code):
-        self.out.append(code)
-
-
-def feature_pickle(tensors):
-    """data.pkl for a dict of fresh contiguous CPU tensors [(key, dtype, shape)], storages '0'...'n-1'."""
-    p = _Pickle()
-    p.op(b"}")  # EMPTY_DICT
-    p._put()
-    if len(tensors) > 1:
-        p.op(b"(")
-    for k, (key, dtype, shape) in enumerate(tensors):
-        cls, _ = STORAGE[dtype]
-        numel = 1
-        for d in shape:
-            numel *= d
-        stride = [1] * len(shape)
-        for j in range(len(shape) - 2, -1, -1):
-            stride[j] = stride[j + 1] * shape[j + 1]
-        p.text(key)
-        p.glob("torch._utils", "_rebuild_tensor_v2")
-
-        def pid(cls=cls, k=k, numel=numel):
-            p.tuple([lambda: p.text("storage", True), lambda: p.glob("torch", cls), lambda: p.text(str(k)),
-                     lambda: p.text("cpu", True), lambda: p.int(numel)])
-            p.op(b"Q")  # BINPERSID
-
-        def hooks():
-            p.glob("collections", "OrderedDict")
-            p.tuple([])
-            p.op(b"R")
-            p._put()
-        p.tuple([pid, lambda: p.int(0), lambda: p.tuple([(lambda d=d: p.int(d)) for d in shape]),
-                 lambda: p.tuple([(lambda d=d: p.int(d)) for d in stride]), lambda: p.op(b"\x89"), hooks])
-        p.op(b"R")  # REDUCE
-        p._put()
-        if len(tensors) == 1:
-            p.op(b"s")  # SETITEM
-    if len(tensors) > 1:
-        p.op(b"u")  # SETITEMS (one batch: Python batches 1000 items)
-    p.op(b".")
-    return b"".join(p.out)
-
-
-# ---- .data/serialization_id ------------------------------------------------------------------
-
-def _std_hash(b):
-    """libstdc++'s std::hash<std::string> on x86_64: _Hash_bytes, MurmurHash2-64A, seed 0xc70f6907."""
-    m, h = 0xC6A4A7935BD1E995, (0xC70F6907 ^ (len(b) * 0xC6A4A7935BD1E995)) & M64
-    n = len(b) & ~7
-    for (k,) in struct.iter_unpack("<Q", b[:n]):
-        k = (k * m) & M64
-        k = ((k ^ (k >> 47)) * m) & M64
-        h = ((h ^ k) * m) & M64
-    if len(b) & 7:
-        h = ((h ^ int.from_bytes(b[n:], "little")) * m) & M64
-    h = ((h ^ (h >> 47)) * m) & M64
-    return h ^ (h >> 47)
-
-
-def _hash_combine(seed, v):
-    """c10::hash_combine (c10/util/hash.h) on 64-bit size_t."""
-    return (seed ^ ((v + 0x9E3779B9 + ((seed << 6) & M64) + (seed >> 2)) & M64)) & M64
-
-
-def _unordered_order(hashes):
-    """Iteration order of a libstdc++ unordered_set after inserting keys with these hashes."""
-    if len(hashes) > 13:  # a rehash would reorder; torch.save of four tensors writes nine records
-        raise ValueError("serialization id: more than 13 records is not modelled")
-    nodes, first = {}, None  # a singly linked list; each bucket remembers the node before its run
-    before = {}
-    for i, h in enumerate(hashes):
-        b = h % 13
-        if b in before:
-            prev = before[b]
-            if prev is None:
-                nodes[i], first = first, i
-            else:
-                nodes[i], nodes[prev] = nodes[prev], i
-        else:
-            nodes[i], first = first, i
-            if nodes[i] is not None:
-                before[hashes[nodes[i]] % 13] = i
-            before[b] = None
-    out, at = [], first
-    while at is not None:
-        out.append(at)
-        at = nodes[at]
-    return out
-
-
-def serialization_id(names, crcs):
-    names_hash = 0
-    hashes = [_std_hash(n.encode("utf-8")) for n in names]
-    for j in _unordered_order(hashes):
-        names_hash = _hash_combine(names_hash, hashes[j])
-    crc_hash = 0
-    for c in crcs:
-        crc_hash = _hash_combine(crc_hash, c)
-    return "%020d%020d" % (names_hash, crc_hash)
-
-
-# ---- the zip -----------------------------------------------------------------------------------
-
-class TorchZip(object):
-    """PyTorchStreamWriter's archive, streamed: each entry's CRC and size follow its data."""
-
-    def __init__(self, f, archive):
-        self.f, self.archive, self.pos = f, archive, 0
-        self.central, self.names, self.crcs = [], [], []
-
-    def _w(self, b):
-        self.f.write(b)
-        self.pos += len(b)
-
-    def begin(self, name):
-        full = ("%s/%s" % (self.archive, name)).encode("utf-8")
-        pad = (-(self.pos + 30 + len(full) + 4)) % ALIGN
-        if self.pos >= U32:
-            raise ValueError("%s: archive passes 4 GiB; torch would switch this entry to zip64 fields" % name)
-        self._entry = (name, full, self.pos)
-        self._w(struct.pack("<IHHHHHIIIHH", 0x04034B50, 0, 0x0808, 0, 0, 0, 0, 0, 0, len(full), 4 + pad)
-                + full + b"FB" + struct.pack("<H", pad) + b"Z" * pad)
-        self._crc, self._size, self._head = 0, 0, b""
-
-    def data(self, b):
-        if len(self._head) < 8:
-            self._head += bytes(b[: 8 - len(self._head)])
-        self._crc = zlib.crc32(b, self._crc)
-        self._size += len(b)
-        self._w(b)
-
-    def end(self):
-        name, full, at = self._entry
-        if self._size >= U32:
-            raise ValueError("%s: %d bytes needs zip64 sizes" % (name, self._size))
-        # ostream_write_func folds in the CRC of anything written that starts like a data
-        # descriptor; a record's data goes down in one write, so data that happens to begin
-        # with PK\x07\x08 counts too.
-        if self._size >= 8 and self._head[:4] == b"PK\x07\x08":
-            self.crcs.append(struct.unpack("<I", self._head[4:8])[0])
-        self._w(struct.pack("<IIII", 0x08074B50, self._crc, self._size, self._size))
-        self.crcs.append(self._crc)
-        self.names.append(name)
-        self.central.append(struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 0, 0, 0x0808, 0, 0, 0, self._crc,
-                                        self._size, self._size, len(full), 0, 0, 0, 0, 0, at) + full)
-
-    def add(self, name, b):
-        self.begin(name)
-        self.data(b)
-        self.end()
-
-    def finish(self):
-        self.add("version", b"3\n")
-        self.add(".data/serialization_id", serialization_id(self.names, self.crcs).encode())
-        cd = b"".join(self.central)
-        at, n = self.pos, len(self.central)
-        self._w(cd)
-        self._w(struct.pack("<IQHHIIQQQQ", 0x06064B50, 44, 0x031E, 0x2D, 0, 0, n, n, len(cd), at))
-        self._w(struct.pack("<IIQI", 0x07064B50, 0, at + len(cd), 1))
-        self._w(struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, n, n, len(cd), at, 0))
+# A few MB: the CRC's reads are still in cache when the write copies them; the RSS stays small.
+WINDOW = 4 << 20
 
 
 def feature_layout(t, h):
@@ -283,25 +39,33 @@ def feature_layout(t, h):
             ("aux_hidden_state", "bfloat16", (1, t, 3 * h)), ("hidden_state", "bfloat16", (1, t, h))]
 
 
-def _copy(z, src, offset, n, buf):
-    """Stream n bytes of src from offset into the open zip entry through one reused buffer."""
-    src.seek(offset)
-    view = memoryview(buf)
-    while n > 0:
-        got = src.readinto(view[: min(n, len(buf))])
-        if not got:
-            raise DumpError("%s: ended %d bytes early while being copied" % (src.name, n))
-        z.data(view[:got])
-        n -= got
+def _copy(z, src, begin, end, pool):
+    """Stream bytes [begin, end) of the mapped dump into the open zip entry, window by window.
+
+    CRC and write read the mapped page cache directly (no copy into a buffer of ours), and each
+    window is unmapped once written, so the process holds about one window of the dump however
+    large it is.
+    """
+    at = begin
+    while at < end:
+        stop = min(end, (at // WINDOW + 1) * WINDOW)
+        with memoryview(src)[at:stop] as view:
+            z.data(view, pool)
+        lo = at // mmap.PAGESIZE * mmap.PAGESIZE
+        src.madvise(mmap.MADV_DONTNEED, lo, stop - lo)
+        at = stop
 
 
-def write_features(final, ids, mask, dump, buf, fsync=False):
+def write_features(final, ids, mask, dump, fsync=False, pool=None):
     """Write one record for dump under a temp name beside `final`, then rename it into place."""
     t, h = len(ids), dump.tensors["hidden_state"].shape[1]
     stem = os.path.basename(final).rsplit(".", 1)[0]
     tmp = os.path.join(os.path.dirname(final), ".%s.%d.tmp" % (os.path.basename(final), os.getpid()))
     try:
-        with open(tmp, "wb", buffering=0) as f, open(dump.path, "rb", buffering=0) as src:
+        with open(tmp, "wb", buffering=0) as f, open(dump.path, "rb", buffering=0) as raw, \
+                mmap.mmap(raw.fileno(), 0, prot=mmap.PROT_READ) as src:
+            if len(src) != dump.size:
+                raise DumpError("%s: changed size from %d to %d since its header was read" % (dump.path, dump.size, len(src)))
             z = TorchZip(f, stem)
             z.add("data.pkl", feature_pickle(feature_layout(t, h)))
             z.add(".format_version", b"1")
@@ -312,7 +76,7 @@ def write_features(final, ids, mask, dump, buf, fsync=False):
             for k, name in ((2, "aux_hidden_state"), (3, "hidden_state")):
                 x = dump.tensors[name]
                 z.begin("data/%d" % k)
-                _copy(z, src, x.begin, x.nbytes, buf)
+                _copy(z, src, x.begin, x.end, pool)
                 z.end()
             z.finish()
             if fsync:
@@ -378,6 +142,9 @@ def _samples(path):
                 continue
             try:
                 row = json.loads(line)
+                if isinstance(row, dict) and "error" in row:  # aerie_hs.tokens' line for a sample it could not tokenize
+                    yield row.get("id"), None, None, ("rejected", "tokenization failed (%s line %d): %s" % (path, n, row["error"]))
+                    continue
                 sid, ids, mask = str(row["id"]), [int(x) for x in row["input_ids"]], [int(x) for x in row["loss_mask"]]
             except (ValueError, KeyError, TypeError) as e:
                 yield None, None, None, "%s line %d: not {\"id\", \"input_ids\", \"loss_mask\"}: %s" % (path, n, e)
@@ -394,12 +161,17 @@ def convert(dumps, ids_path, out, group, start=0, hidden=None, fsync=False, log=
     index_path = os.path.join(out, "index.jsonl")
     by_id, top = _load_index(index_path)
     nxt = max(start, top + 1)
-    counts = {"written": 0, "skipped": 0, "missing": 0, "failed": 0}
-    seen, buf = set(), bytearray(CHUNK)
-    with open(index_path, "ab", buffering=0) as index:
+    # rejected: lines the tokenizer already refused (counted there, not a conversion failure)
+    counts = {"written": 0, "skipped": 0, "missing": 0, "rejected": 0, "failed": 0}
+    seen = set()
+    with open(index_path, "ab", buffering=0) as index, ThreadPoolExecutor(1) as pool:
         for sid, ids, mask, err in _samples(ids_path):
             if err is None and sid in seen:
                 err = "sample id %r appears twice in %s" % (sid, ids_path)
+            if isinstance(err, tuple):
+                counts["rejected"] += 1
+                log("REJECTED %s\t%s" % (sid, err[1]))
+                continue
             if err is not None:
                 counts["failed"] += 1
                 log("FAIL %s\t%s" % (sid, err))
@@ -428,7 +200,7 @@ def convert(dumps, ids_path, out, group, start=0, hidden=None, fsync=False, log=
                 dump = read_header(path)
                 hidden = check_dump(dump, ids, hidden)
                 os.makedirs(os.path.dirname(final), exist_ok=True)
-                write_features(final, ids, mask, dump, buf, fsync)
+                write_features(final, ids, mask, dump, fsync, pool)
             except (DumpError, OSError, ValueError) as e:
                 counts["failed"] += 1
                 log("FAIL %s\t%s" % (sid, e))
@@ -440,7 +212,7 @@ def convert(dumps, ids_path, out, group, start=0, hidden=None, fsync=False, log=
                 by_id[sid] = i
             counts["written"] += 1
             log("OK %d %s %d" % (i, sid, len(ids)))
-    log("END written=%(written)d skipped=%(skipped)d missing=%(missing)d failed=%(failed)d" % counts)
+    log("END written=%(written)d skipped=%(skipped)d missing=%(missing)d rejected=%(rejected)d failed=%(failed)d" % counts)
     return counts
 
 
