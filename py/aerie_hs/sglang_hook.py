@@ -6,7 +6,7 @@ extraction launch's PYTHONPATH holding this package and a `aerie_hs_capture-1.di
 group `sglang.srt.plugins`. SGLang calls every such plugin early in each scheduler process
 (sglang==0.5.12:sglang/srt/managers/scheduler.py:3999, sglang==0.5.23:...scheduler.py:6323,
 `load_plugins` in sglang/srt/plugins/__init__.py:103), so the spawned TP ranks patch
-themselves. SGLang logs and ignores a plugin's Exception (plugins/__init__.py:130-136); an
+themselves. SGLang logs and ignores a plugin's Exception (plugins/__init__.py:129-138); an
 unsupported version therefore raises SystemExit, which it does not catch.
 
 Environment: AERIE_HS_DUMP_DIR (required to capture; unset = the plugin does nothing),
@@ -24,7 +24,7 @@ import logging
 import os
 from typing import Dict, List, Optional, Sequence
 
-from .capture import CaptureBuffer, CaptureError, FORMAT
+from .capture import _RID, CaptureBuffer, CaptureError, FORMAT
 
 log = logging.getLogger("aerie_hs.capture")
 
@@ -173,6 +173,9 @@ def _record_capture_ids(model) -> None:
 
 
 def _write_error(dump_dir: str, rid: str, message: str) -> None:
+    if not isinstance(rid, str) or not _RID.match(rid):
+        log.error("capture failed for unnameable rid %r: %s", rid, message)
+        return  # a rid with a path separator must not choose where a file lands
     path = os.path.join(dump_dir, f"{rid}.error.json")
     with open(path + ".tmp", "w") as f:
         json.dump({"format": FORMAT, "rid": rid, "error": message}, f)

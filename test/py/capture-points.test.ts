@@ -50,6 +50,14 @@ except SystemExit as e:
     expect(r).toMatch(/supports SGLang 0\.5\.12, 0\.5\.23; this server runs SGLang 0\.5\.14/);
   });
 
+  it('does nothing, and imports no SGLang, when AERIE_HS_DUMP_DIR is unset', () => {
+    const r = pyJson(`import os
+os.environ.pop("AERIE_HS_DUMP_DIR", None)
+from aerie_hs.sglang_hook import plugin
+print(json.dumps([plugin(), any(m.startswith("sglang") for m in sys.modules)]))`);
+    expect(r).toEqual([null, false]);
+  });
+
   it('names each launch flag the capture needs', () => {
     const r = pyJson(`from aerie_hs.sglang_hook import check_launch_args
 print(json.dumps([check_launch_args("0.5.23", ["--model-path", "m", "--tp", "8"]),
