@@ -123,7 +123,7 @@ const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment var
 
 /** The target launched with a hidden-state dump patch; aerie prefills every sample and collects the dumps. */
 export const patchedServerExtractSchema = z.strictObject({
-  driver: z.literal('patched-server').default('patched-server'),
+  driver: z.literal('patched-server'),
   'dump-env': envName.default('SGLANG_HS_DUMP_DIR'),
   'dump-dir': nonEmpty.describe('RAM-backed directory the patched server dumps into (e.g. /dev/shm/sglang_hs).'),
   'hidden-size': z.number().int().min(1).optional().describe("Target hidden size; read from the model's config.json when absent."),
@@ -153,9 +153,21 @@ export const specforgeOfflineExtractSchema = z.strictObject({
   'crash-retries': z.number().int().min(0).max(20).default(3),
 });
 
-export const extractSchema = z.discriminatedUnion('driver', [patchedServerExtractSchema, specforgeOfflineExtractSchema], {
-  error: () => 'driver must be "patched-server" (the default) or "specforge-offline"',
-});
+/**
+ * The extract driver when the config names none: patched-server for a section that sets its
+ * dump-dir (configs written before the CLI became the default), else specforge-offline, the
+ * one the default trainer (the specforge CLI, offline only) can read.
+ */
+export function defaultExtractDriver(extract: unknown): 'patched-server' | 'specforge-offline' {
+  return typeof extract === 'object' && extract !== null && 'dump-dir' in extract ? 'patched-server' : 'specforge-offline';
+}
+
+export const extractSchema = z.preprocess(
+  (v) => (typeof v === 'object' && v !== null && !('driver' in v) ? { ...v, driver: defaultExtractDriver(v) } : v),
+  z.discriminatedUnion('driver', [patchedServerExtractSchema, specforgeOfflineExtractSchema], {
+    error: () => 'driver must be "specforge-offline" or "patched-server" (the default when dump-dir is set)',
+  }),
+);
 
 const trainCommon = {
   'draft-model-config': nonEmpty.describe('EAGLE-3 draft config.json on the host.'),
@@ -474,7 +486,7 @@ function specforgeOnlineProblems(doc: Record<string, any>): { path: string[]; me
   const train = doc.stages?.train;
   if (!train || typeof train !== 'object') return [];
   const driver = train.driver ?? 'specforge';
-  const extract = doc.stages?.extract?.driver ?? 'patched-server';
+  const extract = doc.stages?.extract?.driver ?? defaultExtractDriver(doc.stages?.extract);
   if (driver !== 'specforge' || extract === 'specforge-offline') return [];
   return [
     {

@@ -51,12 +51,14 @@ stages:
     const r = await aerie(['run', path]);
     expect(r.code).toBe(2);
     const lines = r.stderr.split('\n').filter((l) => l.startsWith('  - '));
-    expect(lines).toHaveLength(5);
+    expect(lines).toHaveLength(6);
     expect(r.stderr).toContain('hosts.gpu.workdir: must be an absolute path');
     expect(r.stderr).toContain('target.host: names no host');
     expect(r.stderr).toContain('server.port:');
     expect(r.stderr).toContain('stages.generate.concurency: unknown key — did you mean "concurrency"?');
     expect(r.stderr).toContain('stages.deploy.speculative-algorithm: EAGLE cannot serve the EAGLE-3 drafter');
+    // extract with a dump-dir is the patched server; the default trainer (the specforge CLI) cannot read its dumps
+    expect(r.stderr).toContain('stages.train.driver: is specforge (the default), which would train online');
   });
 
   it('writes the JSON Schema for editor completion', async () => {

@@ -184,3 +184,20 @@ describe('config loading', () => {
     expect(parseConfigText(readFileSync(join(AERIE_HOME, 'examples', 'kimi-k2.5.yaml'), 'utf8'), 'k', { HF_TOKEN: 'x' }).stages.train.driver).toBe('command');
   });
 });
+
+describe('the extract driver when none is named', () => {
+  const cfg = (extract: string) => `
+hosts: { gpu: { kind: local, workdir: /srv/aerie } }
+target: { model-path: /models/llama, host: gpu }
+stages:
+  generate: { input: /data/prompts.jsonl }
+  extract: ${extract}
+  train: { driver: specforge-v0.2, draft-model-config: /cfg/draft.json }
+`;
+  it("is SpecForge's offline extraction, the one the default trainer reads", () => {
+    expect(parseConfigText(cfg('{ chat-template: llama3 }'), 't', {}).stages.extract.driver).toBe('specforge-offline');
+  });
+  it('is the patched server for a section that sets its dump-dir (configs written before the CLI default)', () => {
+    expect(parseConfigText(cfg('{ dump-dir: /dev/shm/x }'), 't', {}).stages.extract.driver).toBe('patched-server');
+  });
+});

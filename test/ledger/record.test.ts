@@ -7,7 +7,7 @@ hosts: { gpu: { kind: local, workdir: /srv/aerie } }
 target: { model-path: /models/llama, host: gpu }
 stages:
   generate: { input: /data/prompts.jsonl, temperature: 0.7${extra} }
-  extract: { dump-dir: /dev/shm/sglang_hs }
+  extract: { chat-template: llama3 }
   train: { draft-model-config: /cfg/draft.json }
 `;
 
