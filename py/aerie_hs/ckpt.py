@@ -30,8 +30,10 @@ if __package__ in (None, ""):
 from aerie_hs.safetensors_dump import DumpError, check_dump, read_header  # noqa: E402
 from aerie_hs.torch_save import ALIGN, TorchZip, feature_pickle  # noqa: E402
 
-# A few MB: the CRC's reads are still in cache when the write copies them; the RSS stays small.
-WINDOW = 4 << 20
+# Per window the pool's threads take the CRC of its parts while this thread writes it; a few MB
+# keeps the RSS small and the syscalls few.
+WINDOW = 8 << 20
+CRC_THREADS = 4
 
 
 def feature_layout(t, h):
@@ -164,7 +166,7 @@ def convert(dumps, ids_path, out, group, start=0, hidden=None, fsync=False, log=
     # rejected: lines the tokenizer already refused (counted there, not a conversion failure)
     counts = {"written": 0, "skipped": 0, "missing": 0, "rejected": 0, "failed": 0}
     seen = set()
-    with open(index_path, "ab", buffering=0) as index, ThreadPoolExecutor(1) as pool:
+    with open(index_path, "ab", buffering=0) as index, ThreadPoolExecutor(CRC_THREADS) as pool:
         for sid, ids, mask, err in _samples(ids_path):
             if err is None and sid in seen:
                 err = "sample id %r appears twice in %s" % (sid, ids_path)

@@ -237,6 +237,21 @@ describe('the converter', () => {
     expect((await readFile(f1)).equals(good)).toBe(true);
   });
 
+  it('gets every CRC right when a tensor spans several copy windows and CRC parts (Python\'s zipfile checks them on read)', async () => {
+    // 1500 × 3072 bf16 = 9.2 MB: two 8 MiB windows, each cut into 2 MiB CRC parts, the last ones short.
+    const d = await fresh('big', [['big', 1500, 1024, ''], ['small', 3, 1024, '']]);
+    expect((await convert('--dumps', join(d, 'dumps'), '--ids', join(d, 'ids.jsonl'), '--out', join(d, 'out'), '--file-group-size', '8')).code).toBe(0);
+    expect(JSON.parse(await py(SAME_AS_DUMP, join(d, 'out'), join(d, 'dumps'), join(d, 'ids.jsonl'), '8'))).toEqual({ big: [0, true], small: [1, true] });
+    expect(await py(String.raw`
+import os, sys, zlib
+from aerie_hs.torch_save import crc32_combine, PART
+for n1, n2 in ((0, 5), (5, 0), (1, PART), (PART, PART), (3, PART + 7), (12345, 999)):
+    a, b = os.urandom(n1), os.urandom(n2)
+    assert crc32_combine(zlib.crc32(a), zlib.crc32(b), n2) == zlib.crc32(a + b), (n1, n2)
+print("ok")
+`)).toBe('ok\n');
+  });
+
   it('names rows_<g>-<g+G> from the global index, from --start-index on, and leaves no temp file', async () => {
     const d = await fresh('groups', [['a', 4, 8, ''], ['b', 4, 8, ''], ['c', 4, 8, ''], ['d', 4, 8, '']]);
     const r = await convert('--dumps', join(d, 'dumps'), '--ids', join(d, 'ids.jsonl'), '--out', join(d, 'out'), '--file-group-size', '2', '--start-index', '3');
