@@ -27,8 +27,14 @@ import warnings
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
-# Where the behaviour below comes from, at the pinned revision (identical in PyPI specforge 0.2.0).
-PARSE = "SpecForge@a6b6b023:specforge/data/parse.py"
+# Where the behaviour below comes from: "PARSE:<lines>" is SpecForge@a6b6b023:specforge/data/parse.py
+# (byte-identical in PyPI specforge 0.2.0, like preprocessing.py and template.py).
+#
+# The mask is stored unshifted, 1 on the answer tokens themselves: that is what SpecForge's
+# preprocessing stores and its trainer reads. At a6b6b023 the trainer shifts input_ids and the
+# target left by one but not loss_mask (SpecForge@a6b6b023:specforge/modeling/target/target_head.py:103-108);
+# SpecForge#885 / PR #895 (open, after a6b6b023) would shift the mask there too, in the trainer,
+# so the stored files are right either way and must not be shifted here.
 TEMPLATE = "SpecForge@a6b6b023:specforge/data/template.py"
 
 
@@ -136,7 +142,7 @@ def _json_or(value, fallback):
 
 def sanitize_turn(turn: dict) -> dict:
     """Only role, content and tool_calls reach the chat template, tool_calls as parsed JSON
-    with just id/type/function{name, arguments} (PARSE:39-103)."""
+    with just id/type/function{name, arguments} (PARSE:40-103)."""
     out = {k: turn[k] for k in ("role", "content", "tool_calls") if k in turn}
     if "tool_calls" not in out:
         return out
@@ -160,14 +166,14 @@ def sanitize_turn(turn: dict) -> dict:
 
 
 def build_messages(conversation, tpl: Template) -> List[dict]:
-    """The messages SpecForge hands the chat template (PARSE:196-243): the data's own leading
+    """The messages SpecForge hands the chat template (PARSE:196-241): the data's own leading
     system prompt, else the template's default; turns before the first user turn dropped; the
     conversation cut at a tool turn not after assistant/tool, or an assistant turn not after
     user/tool."""
     if not isinstance(conversation, list):
         raise SampleError("conversations is not a list")
     if not conversation:
-        # SpecForge skips an empty conversation without a trace (preprocessing.py:157-159),
+        # SpecForge skips an empty conversation without a trace (SpecForge@a6b6b023:specforge/data/preprocessing.py:155-157),
         # which would misalign every later sample with its id: refuse it here instead.
         raise SampleError("no turns (empty conversation)")
     turns = [normalize_turn(t, i + 1) for i, t in enumerate(conversation)]
@@ -191,7 +197,7 @@ def build_messages(conversation, tpl: Template) -> List[dict]:
 
 def render(tokenizer, messages: List[dict], tpl: Template) -> str:
     """The tokenizer's own chat template, no generation prompt (PARSE:136-144); a tokenizer
-    without one gets SpecForge's plain concatenation (PARSE:245-268)."""
+    without one gets SpecForge's plain concatenation (PARSE:242-266)."""
     try:
         return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=False, tools=None)
     except (ValueError, TypeError):
@@ -209,7 +215,7 @@ def render(tokenizer, messages: List[dict], tpl: Template) -> str:
 def assistant_spans(text: str, tpl: Template) -> List[Tuple[int, int]]:
     """Character spans of each assistant answer: from just after the assistant header through
     the first end-of-turn token after it (inclusive), or to the end of the text when the turn
-    is open. The same lazy match as SpecForge's general pattern (PARSE:184-189, 291), so a
+    is open. The same lazy match as SpecForge's general pattern (PARSE:179-185, 282), so a
     trailing newline at the very end stays outside an open turn, as `$` has it."""
     pattern = re.compile(re.escape(tpl.assistant_header) + "(.*?(?:" + re.escape(tpl.end_of_turn) + "|$))", re.DOTALL)
     return [(m.start(1), m.end(1)) for m in pattern.finditer(text)]
@@ -217,15 +223,15 @@ def assistant_spans(text: str, tpl: Template) -> List[Tuple[int, int]]:
 
 def _prefix_len(tokenizer, text: str, end: int, max_length: int) -> int:
     # Token positions come from re-encoding the text up to a character offset, as SpecForge does
-    # (PARSE:299-313): where a token straddles the offset this differs from offset mapping, and
+    # (PARSE:286-314): where a token straddles the offset this differs from offset mapping, and
     # the ids must match SpecForge's, not be "more right".
     return len(tokenizer.encode(text[:end], add_special_tokens=False, truncation=True, max_length=max_length))
 
 
 def tokenize(tokenizer, conversation, tpl: Template, max_length: int) -> Tuple[List[int], List[int]]:
-    """input_ids and loss_mask for one conversation (PARSE:187-330)."""
+    """input_ids and loss_mask for one conversation (PARSE:187-349)."""
     text = render(tokenizer, build_messages(conversation, tpl), tpl)
-    # add_special_tokens=False: the chat template already put the BOS in (PARSE:276-283).
+    # add_special_tokens=False: the chat template already put the BOS in (PARSE:272-280).
     ids = list(tokenizer(text, max_length=max_length, truncation=True, add_special_tokens=False)["input_ids"])
     mask = [0] * len(ids)
     for start, end in assistant_spans(text, tpl):
@@ -233,7 +239,7 @@ def tokenize(tokenizer, conversation, tpl: Template, max_length: int) -> Tuple[L
         b = min(_prefix_len(tokenizer, text, end, max_length), len(ids))
         for i in range(a, b):
             mask[i] = 1
-    # Ignored strings (a Qwen3 empty think block) are unmasked after, in every occurrence (PARSE:318-346).
+    # Ignored strings (a Qwen3 empty think block) are unmasked after, in every occurrence (PARSE:316-347).
     for token in tpl.ignore:
         at = text.find(token)
         while at != -1:
@@ -279,7 +285,7 @@ def specforge_reference(name: str, tpl: Template):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             # tools per conversation: the default [[]] zips the batch down to one conversation
-            # (SpecForge@a6b6b023:specforge/data/preprocessing.py:116,157).
+            # (SpecForge@a6b6b023:specforge/data/preprocessing.py:116,154).
             out = preprocess_conversations(tokenizer, conversations, theirs, max_length, tools=[[] for _ in conversations])
         return [(ids[0].tolist(), mask[0].tolist()) for ids, mask in zip(out["input_ids"], out["loss_mask"])]
 
