@@ -34,7 +34,7 @@ export interface TokenCounts {
 }
 
 // `tools` is passed per conversation: preprocess_conversations zips conversations with it, and
-// its default `[[]]` would stop after the first conversation (preprocessing.py:116,157).
+// its default `[[]]` would stop after the first conversation (SpecForge@a6b6b023:specforge/data/preprocessing.py:116,154).
 export const TOKEN_COUNT_SCRIPT = String.raw`
 import json, sys, warnings
 warnings.simplefilter("ignore")
