@@ -177,18 +177,23 @@ def check_tokens(rid, st, ids):
 
 
 def teacher_counts(pred, ids, mask):
-    """Matches of argmax(h_t) against the token k ahead, over targets inside the loss mask."""
+    """(matches, positions) of argmax(h_t) against the next input token, over assistant targets;
+    and, on the targets where ids[t], ids[t+1], ids[t+2] all differ (repeated text cannot tell
+    the alignments apart), against each of the three: a true alignment predicts t+1 best."""
     ids = np.asarray(ids)
     mask = np.asarray(mask)
-    out = {}
-    for key, k in (("same", 0), ("next", 1), ("skip", 2)):
-        n = len(ids) - k
-        if n <= 0:
-            out[key] = (0, 0)
-            continue
-        sel = mask[k:] == 1
-        sel[: max(0, 1 - k)] = False  # the first token has no predecessor state
-        out[key] = (int((pred[:n][sel] == ids[k:][sel]).sum()), int(sel.sum()))
+    n = len(ids)
+    out = {"next": (0, 0), "d_same": (0, 0), "d_next": (0, 0), "d_skip": (0, 0)}
+    if n < 2:
+        return out
+    sel = mask[1:] == 1
+    out["next"] = (int((pred[: n - 1][sel] == ids[1:][sel]).sum()), int(sel.sum()))
+    if n < 3:
+        return out
+    a, b, c, p = ids[:-2], ids[1:-1], ids[2:], pred[: n - 2]
+    d = (mask[1:-1] == 1) & (a != b) & (b != c) & (a != c)
+    for key, x in (("d_same", a), ("d_next", b), ("d_skip", c)):
+        out[key] = (int((p[d] == x[d]).sum()), int(d.sum()))
     return out
 
 
@@ -354,7 +359,7 @@ def run(model_dir, dumps_dir, ids_rows, greedy=None, samples=None, min_agreement
     if reference != "off":
         checks["reference"] = {"ok": True, "messages": []}
     per_sample = []
-    pooled = {"same": [0, 0], "next": [0, 0], "skip": [0, 0]}
+    pooled = {k: [0, 0] for k in ("next", "d_same", "d_next", "d_skip")}
     norm_rms = []
     for row in rows:
         rid = _rid(row)
@@ -381,7 +386,7 @@ def run(model_dir, dumps_dir, ids_rows, greedy=None, samples=None, min_agreement
                 pooled[k][0] += m
                 pooled[k][1] += t
             fig["teacher"] = {k: (m / t if t else None) for k, (m, t) in counts.items()}
-            fig["teacher"]["positions"] = counts["next"][1]
+            fig["teacher"].update(positions=counts["next"][1], distinct_positions=counts["d_next"][1])
         med, msgs = check_final_norm(rid, final, norm)
         fig["final_norm_rms"] = med
         if med is not None:
@@ -410,19 +415,20 @@ def run(model_dir, dumps_dir, ids_rows, greedy=None, samples=None, min_agreement
 
     rate = {k: (m / t if t else None) for k, (m, t) in pooled.items()}
     teacher = checks["teacher"]
-    teacher["figures"] = {"agreement_next": rate["next"], "agreement_same": rate["same"], "agreement_skip": rate["skip"],
-                          "positions": pooled["next"][1], "min_agreement": min_agreement}
+    teacher["figures"] = {"agreement_next": rate["next"], "positions": pooled["next"][1], "min_agreement": min_agreement,
+                          "distinct_positions": pooled["d_next"][1], "distinct_same": rate["d_same"],
+                          "distinct_next": rate["d_next"], "distinct_skip": rate["d_skip"]}
     if pooled["next"][1] == 0:
         teacher["messages"].append("no assistant-span positions to check (every loss_mask is 0)")
-    else:
-        if rate["next"] < min_agreement:
-            teacher["messages"].append(
-                f"the final states through {target['head_name']} predict the next assistant token at rate {rate['next']:.3f} "
-                f"< {min_agreement} over {pooled['next'][1]} positions: the states are not this target's for these tokens")
-        for k, says in (("same", "the token at its own position: the states sit one token later than the ids (or the ids one earlier)"),
-                        ("skip", "the token two ahead: the states sit one token earlier than the ids (or the ids one later)")):
-            if rate[k] is not None and rate[k] >= rate["next"] and rate[k] > 0:
-                teacher["messages"].append(f"the states predict {says} (rate {rate[k]:.3f} vs next-token rate {rate['next']:.3f})")
+    elif rate["next"] < min_agreement:
+        teacher["messages"].append(
+            f"the final states through {target['head_name']} predict the next assistant token at rate {rate['next']:.3f} "
+            f"< {min_agreement} over {pooled['next'][1]} positions: the states are not this target's for these tokens")
+    for k, says in (("d_same", "the token at its own position: the states sit one token later than the ids (or the ids one earlier)"),
+                    ("d_skip", "the token two ahead: the states sit one token earlier than the ids (or the ids one later)")):
+        if pooled["d_next"][1] and rate[k] > 0 and rate[k] >= rate["d_next"]:
+            teacher["messages"].append(f"the states predict {says} (rate {rate[k]:.3f} vs next-token rate {rate['d_next']:.3f} "
+                                       f"over {pooled['d_next'][1]} positions whose three candidate tokens differ)")
     checks["final"]["figures"] = {"norm_rms_median": float(np.median(norm_rms)) if norm_rms else None,
                                   "norm_weight": target["norm_name"], "tolerance": NORM_RMS_TOL}
     if target["norm_name"] is None:

@@ -139,7 +139,7 @@ describe('selfcheck on a hand-made target', () => {
     expect(out.messages).toEqual([]);
     expect(code).toBe(0);
     expect(out.ok).toBe(true);
-    expect(out.checks.teacher.figures).toMatchObject({ agreement_next: 1, agreement_same: 0, agreement_skip: 0, positions: 7 });
+    expect(out.checks.teacher.figures).toMatchObject({ agreement_next: 1, positions: 7, distinct_positions: 6, distinct_next: 1, distinct_same: 0, distinct_skip: 0 });
     expect(out.checks.final.figures.norm_rms_median).toBeCloseTo(1, 6);
     expect(out.checks.greedy.figures).toEqual({ checked: 1, exact: 1, within_bf16: 0 });
     expect(out.per_sample[0].tokens).toEqual({ T_ids: 10, T_aux: 10, T_final: 10, sha_match: true });
@@ -152,8 +152,8 @@ describe('selfcheck on a hand-made target', () => {
   });
 
   it('draws the agreement line at 0.5: 4 of 7 targets passes, 3 of 7 fails with the rate', async () => {
-    // the states at t = 2 .. 2+wrong-1 predict the token after the right one
-    const finals = (wrong: number) => IDS.map((_, t) => stateFor(t + 1 < IDS.length ? (IDS[t + 1]! + (t >= 2 && t < 2 + wrong ? 1 : 0)) % V : GREEDY));
+    // the states at t = 2 .. 2+wrong-1 predict a token that is none of ids[t], ids[t+1], ids[t+2]
+    const finals = (wrong: number) => IDS.map((_, t) => stateFor(t + 1 < IDS.length ? (IDS[t + 1]! + (t >= 2 && t < 2 + wrong ? 3 : 0)) % V : GREEDY));
     const four = await runCase('agree-4of7', { finals: finals(3) });
     expect(four.out.checks.teacher.figures.agreement_next).toBeCloseTo(4 / 7, 12);
     expect(four.code).toBe(0);
@@ -167,7 +167,7 @@ describe('selfcheck on a hand-made target', () => {
     const shifted = [...IDS.slice(1), GREEDY];
     const { code, out } = await runCase('shifted', { ids: shifted, metaIds: IDS, greedy: null });
     expect(code).toBe(1);
-    expect(out.checks.teacher.figures).toMatchObject({ agreement_next: 0, agreement_same: 1 });
+    expect(out.checks.teacher.figures).toMatchObject({ agreement_next: 0, distinct_same: 1 });
     expect(out.checks.teacher.messages.join('\n')).toMatch(/the token at its own position: the states sit one token later than the ids/);
     expect(out.checks.tokens.messages.join('\n')).toMatch(/s0: the dump's input_ids_sha256 is not the sha256 of these input_ids/);
   });
@@ -176,7 +176,7 @@ describe('selfcheck on a hand-made target', () => {
     const later = [GREEDY, ...IDS.slice(0, -1)];
     const { code, out } = await runCase('shifted-later', { ids: later, metaIds: later, greedy: null });
     expect(code).toBe(1);
-    expect(out.checks.teacher.figures).toMatchObject({ agreement_next: 0, agreement_skip: 1 });
+    expect(out.checks.teacher.figures).toMatchObject({ agreement_next: 0, distinct_skip: 1 });
     expect(out.checks.teacher.messages.join('\n')).toMatch(/the token two ahead: the states sit one token earlier/);
   });
 
