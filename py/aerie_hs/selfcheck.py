@@ -67,12 +67,6 @@ class SafeTensors:
         self.meta = header.pop("__metadata__", {}) or {}
         self.entries = header
 
-    def names(self):
-        return list(self.entries)
-
-    def shape(self, name):
-        return list(self.entries[name]["shape"])
-
     def array(self, name):
         """The tensor as float32 (floats) or its integer dtype, memory-mapped where possible."""
         if name not in self.entries:
@@ -83,8 +77,7 @@ class SafeTensors:
         np_dtype, width = _ST_DTYPES[e["dtype"]]
         start, end = e["data_offsets"]
         count = (end - start) // width
-        raw = np.memmap(self.path, dtype=np_dtype, mode="r", offset=self.base + start, shape=(count,))
-        raw = raw.reshape(e["shape"])
+        raw = np.memmap(self.path, dtype=np_dtype, mode="r", offset=self.base + start, shape=(count,)).reshape(e["shape"])
         if e["dtype"] == "BF16":
             return bf16_to_f32(raw)
         if e["dtype"] == "F16":
@@ -95,9 +88,6 @@ class SafeTensors:
 def bf16_to_f32(u16):
     # bf16 is the top half of a float32: shift the bits into place, no rounding involved.
     return (np.asarray(u16, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
-
-
-# ---------------------------------------------------------------- target model
 
 
 def _text_config(cfg):
@@ -119,7 +109,7 @@ def load_target(model_dir):
         with open(index_path) as fh:
             weight_map = json.load(fh)["weight_map"]
     elif os.path.exists(os.path.join(model_dir, "model.safetensors")):
-        weight_map = {n: "model.safetensors" for n in SafeTensors(os.path.join(model_dir, "model.safetensors")).names()}
+        weight_map = {n: "model.safetensors" for n in SafeTensors(os.path.join(model_dir, "model.safetensors")).entries}
     else:
         raise CheckError(f"--model {model_dir}: neither model.safetensors.index.json nor model.safetensors")
 
@@ -136,9 +126,6 @@ def load_target(model_dir):
     norm_name = find("model.norm.weight") or find("norm.weight")
     norm = SafeTensors(os.path.join(model_dir, weight_map[norm_name])).array(norm_name) if norm_name else None
     return {"head": head, "head_name": head_name, "norm": norm, "norm_name": norm_name, "config": text, "dir": model_dir}
-
-
-# ---------------------------------------------------------------- checks
 
 
 def argmax_logits(h, head, chunk=256):
@@ -159,8 +146,7 @@ def ids_sha256(ids):
 
 def check_tokens(rid, st, ids):
     msgs = []
-    t_aux = st.shape("aux_hidden_state")[0] if "aux_hidden_state" in st.entries else None
-    t_fin = st.shape("hidden_state")[0] if "hidden_state" in st.entries else None
+    t_aux, t_fin = (st.entries[n]["shape"][0] if n in st.entries else None for n in ("aux_hidden_state", "hidden_state"))
     fig = {"T_ids": len(ids), "T_aux": t_aux, "T_final": t_fin}
     for name, t in (("aux_hidden_state", t_aux), ("hidden_state", t_fin)):
         if t is None:
@@ -271,9 +257,6 @@ def check_aux(rid, aux, final):
     return fig, msgs
 
 
-# ---------------------------------------------------------------- reference forward (torch)
-
-
 def aux_hs_indices(aux_layers, n_layers):
     """transformers hidden_states indices of the three aux blocks.
 
@@ -329,9 +312,6 @@ def reference_check(target, rid, ids, aux, final, aux_layers, max_bytes, max_tok
     return fig, msgs
 
 
-# ---------------------------------------------------------------- driver
-
-
 def read_jsonl(path, what):
     try:
         with open(path) as fh:
@@ -371,36 +351,30 @@ def run(model_dir, dumps_dir, ids_rows, greedy=None, samples=None, min_agreement
             continue
         st = SafeTensors(path)
         fig = {"id": rid}
-        tok_fig, tok_msgs = check_tokens(rid, st, ids)
-        fig["tokens"] = tok_fig
-        checks["tokens"]["messages"] += tok_msgs
+        fig["tokens"], msgs = check_tokens(rid, st, ids)
+        checks["tokens"]["messages"] += msgs
         if "hidden_state" not in st.entries:
             continue
         final = st.array("hidden_state")
-        final = final.reshape(-1, final.shape[-1])
+        final = final.reshape(-1, final.shape[-1])  # [T, H]; a [1, T, H] dump reads the same
         n = min(len(final), len(ids))
         if n:
             pred = argmax_logits(final[:n], head)
             counts = teacher_counts(pred, ids[:n], mask[:n])
             for k, (m, t) in counts.items():
-                pooled[k][0] += m
-                pooled[k][1] += t
+                pooled[k] = [pooled[k][0] + m, pooled[k][1] + t]
             fig["teacher"] = {k: (m / t if t else None) for k, (m, t) in counts.items()}
             fig["teacher"].update(positions=counts["next"][1], distinct_positions=counts["d_next"][1])
-        med, msgs = check_final_norm(rid, final, norm)
-        fig["final_norm_rms"] = med
-        if med is not None:
-            norm_rms.append(med)
+        fig["final_norm_rms"], msgs = check_final_norm(rid, final, norm)
+        norm_rms += [] if fig["final_norm_rms"] is None else [fig["final_norm_rms"]]
         checks["final"]["messages"] += msgs
         if rid in greedy and len(final):
-            g_fig, msgs = check_greedy(rid, final[-1], head, int(greedy[rid]))
-            fig["greedy"] = g_fig
+            fig["greedy"], msgs = check_greedy(rid, final[-1], head, int(greedy[rid]))
             checks["greedy"]["messages"] += msgs
         if "aux_hidden_state" in st.entries:
             aux = st.array("aux_hidden_state")
             aux = aux.reshape(-1, aux.shape[-1])
-            a_fig, msgs = check_aux(rid, aux, final)
-            fig["aux"] = a_fig
+            fig["aux"], msgs = check_aux(rid, aux, final)
             checks["aux"]["messages"] += msgs
             if reference != "off" and "figures" not in checks["reference"] and not msgs:
                 layers = aux_layers
