@@ -203,7 +203,7 @@ export async function pipeline(input: PipelineInput): Promise<PipelineResult> {
         // SpecForge's prepare_hidden_states.py loads the target itself: no model server.
         if (extract.driver === 'specforge-offline') {
           const r = await acts.extractOffline.executeWithOptions(
-            { ...longRunning, summary: `extract hidden states: ${extract.launcher.join(' ')} … (specforge-offline, tp ${extract['tp-size']}; ${space.note})` },
+            { ...longRunning, summary: `extract hidden states (specforge-offline, tp ${extract['tp-size']}; ${space.note}): ${extract.launcher.join(' ')} …` },
             [{ ...base, ...revision, dataPath: data.dataPath }],
           );
           return { result: r, outputs: r.outputs, note: r.note };
