@@ -260,16 +260,16 @@ def check_aux(rid, aux, final):
 def aux_hs_indices(aux_layers, n_layers):
     """transformers hidden_states indices of the three aux blocks.
 
-    aux_layers are the ids SGLang's set_eagle3_layers_to_capture takes (the draft config's
-    eagle_aux_hidden_state_layer_ids): SGLang captures the INPUT of layer id+1, i.e. the output
-    of layer id (sglang 0.5.23 srt/models/llama.py:941, captured at :491). Without ids SGLang
-    captures the inputs of layers [2, L//2, L-3] (:936). transformers' hidden_states[i] is the
-    input of layer i and hidden_states[L] the post-norm final state (transformers 5.17.0
-    utils/output_capturing.py:115-124 and :296-306).
+    A dump's `aux_layers` are SGLang's capture ids (aerie-hs/1, py/aerie_hs/capture.py): the
+    layers whose INPUT was captured, i.e. the draft config's eagle_aux_hidden_state_layer_ids
+    + 1 (sglang 0.5.23 srt/models/llama.py:939-941). Without ids SGLang captures the inputs of
+    layers [2, L//2, L-3] (:936). transformers' hidden_states[i] is the input of layer i and
+    hidden_states[L] the post-norm final state (transformers 5.17.0
+    utils/output_capturing.py:115-124 and :296-306), so a capture id is its own index.
     """
     if aux_layers is None:
         return [2, n_layers // 2, n_layers - 3]
-    return [int(k) + 1 for k in aux_layers]
+    return [int(k) for k in aux_layers]
 
 
 def reference_check(target, rid, ids, aux, final, aux_layers, max_bytes, max_tokens):
@@ -425,7 +425,7 @@ def main(argv=None):
     ap.add_argument("--greedy", help="jsonl: {id, greedy_next}: the server's temperature-0 next token after each full prompt")
     ap.add_argument("--samples", type=int, help="check only the first N samples of --ids")
     ap.add_argument("--min-agreement", type=float, default=MIN_AGREEMENT)
-    ap.add_argument("--aux-layers", help="JSON list of the aux layer ids (default: the dumps' metadata, else SGLang's default)")
+    ap.add_argument("--aux-layers", help="JSON list of the SGLang capture ids, the draft ids + 1 (default: the dumps' metadata, else SGLang's default)")
     ap.add_argument("--reference", choices=["auto", "on", "off"], default="auto",
                     help="reference forward with transformers for small targets (auto: when torch is here and the weights fit)")
     ap.add_argument("--reference-max-bytes", type=int, default=2 << 30)

@@ -102,7 +102,7 @@ while len(rows) < 6:
             aux[:, H:2 * H] = 0
         final = {"final": hs[L], "prenorm": last_out["h"], "before_last": hs[L - 1]}[fin]
         meta = {"format": "aerie-hs/1", "rid": rid, "tokens": str(len(ids)), "tp_rank": "0", "input_ids_sha256": sha,
-                "aux_layers": json.dumps([2 - 1, L // 2 - 1, L - 3 - 1])}  # draft ids: capture at the input of id+1
+                "aux_layers": json.dumps([2, L // 2, L - 3])}  # SGLang capture ids: the inputs of these layers
         write(os.path.join(out, v, rid + ".safetensors"), aux, final, meta)
     rows.append({"id": rid, "input_ids": ids, "loss_mask": mask})
     shifted.append({"id": rid, "input_ids": ids[1:] + [eot], "loss_mask": mask[1:] + [1]})
