@@ -15,6 +15,7 @@ import { trainSpec, type HiddenStates } from '../stages/launch-specs.js';
 import type { TrainProgress } from '../stages/train-progress.js';
 import { commandHooks, v02Hooks, type TrainResult } from '../stages/train-run.js';
 import { specforgeHooks } from '../stages/train-specforge-run.js';
+import { listSpecforgeCheckpoints } from '../stages/train-specforge-checkpoints.js';
 import { SPECFORGE_PROFILES, type SpecforgeProfileId } from '../stages/specforge-revision.js';
 import { cancelRequested, expandEnv, fatal, keepHeartbeating, runPaths, type ActivityDeps, type RunRef } from './context.js';
 
@@ -30,6 +31,8 @@ export interface TrainOutcome {
 }
 
 const FOLLOW_MS = 2000;
+/** How often the CLI driver's checkpoint directory is looked at for the heartbeat. */
+const CHECKPOINT_LOOK_MS = 20_000;
 
 /** The trainer's hooks and where its files go, from the config. */
 export function trainPlan(
@@ -48,6 +51,8 @@ export function trainPlan(
   const prefix = `${runId}.train.`;
   const spec = trainSpec(config, paths, dataPath, hidden, specforge ? SPECFORGE_PROFILES[specforge] : undefined);
   let hooks: JobHooks<TrainResult, TrainProgress>;
+  // HEAD's log names no checkpoint: where one is, the UI reads from its `-latest` link.
+  let latestCheckpoint: (() => Promise<string | undefined>) | undefined;
   switch (spec.driver) {
     case 'specforge-v0.2':
       hooks = v02Hooks(host, spec.launch, prefix);
@@ -65,12 +70,13 @@ export function trainPlan(
         stopJob: job.stopJob,
         heartbeat: (d) => job.heartbeat({ phase: 'export', launchId: d.launchId, pid: d.pid, argv: d.argv }),
       });
+      latestCheckpoint = async () => (await listSpecforgeCheckpoints(host, spec.run.outputDir, spec.run.runId)).latest?.dir;
       break;
     case 'command':
       hooks = commandHooks(host, spec.template, spec.values);
       break;
   }
-  return { dir, outputDir, prefix, hooks };
+  return { dir, outputDir, prefix, hooks, latestCheckpoint };
 }
 
 export function trainActivities({ hosts }: ActivityDeps) {
@@ -84,11 +90,21 @@ export function trainActivities({ hosts }: ActivityDeps) {
       let details: unknown = { phase: 'starting', driver: t.driver };
       const stopBeat = keepHeartbeating(() => details);
       try {
+        let lastCheckpoint: string | undefined;
+        let lookedAt = 0;
         const heartbeat = (d: { launchId: string; pid: number; argv: string[]; progress: TrainProgress | undefined; note?: string }) => {
           const { partial: _raw, ...progress } = d.progress ?? { lines: 0 }; // raw log text does not belong in a heartbeat
-          details = { launchId: d.launchId, pid: d.pid, driver: t.driver, argv: d.argv, ...progress, ...(d.note ? { note: d.note } : {}) };
+          if (latestCheckpoint && Date.now() - lookedAt > CHECKPOINT_LOOK_MS) {
+            lookedAt = Date.now();
+            latestCheckpoint().then((c) => (lastCheckpoint = c), () => undefined);
+          }
+          details = {
+            launchId: d.launchId, pid: d.pid, driver: t.driver, argv: d.argv, ...progress,
+            ...(lastCheckpoint && !progress.lastCheckpoint ? { lastCheckpoint } : {}),
+            ...(d.note ? { note: d.note } : {}),
+          };
         };
-        const { dir, outputDir, prefix, hooks } = trainPlan(config, host, runId, input.dataPath, input.hidden, input.specforge, {
+        const { dir, outputDir, prefix, hooks, latestCheckpoint } = trainPlan(config, host, runId, input.dataPath, input.hidden, input.specforge, {
           heartbeat: (d) => (details = d),
           signal: ctx.cancellationSignal,
           stopJob: cancelRequested,
