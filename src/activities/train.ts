@@ -132,7 +132,7 @@ export function trainActivities({ hosts }: ActivityDeps) {
           launches,
           argv,
           outputs: [`${result.drafterDir}/config.json`, `${result.drafterDir}/model.safetensors`],
-          note: `${t.driver}: drafter ${result.drafterDir.split('/').pop()} verified${launches > 1 ? ` (${launches} launches, continued from checkpoints)` : ''}${result.note ? `; ${result.note}` : ''}`,
+          note: `${t.driver}: drafter verified (${result.drafterDir.split('/').slice(-2).join('/')})${launches > 1 ? ` (${launches} launches, continued from checkpoints)` : ''}${result.note ? `; ${result.note}` : ''}`,
         };
       } catch (err) {
         if (err instanceof TrainLaunchError) throw fatal('ConfigError', err.message);
