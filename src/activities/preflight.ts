@@ -25,6 +25,7 @@ import {
 } from '../stages/specforge-detect.js';
 import { SPECFORGE_PROFILES, type SpecforgeProfileId } from '../stages/specforge-revision.js';
 import { runDir } from '../shared.js';
+import { probeDumpEnv } from '../stages/dump-env-probe.js';
 import { fatal, type ActivityDeps, type RunRef } from './context.js';
 
 export interface PreflightReport {
@@ -291,6 +292,13 @@ export async function runPreflight(host: Host, config: Config, runId: string): P
   }
 
   await checkLauncher(host, config.server.launcher, 'server.launcher', 'sglang.launch_server', root, out);
+  const e = config.stages.extract;
+  const server = moduleLaunch(config.server.launcher);
+  if (e.driver === 'patched-server' && server) {
+    const v = await probeDumpEnv(host, server.interpreter, e['dump-env']);
+    if (v.check) out.checks.push(v.check);
+    if (v.problem) out.problems.push(v.problem);
+  }
   await checkLauncher(host, config.stages.train.launcher, 'stages.train.launcher', null, `${root}/train`, out);
   const t = config.stages.train;
   if (t.driver === 'specforge' || t.driver === 'specforge-v0.2') {
