@@ -30,11 +30,11 @@ describe('sglang_hook.py declared capture points', () => {
       for (const [kind, module, qualname, names] of declared[version]!) {
         const key = `${module}:${qualname}`;
         if (kind === 'function') {
-          expect(rec.functions[key], `${key} is recorded (regenerate the fixture if newly declared)`).toBeTruthy();
-          expect(rec.functions[key].params, `${key} parameters`).toEqual(names);
+          // a target missing from the fixture reads as undefined: regenerate it if newly declared
+          expect(rec.functions[key]?.params, `${key} parameters as recorded from the wheel`).toEqual(names);
         } else {
-          expect(rec.fields[key], `${key} is recorded`).toBeTruthy();
-          for (const attr of names) expect(rec.fields[key].attrs[attr], `${key}.${attr} is defined`).toBeTypeOf('number');
+          expect(names.length, `${key} declares the attributes it relies on`).toBeGreaterThan(0);
+          for (const attr of names) expect(rec.fields[key]?.attrs?.[attr], `${key}.${attr} is defined in the wheel (its line)`).toBeTypeOf('number');
         }
       }
     });
