@@ -53,23 +53,25 @@ describe('continuation segments', () => {
   });
 });
 
+/** A v0.2 launch as the driver plans it (both describe blocks plan from it). */
+const original: TrainLaunch = {
+  launcher: ['torchrun', 'scripts/train_eagle3.py'],
+  targetModelPath: '/m',
+  draftModelConfig: '/c.json',
+  trainDataPath: '/d.jsonl',
+  outputDir: '/o',
+  chatTemplate: 'llama3',
+  maxLength: 2048,
+  numEpochs: 2,
+  batchSize: 1,
+  learningRate: 1e-4,
+  tttLength: 7,
+  tpSize: 1,
+  saveInterval: 40,
+  extraArgs: [],
+};
+
 describe('planTrainResume', () => {
-  const original: TrainLaunch = {
-    launcher: ['torchrun', 'scripts/train_eagle3.py'],
-    targetModelPath: '/m',
-    draftModelConfig: '/c.json',
-    trainDataPath: '/d.jsonl',
-    outputDir: '/o',
-    chatTemplate: 'llama3',
-    maxLength: 2048,
-    numEpochs: 2,
-    batchSize: 1,
-    learningRate: 1e-4,
-    tttLength: 7,
-    tpSize: 1,
-    saveInterval: 40,
-    extraArgs: [],
-  };
 
   it('starts fresh when there is no checkpoint', () => {
     expect(planTrainResume(original, null, 96)).toEqual({ kind: 'fresh', launch: original });
@@ -102,22 +104,7 @@ describe('planTrainResume', () => {
 });
 
 describe('planTrainResume by SpecForge revision', () => {
-  const base: TrainLaunch = {
-    launcher: ['torchrun', 'scripts/train_eagle3.py'],
-    targetModelPath: '/m',
-    draftModelConfig: '/c.json',
-    trainDataPath: '/d.jsonl',
-    outputDir: '/o',
-    chatTemplate: 'llama3',
-    maxLength: 2048,
-    numEpochs: 2,
-    batchSize: 1,
-    learningRate: 1e-4,
-    tttLength: 7,
-    tpSize: 1,
-    saveInterval: 40,
-    extraArgs: [],
-  };
+  const base = original;
   const resumable: TrainLaunch = { ...base, profile: SPECFORGE_PROFILES['v0.2-resume'] };
   const top = (...entries: string[]) => rankCheckpoints([{ dir: '/o', baseStep: 0, entries }])[0]!;
 

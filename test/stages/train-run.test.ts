@@ -59,6 +59,25 @@ const supervise = (hooks: JobHooks<TrainResult, unknown>, env: Record<string, st
     hooks,
   );
 
+/** A v0.2 launch of the simulated trainer in this test's dir (every v0.2 test starts from it). */
+const v02 = (over: Partial<TrainLaunch> = {}): TrainLaunch => ({
+  launcher: [process.execPath, SIM, 'train'],
+  targetModelPath: TARGET,
+  draftModelConfig: DRAFT,
+  trainDataPath: data,
+  outputDir: join(dir, 'out'),
+  chatTemplate: 'llama3',
+  maxLength: 2048,
+  numEpochs: 2,
+  batchSize: 1,
+  learningRate: 1e-4,
+  tttLength: 7,
+  tpSize: 1,
+  saveInterval: 4,
+  extraArgs: [],
+  ...over,
+});
+
 const argvOf = async (launchId: string) => (await host.findLaunch(launchId))!.argv;
 const drafterConfig = async (d: string) => JSON.parse(await readFile(join(d, 'config.json'), 'utf8')) as Record<string, any>;
 
@@ -125,22 +144,7 @@ describe('trainer drivers on the simulator', () => {
   });
 
   it('specforge-v0.2: continues through the epoch_0 link and --max-num-steps into resume_step_<N>, past the old teardown failure; an OOM is not relaunched', async () => {
-    const original: TrainLaunch = {
-      launcher: [process.execPath, SIM, 'train'],
-      targetModelPath: TARGET,
-      draftModelConfig: DRAFT,
-      trainDataPath: data,
-      outputDir: join(dir, 'out'),
-      chatTemplate: 'llama3',
-      maxLength: 2048,
-      numEpochs: 2,
-      batchSize: 1,
-      learningRate: 1e-4,
-      tttLength: 7,
-      tpSize: 1,
-      saveInterval: 4,
-      extraArgs: [],
-    };
+    const original = v02();
     const { result, launches } = await supervise(v02Hooks(host, original, 'r1.train.'), { AERIE_SIM_TRAIN_CRASH_AT_STEP: '7', AERIE_SIM_FAULT_ONCE: join(dir, 'once') });
     expect(launches).toBe(2);
     const second = await argvOf('r1.train.1');
@@ -163,23 +167,6 @@ describe('trainer drivers on the simulator', () => {
 });
 
 describe('specforge-v0.2 driver by SpecForge revision (simulator at the same revision)', () => {
-  const v02 = (over: Partial<TrainLaunch> = {}): TrainLaunch => ({
-    launcher: [process.execPath, SIM, 'train'],
-    targetModelPath: TARGET,
-    draftModelConfig: DRAFT,
-    trainDataPath: data,
-    outputDir: join(dir, 'out'),
-    chatTemplate: 'llama3',
-    maxLength: 2048,
-    numEpochs: 2,
-    batchSize: 1,
-    learningRate: 1e-4,
-    tttLength: 7,
-    tpSize: 1,
-    saveInterval: 4,
-    extraArgs: [],
-    ...over,
-  });
 
   it('v0.2-resume: a crash relaunches with the script\'s own --resume into the same output dir, no --ckpt-dir', async () => {
     const original = v02({ profile: SPECFORGE_PROFILES['v0.2-resume'] });
