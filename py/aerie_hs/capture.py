@@ -10,12 +10,13 @@ renamed so a reader never sees half a file.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 import struct
 from typing import Dict, Iterable, List, Optional, Sequence
+
+from .safetensors_dump import ids_sha256
 
 FORMAT = "aerie-hs/1"
 _RID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
@@ -58,8 +59,8 @@ def draft_layer_ids(capture_ids: Sequence[int]) -> List[int]:
 
 
 def input_ids_sha256(ids: Iterable[int]) -> str:
-    ids = [int(i) for i in ids]
-    return hashlib.sha256(struct.pack(f"<{len(ids)}q", *ids)).hexdigest()
+    # the one digest definition is the dump reader's, so writer and reader cannot drift apart
+    return ids_sha256([int(i) for i in ids])
 
 
 def bf16_bytes(x) -> bytes:
@@ -91,12 +92,6 @@ def write_safetensors(path: str, tensors: Dict[str, tuple], metadata: Dict[str, 
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-
-
-def read_safetensors_header(path: str) -> dict:
-    with open(path, "rb") as f:
-        (n,) = struct.unpack("<Q", f.read(8))
-        return json.loads(f.read(n))
 
 
 class _Pending:

@@ -21,7 +21,6 @@ CLI: python -m aerie_hs.selfcheck --model DIR --dumps DIR --ids ids.jsonl [--gre
      [--samples N]; JSON verdict on stdout; exit 0 when ok, 1 when a check failed, 2 on bad input.
 """
 import argparse
-import hashlib
 import json
 import math
 import os
@@ -30,6 +29,7 @@ import sys
 
 import numpy as np
 
+from .safetensors_dump import ids_sha256
 from .selfcheck_reference import reference_check, rel
 
 # Regenerated assistant tokens are the target's own samples. Greedy regeneration scores near 1
@@ -140,10 +140,6 @@ def argmax_logits(h, head, chunk=256):
     except ImportError:
         out = [(h[i : i + chunk] @ head.T).argmax(-1) for i in range(0, len(h), chunk)]
     return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
-
-
-def ids_sha256(ids):
-    return hashlib.sha256(np.asarray(ids, dtype="<i8").tobytes()).hexdigest()
 
 
 def check_tokens(rid, st, ids):
