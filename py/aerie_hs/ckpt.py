@@ -4,7 +4,13 @@
 turns the capture's `<rid>.safetensors` dumps (py/aerie_hs/safetensors_dump.py) into
 `OUT/rows_<g>-<g+G>/data_<i>.ckpt`, the layout prepare_hidden_states.py leaves
 (SpecForge@a6b6b023:scripts/prepare_hidden_states.py:578-594: g = i // G * G), plus
-`OUT/index.jsonl` ({"i", "id", "tokens"} per line) from file index to sample id.
+`OUT/index.jsonl` ({"i", "id", "tokens"} per line) from file index to sample id. aerie runs it
+serially, once per batch, `--ids` holding that batch only: the index appends across runs, so `i`
+keeps rising, and a sample already indexed with a good file is skipped. One stdout line per
+sample: `OK <i> <id> <tokens> <bytes>`, `SKIP <i> <id>`, `REDO <i> <id>\t<why>` (then OK or
+FAIL), `FAIL <id>\t<why>`, `MISSING <id>\t<why>`, `REJECTED <id>\t<why>`; then `END written=..
+skipped=.. missing=.. rejected=.. failed=..`. `--remove-dumps` deletes a dump once its sample is
+written and indexed, or skipped; a FAIL keeps it.
 
 Each file is what `torch.save(record, "data_<i>.ckpt")` writes with torch 2.13's defaults, byte
 for byte (py/aerie_hs/torch_save.py says how).
@@ -59,7 +65,8 @@ def _copy(z, src, begin, end, pool):
 
 
 def write_features(final, ids, mask, dump, fsync=False, pool=None):
-    """Write one record for dump under a temp name beside `final`, then rename it into place."""
+    """Write one record for dump under a temp name beside `final`, then rename it into place;
+    returns the file's size in bytes."""
     t, h = len(ids), dump.tensors["hidden_state"].shape[1]
     stem = os.path.basename(final).rsplit(".", 1)[0]
     tmp = os.path.join(os.path.dirname(final), ".%s.%d.tmp" % (os.path.basename(final), os.getpid()))
@@ -88,6 +95,7 @@ def write_features(final, ids, mask, dump, fsync=False, pool=None):
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    return z.pos
 
 
 def verify_features(path, ids, mask):
@@ -157,8 +165,19 @@ def _samples(path):
             yield sid, ids, mask, None
 
 
-def convert(dumps, ids_path, out, group, start=0, hidden=None, fsync=False, log=print):
-    """Returns the counts; every sample lands in exactly one of them, with a line on `log`."""
+def _remove(path):
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def convert(dumps, ids_path, out, group, start=0, hidden=None, fsync=False, log=print, remove_dumps=False):
+    """Returns the counts; every sample lands in exactly one of them, with a line on `log`.
+
+    With remove_dumps, a sample's dump is deleted only once its file is renamed into place and
+    its index line appended (or, for a SKIP, once the file in place is verified): a crash in
+    between leaves the dump, and the rerun writes or skips it again. A FAIL keeps its dump."""
     os.makedirs(out, exist_ok=True)
     index_path = os.path.join(out, "index.jsonl")
     by_id, top = _load_index(index_path)
@@ -187,6 +206,8 @@ def convert(dumps, ids_path, out, group, start=0, hidden=None, fsync=False, log=
                     if hidden is None or h == hidden:
                         hidden = h
                         counts["skipped"] += 1
+                        if remove_dumps:
+                            _remove(os.path.join(dumps, sid + ".safetensors"))
                         log("SKIP %d %s" % (i, sid))
                         continue
                 except (DumpError, zipfile.BadZipFile, OSError, KeyError) as e:
@@ -202,7 +223,7 @@ def convert(dumps, ids_path, out, group, start=0, hidden=None, fsync=False, log=
                 dump = read_header(path)
                 hidden = check_dump(dump, ids, hidden)
                 os.makedirs(os.path.dirname(final), exist_ok=True)
-                write_features(final, ids, mask, dump, fsync, pool)
+                size = write_features(final, ids, mask, dump, fsync, pool)
             except (DumpError, OSError, ValueError) as e:
                 counts["failed"] += 1
                 log("FAIL %s\t%s" % (sid, e))
@@ -212,8 +233,12 @@ def convert(dumps, ids_path, out, group, start=0, hidden=None, fsync=False, log=
                 # One write of one line on an O_APPEND descriptor: a reader never sees half a row.
                 index.write((json.dumps({"i": i, "id": sid, "tokens": len(ids)}) + "\n").encode())
                 by_id[sid] = i
+                if fsync:
+                    os.fsync(index.fileno())
+            if remove_dumps:
+                _remove(path)
             counts["written"] += 1
-            log("OK %d %s %d" % (i, sid, len(ids)))
+            log("OK %d %s %d %d" % (i, sid, len(ids), size))
     log("END written=%(written)d skipped=%(skipped)d missing=%(missing)d rejected=%(rejected)d failed=%(failed)d" % counts)
     return counts
 
@@ -229,13 +254,15 @@ def main(argv=None):
     c.add_argument("--start-index", type=int, default=0, help="first data_<i> index when index.jsonl holds none higher")
     c.add_argument("--hidden-size", type=int, default=None, help="refuse dumps of another hidden size")
     c.add_argument("--fsync", action="store_true", help="fsync each file before its rename (survives power loss, slower)")
+    c.add_argument("--remove-dumps", action="store_true",
+                   help="delete each dump once its data_<i>.ckpt is in place and indexed, and the dump of a sample already done (SKIP); a FAIL keeps its dump")
     a = ap.parse_args(argv)
     if a.file_group_size <= 0 or a.start_index < 0:
         ap.error("--file-group-size must be > 0 and --start-index >= 0")
     if not os.path.isdir(a.dumps) or not os.path.isfile(a.ids):
         ap.error("--dumps must be a folder and --ids a file (got %s, %s)" % (a.dumps, a.ids))
     counts = convert(a.dumps, a.ids, a.out, a.file_group_size, a.start_index, a.hidden_size, a.fsync,
-                     log=lambda s: sys.stdout.write(s + "\n"))
+                     log=lambda s: sys.stdout.write(s + "\n"), remove_dumps=a.remove_dumps)
     return 1 if counts["failed"] else 0
 
 

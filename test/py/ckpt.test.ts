@@ -6,7 +6,7 @@
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -128,9 +128,10 @@ write_safetensors(d + "/dumps/s0.safetensors", {"aux_hidden_state": ("BF16", [16
 open(d + "/ids.jsonl", "w").write(json.dumps({"id": "s0", "input_ids": ids, "loss_mask": mask}) + "\n")
 `, FIXTURE, d);
     const r = await convert('--dumps', join(d, 'dumps'), '--ids', join(d, 'ids.jsonl'), '--out', join(d, 'out'), '--file-group-size', '2000');
-    expect(r).toEqual({ code: 0, lines: ['OK 0 s0 16', 'END written=1 skipped=0 missing=0 rejected=0 failed=0'] });
+    const want = await readFile(FIXTURE);
+    expect(r).toEqual({ code: 0, lines: [`OK 0 s0 16 ${want.length}`, 'END written=1 skipped=0 missing=0 rejected=0 failed=0'] });
     const mine = await readFile(join(d, 'out/rows_0-2000/data_0.ckpt'));
-    expect(mine.equals(await readFile(FIXTURE))).toBe(true);
+    expect(mine.equals(want)).toBe(true);
   });
 
   it("has torch's layout entry by entry and the same pickle program at other shapes, as Python's zipfile and pickle read them", async () => {
@@ -213,7 +214,8 @@ describe('the converter', () => {
     expect(fail('sha')).toMatch(/input_ids_sha256 [0-9a-f]{64} is not the sha256 of the sample's ids [0-9a-f]{64} \(the dump is of another prompt\)/);
     expect(r.lines).toContain(`MISSING gone\tno ${join(d, 'dumps', 'gone.safetensors')}`);
     expect(r.lines).toContain('REJECTED bad-tok\ttokenization failed (' + join(d, 'ids.jsonl') + ' line 10): no assistant turn');
-    expect(r.lines.filter((l) => l.startsWith('OK '))).toEqual(['OK 0 g0 12', 'OK 1 g1 9', 'OK 2 g2 30']);
+    expect(r.lines.filter((l) => l.startsWith('OK '))).toEqual([
+      `OK 0 g0 12 ${await sizeOf(d, 'rows_0-2/data_0.ckpt')}`, `OK 1 g1 9 ${await sizeOf(d, 'rows_0-2/data_1.ckpt')}`, `OK 2 g2 30 ${await sizeOf(d, 'rows_2-4/data_2.ckpt')}`]);
     expect(r.lines.at(-1)).toBe('END written=3 skipped=0 missing=1 rejected=1 failed=5');
     expect(JSON.parse(await py(SAME_AS_DUMP, join(d, 'out'), join(d, 'dumps'), join(d, 'ids.jsonl'), '2'))).toEqual({ g0: [0, true], g1: [1, true], g2: [2, true] });
     expect(await filesUnder(join(d, 'out'))).toEqual(['index.jsonl', 'rows_0-2', 'rows_0-2/data_0.ckpt', 'rows_0-2/data_1.ckpt', 'rows_2-4', 'rows_2-4/data_2.ckpt']);
@@ -222,7 +224,7 @@ describe('the converter', () => {
     await py(MAKE_DUMPS.replace('with open(out + "/ids.jsonl", "a")', 'with open("/dev/null", "a")'), d, JSON.stringify([['short', 12, 16, '']]));
     await writeFile(join(d, 'out/index.jsonl'), (await readFile(join(d, 'out/index.jsonl'), 'utf8')) + '{"i": 7, "id": "tor');
     const again = await convert(...args);
-    expect(again.lines.filter((l) => /^(OK|SKIP) /.test(l))).toEqual(['SKIP 0 g0', 'OK 3 short 12', 'SKIP 1 g1', 'SKIP 2 g2']);
+    expect(again.lines.filter((l) => /^(OK|SKIP) /.test(l))).toEqual(['SKIP 0 g0', `OK 3 short 12 ${await sizeOf(d, 'rows_2-4/data_3.ckpt')}`, 'SKIP 1 g1', 'SKIP 2 g2']);
     expect(again.lines.at(-1)).toBe('END written=1 skipped=3 missing=1 rejected=1 failed=4');
     const index = (await readFile(join(d, 'out/index.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { i: number; id: string });
     expect(index.map((e) => [e.i, e.id])).toEqual([[0, 'g0'], [1, 'g1'], [2, 'g2'], [3, 'short']]);
@@ -233,8 +235,52 @@ describe('the converter', () => {
     await writeFile(f1, good.subarray(0, good.length - 100));
     const third = await convert(...args);
     expect(third.lines.find((l) => l.startsWith('REDO 1 g1\t'))).toBeDefined();
-    expect(third.lines).toContain('OK 1 g1 9');
+    expect(third.lines).toContain(`OK 1 g1 9 ${good.length}`);
     expect((await readFile(f1)).equals(good)).toBe(true);
+  });
+
+  it('with --remove-dumps, runs batch by batch as aerie does: numbering continues, a rerun SKIPs and deletes, a FAIL keeps its dump', async () => {
+    // aerie runs the converter once per batch with --ids holding only that batch.
+    const d = await fresh('batches', [['b1a', 10, 16, ''], ['b1b', 7, 16, ''], ['b1short', 12, 16, 'short'], ['b1gone', 5, 16, 'nodump']]);
+    await rename(join(d, 'ids.jsonl'), join(d, 'batch1.jsonl'));
+    await py(MAKE_DUMPS, d, JSON.stringify([['b2a', 6, 16, ''], ['b2b', 9, 16, ''], ['b2c', 3, 16, '']]));
+    await rename(join(d, 'ids.jsonl'), join(d, 'batch2.jsonl'));
+    const run = (batch: string) => convert('--dumps', join(d, 'dumps'), '--ids', join(d, batch), '--out', join(d, 'out'), '--file-group-size', '2', '--remove-dumps');
+    const dumps = async () => (await readdir(join(d, 'dumps'))).sort();
+    const at = (i: number) => `rows_${i - (i % 2)}-${i - (i % 2) + 2}/data_${i}.ckpt`;
+
+    const first = await run('batch1.jsonl');
+    expect(first.code).toBe(1);
+    expect(first.lines.filter((l) => /^(OK|SKIP) /.test(l))).toEqual([`OK 0 b1a 10 ${await sizeOf(d, at(0))}`, `OK 1 b1b 7 ${await sizeOf(d, at(1))}`]);
+    expect(first.lines.find((l) => l.startsWith('FAIL b1short\t'))).toMatch(/short by one token/);
+    expect(first.lines.at(-1)).toBe('END written=2 skipped=0 missing=1 rejected=0 failed=1');
+    // batch 2's dumps are not this run's business; the failed one stays for the caller to judge
+    expect(await dumps()).toEqual(['b1short.safetensors', 'b2a.safetensors', 'b2b.safetensors', 'b2c.safetensors']);
+
+    const second = await run('batch2.jsonl');
+    expect(second.code).toBe(0);
+    expect(second.lines).toEqual([`OK 2 b2a 6 ${await sizeOf(d, at(2))}`, `OK 3 b2b 9 ${await sizeOf(d, at(3))}`, `OK 4 b2c 3 ${await sizeOf(d, at(4))}`,
+      'END written=3 skipped=0 missing=0 rejected=0 failed=0']);
+    expect(await dumps()).toEqual(['b1short.safetensors']);
+
+    // A rerun of batch 2 after a crash that left one dump behind: SKIP, and that dump goes.
+    await py(MAKE_DUMPS.replace('with open(out + "/ids.jsonl", "a")', 'with open("/dev/null", "a")'), d, JSON.stringify([['b2b', 9, 16, '']]));
+    const rerun = await run('batch2.jsonl');
+    expect(rerun.lines).toEqual(['SKIP 2 b2a', 'SKIP 3 b2b', 'SKIP 4 b2c', 'END written=0 skipped=3 missing=0 rejected=0 failed=0']);
+    expect(await dumps()).toEqual(['b1short.safetensors']);
+
+    // Batch 1 again with its failed sample captured anew: it joins after batch 2's numbers.
+    await py(MAKE_DUMPS.replace('with open(out + "/ids.jsonl", "a")', 'with open("/dev/null", "a")'), d, JSON.stringify([['b1short', 12, 16, '']]));
+    const again = await run('batch1.jsonl');
+    expect(again.lines.filter((l) => /^(OK|SKIP) /.test(l))).toEqual(['SKIP 0 b1a', 'SKIP 1 b1b', `OK 5 b1short 12 ${await sizeOf(d, at(5))}`]);
+    expect(await dumps()).toEqual([]);
+    const index = (await readFile(join(d, 'out/index.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { i: number; id: string; tokens: number });
+    expect(index.map((e) => [e.i, e.id, e.tokens])).toEqual([[0, 'b1a', 10], [1, 'b1b', 7], [2, 'b2a', 6], [3, 'b2b', 9], [4, 'b2c', 3], [5, 'b1short', 12]]);
+
+    // The reference reader (src/stages/extract-offline-verify.ts) finds six good files of the sizes the OK lines gave.
+    const verified = (await exec('python3', ['-c', VERIFY_SCRIPT, join(d, 'out'), '16', 'off'])).stdout.trim().split('\n');
+    const okSizes = [...first.lines, ...second.lines, ...again.lines].filter((l) => l.startsWith('OK ')).map((l) => l.split(' ')).map(([, i, , t, b]) => `OK ${i} ${b} ${t}`);
+    expect(verified.slice(1).sort()).toEqual(['END 6', ...okSizes].sort());
   });
 
   it('gets every CRC right when a tensor spans several copy windows and CRC parts (Python\'s zipfile checks them on read)', async () => {
