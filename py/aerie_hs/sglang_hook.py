@@ -14,7 +14,13 @@ AERIE_HS_AUX_LAYERS (the draft config's layer ids as JSON, e.g. "[1, 15, 28]"; u
 defaults). What is patched per version, and why, is in py/aerie_hs/CAPTURE.md; the names below
 are checked against the pinned wheels by test/py/capture-points.test.ts.
 
-Importable without sglang or torch: the declarations and `check_launch_args` are pure.
+Importable without sglang or torch: the declarations, `check_launch_args` and the CLI are pure.
+
+CLI (run by aerie on the GPU host with any python3, no SGLang needed):
+  python -m aerie_hs.sglang_hook plugin-dist DIR    writes DIR/aerie_hs_capture-1.dist-info, prints its path
+  python -m aerie_hs.sglang_hook check --version V -- <server argv...>
+      prints {"ok", "version", "fixes"} as JSON; exit 0 fit, 1 fixes listed, 2 unsupported version
+      (the JSON then has "error", check_version's message, also on stderr) or a usage error.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 from typing import Dict, List, Optional, Sequence
 
 from .capture import _RID, CaptureBuffer, CaptureError, FORMAT
@@ -332,3 +339,53 @@ def plugin() -> None:
         _patch_0_5_12(draft_ids)
     _state["version"] = version
     log.info("aerie capture installed for SGLang %s, dumps to %s", version, dump_dir)
+
+
+# --- CLI: aerie's launcher runs these on the host before the server starts ---------------
+
+_USAGE = ("usage: python -m aerie_hs.sglang_hook plugin-dist DIR\n"
+          "       python -m aerie_hs.sglang_hook check --version V -- <server argv...>")
+
+
+def _usage(message: str) -> int:
+    sys.stderr.write(f"aerie_hs.sglang_hook: {message}\n{_USAGE}\n")
+    return 2
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["plugin-dist"]:
+        if len(args) != 2:
+            return _usage("plugin-dist takes one folder")
+        folder = args[1]
+        # The entry point names aerie_hs.sglang_hook: without the package beside the dist-info,
+        # SGLang would log an import failure and serve without the capture.
+        if not os.path.isfile(os.path.join(folder, "aerie_hs", "sglang_hook.py")):
+            return _usage(f"{folder} holds no aerie_hs/sglang_hook.py: copy py/aerie_hs/ there first, "
+                          "or the plugin SGLang finds could not be imported")
+        print(write_plugin_dist(folder))
+        return 0
+    if args[:1] == ["check"]:
+        if "--" not in args:
+            return _usage("check needs `--` before the server's argv")
+        cut = args.index("--")
+        head, server = args[1:cut], args[cut + 1:]
+        if len(head) == 2 and head[0] == "--version":
+            version = head[1]
+        elif len(head) == 1 and head[0].startswith("--version="):
+            version = head[0].split("=", 1)[1]
+        else:
+            return _usage(f"check takes --version V before `--`, got {head}")
+        try:
+            fixes = check_launch_args(version, server)
+        except UnsupportedSGLang as e:
+            sys.stderr.write(f"{e}\n")
+            print(json.dumps({"ok": False, "version": version, "fixes": [], "error": str(e)}))
+            return 2
+        print(json.dumps({"ok": not fixes, "version": version, "fixes": fixes}))
+        return 0 if not fixes else 1
+    return _usage(f"unknown command {args[:1]}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
