@@ -3,11 +3,12 @@
  * Each subcommand is imported only when used, so the server does not depend on the trainer.
  */
 
-const USAGE = 'usage: aerie-sim {sglang,train,specforge,prepare-hidden-states,nvidia-smi} [flags...]\n' +
+const USAGE = 'usage: aerie-sim {sglang,train,specforge,prepare-hidden-states,make-target,nvidia-smi} [flags...]\n' +
   '  sglang                 an SGLang-compatible server (python -m sglang.launch_server flags)\n' +
   '  train                  SpecForge v0.2 scripts/train_eagle3.py\n' +
   '  specforge              the current SpecForge CLI: specforge train -c cfg.yaml k=v ..., specforge export --to sglang ...\n' +
   '  prepare-hidden-states  SpecForge v0.2 scripts/prepare_hidden_states.py\n' +
+  '  make-target DIR        the simulator target\'s weights (DIR/model.safetensors) from DIR/config.json\n' +
   '  nvidia-smi             nvidia-smi query mode over the simulated GPUs (AERIE_SIM_GPU_DIR)\n';
 
 interface TrainerModule {
@@ -34,6 +35,10 @@ export async function main(argv: string[]): Promise<number> {
     case 'prepare-hidden-states': {
       const { runPrepare } = await import('./specforge/prepare.js');
       return runPrepare(rest);
+    }
+    case 'make-target': {
+      const { runMakeTarget } = await import('./make-target.js');
+      return runMakeTarget(rest);
     }
     case 'nvidia-smi': {
       const { runNvidiaSmi } = await import('./gpu/nvidia-smi.js');

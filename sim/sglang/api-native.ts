@@ -1,13 +1,12 @@
 /**
  * POST /generate: SGLang's native API. Single or batched prompts (`text` list, `n`),
  * non-stream JSON or SSE with cumulative `text`/`output_ids`, meta_info with the
- * speculative counters, and hidden-state dumps in extraction mode.
+ * speculative counters, and aerie's capture of every prefill when its plugin is installed.
  */
 import { randomUUID } from 'node:crypto';
 import type { GenRequest, ReqState, RequestKind } from './engine.js';
 import { type Exchange, HttpError, WARMUP_HEADER, sendJson, sseData, startSse } from './http.js';
 import type { ServerContext } from './http.js';
-import { ridProblem } from './dump.js';
 import { SamplingError, type SamplingParams, parseSamplingParams } from './sampling.js';
 import { countPromptTokens, hash32, makeRng, pseudoLogprob, seedKey, splitWords } from './text.js';
 
@@ -20,7 +19,6 @@ export interface Prepared {
   req: GenRequest;
   /** Index in the response list (prompt-major, then n). */
   index: number;
-  dump: Promise<void> | null;
 }
 
 /** Context-length checks, as TokenizerManager._validate_one_request words them. */
@@ -83,12 +81,10 @@ export function prepareGenerate(x: Exchange): { items: Prepared[]; batched: bool
     const ridRaw = Array.isArray(body.rid) ? body.rid[i] : listBatched ? undefined : body.rid;
     const baseRid = typeof ridRaw === 'string' && ridRaw !== '' ? ridRaw : null;
     nMax = Math.max(nMax, params.n);
+    // The model's view of the prompt: the ids as sent, or the target tokenizer's ids of the text (BOS first, as SGLang's tokenizer adds it).
+    const ids = p.ids ?? ctx.lm.tok.encode(p.text!, true);
     for (let c = 0; c < params.n; c++) {
       const rid = (baseRid ?? randomUUID().replace(/-/g, '')) + (params.n > 1 && baseRid ? `_${c}` : '');
-      if (ctx.dumper && baseRid) {
-        const problem = ridProblem(rid);
-        if (problem) throw new HttpError(400, problem);
-      }
       const req: GenRequest = {
         rid,
         key: seedKey(promptText, params.sampling_seed, c),
@@ -96,13 +92,15 @@ export function prepareGenerate(x: Exchange): { items: Prepared[]; batched: bool
         promptUnits: p.text !== null ? splitWords(p.text) : p.ids!.map(String),
         params: { ...params, max_new_tokens: params.max_new_tokens ?? ctx.resolved.contextLen - promptTokens - 1 },
         kind,
+        context: ids,
+        bareFirst: p.ids === null,
       };
-      const item: Prepared = { req, index: items.length, dump: null };
-      if (ctx.dumper && baseRid) {
-        const dumper = ctx.dumper;
-        req.onPrefill = (r) => (item.dump = dumper.write(r.req.rid, r.req.promptTokens));
-      }
-      items.push(item);
+      const capture = ctx.capture;
+      // Every prefill reaches the plugin's hook, with or without a client rid (SGLang makes one:
+      // uuid4().hex), the server's own warmup included; the file is written before SGLang's own
+      // result processing, so before the response (py/aerie_hs/sglang_hook.py _prefill_wrapper).
+      if (capture) req.onPrefill = (r) => capture.capture(r.req.rid, ids, kind === 'real');
+      items.push({ req, index: items.length });
     }
   });
   return { items, batched: listBatched || nMax > 1, body };
@@ -179,7 +177,6 @@ export async function handleGenerate(x: Exchange): Promise<void> {
   });
   const finals = items.map(async (item, i) => {
     await states[i].done;
-    if (item.dump) await item.dump;
     if (streaming) sseData(x, output(ctx, states[i], true, body, batched ? item.index : null));
   });
   await Promise.all(finals);

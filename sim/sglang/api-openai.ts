@@ -93,6 +93,9 @@ async function run(x: Exchange, body: Body, plan: Plan, chat: boolean): Promise<
     promptUnits: splitWords(plan.prompt),
     params: { ...plan.params, max_new_tokens: maxNew },
     kind: 'real',
+    // A chat prompt under the target's Llama 3 template ends "<|end_header_id|>\n\n"; a completion prompt is its text's ids.
+    context: chat ? ctx.lm.chatTail() : ctx.lm.tok.encode(plan.prompt, true),
+    bareFirst: true,
   });
   const states: ReqState[] = [];
   const sentText: string[] = [];

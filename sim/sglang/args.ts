@@ -99,6 +99,10 @@ const FLAGS: readonly FlagSpec[] = [
   f('--enable-deterministic-inference', 'bool', false),
   f('--allow-auto-truncate', 'bool', false),
   f('--enable-return-hidden-states', 'bool', false),
+  // sglang==0.5.23:sglang/srt/arg_groups/fields/exec_.py:130-156
+  f('--enable-return-aux-hidden-states', 'bool', false),
+  f('--return-aux-hidden-state-layer-ids', 'int-list'),
+  f('--disable-piecewise-cuda-graph', 'bool', false),
 ];
 
 export type ServerArgs = Record<string, unknown>;

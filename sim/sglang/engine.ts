@@ -11,7 +11,8 @@ import type { SimLog } from './log.js';
 import type { AcceptPlan } from './model.js';
 import { PrefixCache } from './radix.js';
 import type { SamplingParams } from './sampling.js';
-import { hash32, makeRng, naturalLength, tokenStream, wordOfId } from './text.js';
+import type { SimLM } from './lm.js';
+import { hash32, makeRng, naturalLength } from './text.js';
 
 export type FinishReason =
   | { type: 'stop'; matched: number | string }
@@ -29,6 +30,10 @@ export interface GenRequest {
   promptUnits: string[];
   params: SamplingParams & { max_new_tokens: number };
   kind: RequestKind;
+  /** The prompt's ids as the model sees them (at least the last two); none = a BOS-only context. */
+  context?: number[];
+  /** First word without its leading space (text and chat prompts); false for input_ids prompts. */
+  bareFirst?: boolean;
   onPrefill?: (r: ReqState) => void;
   onProgress?: (r: ReqState) => void;
 }
@@ -49,9 +54,9 @@ export class ReqState {
   readonly naturalLen: number;
   readonly acceptRand: () => number;
 
-  constructor(readonly req: GenRequest) {
+  constructor(readonly req: GenRequest, readonly lm: SimLM) {
     this.done = new Promise((r) => (this.resolveDone = r));
-    this.nextToken = tokenStream(req.key);
+    this.nextToken = lm.stream(req.context ?? [], req.params.temperature, req.key, req.bareFirst ?? true);
     this.naturalLen = req.params.ignore_eos ? Infinity : naturalLength(req.key);
     this.acceptRand = makeRng(hash32('acc:' + req.key));
   }
@@ -67,6 +72,7 @@ export class ReqState {
 
 export interface EngineOptions {
   log: SimLog;
+  lm: SimLM;
   spec: SpecShape | null;
   accept: AcceptPlan | null;
   maxRunning: number;
@@ -119,7 +125,7 @@ export class Engine {
   }
 
   submit(req: GenRequest): ReqState {
-    const r = new ReqState(req);
+    const r = new ReqState(req, this.o.lm);
     this.waiting.push(r);
     this.wake();
     return r;
@@ -282,7 +288,7 @@ export class Engine {
       return;
     }
     const id = r.nextToken();
-    const word = wordOfId(id);
+    const word = r.lm.wordOf(id);
     r.outputIds.push(id);
     if (mayStop && p.stop_token_ids.includes(id)) {
       r.finishReason = { type: 'stop', matched: id };

@@ -7,8 +7,10 @@
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { HiddenStateDumper } from './dump.js';
+import { randomUUID } from 'node:crypto';
+import type { CaptureWriter } from './capture.js';
 import type { Engine } from './engine.js';
+import type { SimLM } from './lm.js';
 import type { SimLog } from './log.js';
 import type { AcceptPlan, ModelConfig } from './model.js';
 import type { Resolved, SimEnv } from './settings.js';
@@ -26,7 +28,9 @@ export interface ServerContext {
   resolved: Resolved;
   accept: AcceptPlan | null;
   engine: Engine;
-  dumper: HiddenStateDumper | null;
+  lm: SimLM;
+  /** aerie's capture plugin, when it is loaded and installed (capture-start.ts). */
+  capture: CaptureWriter | null;
   status: Status;
   startedAtSec: number;
 }
@@ -155,11 +159,18 @@ async function health(x: Exchange): Promise<void> {
   if (ctx.status === 'starting') return sendEmpty(x, 503);
   if (!ctx.env.healthGeneration && x.path === '/health') return sendEmpty(x, 200);
   const tic = performance.now();
+  // sglang==0.5.23:sglang/srt/entrypoints/http_server.py:751-760: input_ids [0], rid HEALTH_CHECK_<uuid hex>
+  const rid = `HEALTH_CHECK_${randomUUID().replace(/-/g, '')}`;
+  const capture = ctx.capture;
   const probe = ctx.engine.submit({
-    rid: `HEALTH_CHECK_${Date.now()}`,
+    rid,
     key: 'health',
     promptTokens: 1,
     promptUnits: ['0'],
+    context: [0],
+    bareFirst: false,
+    // The capture sees every prefill, the probe's too: a HEALTH_CHECK_* dump per probe.
+    onPrefill: capture ? () => capture.capture(rid, [0], false) : undefined,
     params: {
       max_new_tokens: 1, min_new_tokens: 0, temperature: 0, top_p: 1, top_k: -1, min_p: 0, frequency_penalty: 0,
       presence_penalty: 0, repetition_penalty: 1, stop: [], stop_token_ids: [], ignore_eos: false,

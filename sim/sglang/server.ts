@@ -8,14 +8,16 @@ import path from 'node:path';
 import { handleGenerate } from './api-native.js';
 import { handleChat, handleCompletion } from './api-openai.js';
 import { ArgparseError, PROG, type Parsed, parseLaunchArgs, serverArgsRepr, usageLine } from './args.js';
-import { HiddenStateDumper } from './dump.js';
+import { captureStart } from './capture-start.js';
 import { Engine } from './engine.js';
 import { FaultGate } from './faults.js';
 import { type ServerContext, createHttpServer } from './http.js';
+import { SimLM } from './lm.js';
 import { SimLog } from './log.js';
 import { type ModelConfig, acceptPlan, hasConfig, readModelConfig } from './model.js';
 import { type Resolved, type SimEnv, SimEnvError, readSimEnv, resolveServerArgs } from './settings.js';
 import { runStartup } from './startup.js';
+import { SimTokenizer } from './tokenizer.js';
 import { FIRST_DECODE_ERROR, MISSING_MODULE, PyError, bindError, firstDecodeFrames, schedulerException } from './tracebacks.js';
 
 function listen(server: http.Server, port: number, host: string): Promise<void> {
@@ -122,8 +124,11 @@ export async function runSglang(argv: string[]): Promise<number> {
     end(1);
   };
 
+  const lm = new SimLM(SimTokenizer.forModel(target.path));
+  const capture = captureStart({ log, env, procEnv: process.env, argv, target, resolved, lm });
   const engine = new Engine({
     log,
+    lm,
     spec,
     accept,
     maxRunning: resolved.maxRunning,
@@ -149,7 +154,8 @@ export async function runSglang(argv: string[]): Promise<number> {
     resolved,
     accept,
     engine,
-    dumper: env.dumpDir ? new HiddenStateDumper(env.dumpDir, target.hiddenSize) : null,
+    lm,
+    capture: null,
     status: 'starting',
     startedAtSec: Math.floor(Date.now() / 1000),
   };
@@ -168,7 +174,6 @@ export async function runSglang(argv: string[]): Promise<number> {
   process.once('SIGTERM', shutdown);
   process.once('SIGINT', shutdown);
 
-  await ctx.dumper?.prepare();
   const server = createHttpServer(ctx, {
     '/generate': { methods: ['POST', 'PUT'], handler: handleGenerate },
     '/v1/chat/completions': { methods: ['POST'], handler: handleChat },
@@ -193,7 +198,13 @@ export async function runSglang(argv: string[]): Promise<number> {
   };
   if (ended) return exited;
 
-  runStartup({ ctx, faults, drafter, host, port, fail, bind }).catch((e: unknown) => {
+  /** The scheduler died before its try block: no sigquit notice, the launcher's own error. */
+  const die = (text: string) => {
+    log.raw(text);
+    ctx.engine.halt();
+    end(1);
+  };
+  runStartup({ ctx, faults, drafter, host, port, fail, die, bind, capture }).catch((e: unknown) => {
     log.raw(`Traceback (most recent call last):\n  File "sglang/launch_server.py", line 24, in <module>\nRuntimeError: ${(e as Error).message}`);
     end(1);
   });

@@ -6,7 +6,8 @@
 import type { Parsed, ServerArgs } from './args.js';
 import type { SpecShape } from './latency.js';
 import { type ModelConfig, isDeepseekLike, kvBytesPerToken, weightGiB } from './model.js';
-import { PyError, specParamsAssertion } from './tracebacks.js';
+import { HS_FAULTS, type HsFault } from './capture.js';
+import { PyError, auxCaptureError, specParamsAssertion } from './tracebacks.js';
 
 export const FAULTS = ['missing-module', 'exit-during-load', 'oom-during-load', 'never-ready', 'crash-first-decode'] as const;
 export type Fault = (typeof FAULTS)[number];
@@ -20,7 +21,10 @@ export interface SimEnv {
   prefillScale: number;
   fault: Fault | null;
   faultOnce: string | null;
-  dumpDir: string | null;
+  /** AERIE_SIM_HS_FAULT: how the capture's dumps go wrong (capture.ts). */
+  hsFault: HsFault | null;
+  /** AERIE_SIM_HS_FAULT_EVERY: the fault strikes every K-th request (default 1). */
+  hsFaultEvery: number;
   specV2: boolean;
   healthGeneration: boolean;
   healthTimeoutS: number;
@@ -43,13 +47,20 @@ export function readSimEnv(env: NodeJS.ProcessEnv): SimEnv {
   if (fault !== null && !(FAULTS as readonly string[]).includes(fault)) {
     throw new SimEnvError(`AERIE_SIM_FAULT must be one of ${FAULTS.join(', ')}; got '${fault}'`);
   }
+  const hsFault = env.AERIE_SIM_HS_FAULT || null;
+  if (hsFault !== null && !(HS_FAULTS as readonly string[]).includes(hsFault)) {
+    throw new SimEnvError(`AERIE_SIM_HS_FAULT must be one of ${HS_FAULTS.join(', ')}; got '${hsFault}'`);
+  }
+  const every = env.AERIE_SIM_HS_FAULT_EVERY ?? '';
+  if (every !== '' && !/^[1-9]\d*$/.test(every)) throw new SimEnvError(`AERIE_SIM_HS_FAULT_EVERY must be a positive integer, got '${every}'`);
   return {
     timeScale: scale(env, 'AERIE_SIM_TIME_SCALE'),
     decodeScale: scale(env, 'AERIE_SIM_DECODE_SCALE'),
     prefillScale: env.AERIE_SIM_PREFILL_SCALE ? scale(env, 'AERIE_SIM_PREFILL_SCALE') : scale(env, 'AERIE_SIM_DECODE_SCALE'),
     fault: fault as Fault | null,
     faultOnce: env.AERIE_SIM_FAULT_ONCE || null,
-    dumpDir: env.SGLANG_HS_DUMP_DIR || null,
+    hsFault: hsFault as HsFault | null,
+    hsFaultEvery: every === '' ? 1 : Number(every),
     specV2: truthy(env.SGLANG_ENABLE_SPEC_V2, false),
     healthGeneration: truthy(env.SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION, true),
     healthTimeoutS: Number(env.SGLANG_HEALTH_CHECK_TIMEOUT) > 0 ? Number(env.SGLANG_HEALTH_CHECK_TIMEOUT) : 20,
@@ -73,6 +84,39 @@ export interface Resolved {
   memory: { availStart: number; weights: number; availAfterLoad: number; kvGiB: number; availAfterPool: number };
 }
 
+/**
+ * --enable-return-aux-hidden-states: aux capture on a target without a draft; the speculative
+ * algorithm only names the capture convention and is reset to None, so no draft is loaded
+ * (sglang==0.5.23:sglang/srt/arg_groups/validation_hook.py:697-760, same checks and wording).
+ */
+function handleAuxHiddenStateCapture(a: ServerArgs): void {
+  const ids = a.return_aux_hidden_state_layer_ids as number[] | null;
+  a.aux_hidden_state_capture = null;
+  if (!a.enable_return_aux_hidden_states) {
+    if (ids !== null) throw new PyError(auxCaptureError('--return-aux-hidden-state-layer-ids requires --enable-return-aux-hidden-states.'));
+    return;
+  }
+  const method = String(a.speculative_algorithm ?? '').toUpperCase();
+  if (!['EAGLE3', 'DFLASH', 'DSPARK'].includes(method)) {
+    throw new PyError(auxCaptureError('--enable-return-aux-hidden-states needs --speculative-algorithm EAGLE3, DFLASH or DSPARK to name ' +
+      `the capture convention, got ${a.speculative_algorithm === null ? 'None' : `'${a.speculative_algorithm}'`}.`));
+  }
+  if (a.speculative_draft_model_path !== null) {
+    throw new PyError(auxCaptureError('--enable-return-aux-hidden-states captures without a draft; drop --speculative-draft-model-path.'));
+  }
+  if (a.pp_size !== 1) {
+    throw new PyError(auxCaptureError('--enable-return-aux-hidden-states only supports pp_size == 1: the capture hooks only see the layers on the last pipeline rank.'));
+  }
+  if (ids !== null) {
+    if (ids.some((i) => i < 0)) throw new PyError(auxCaptureError(`--return-aux-hidden-state-layer-ids must be non-negative, got [${ids.join(', ')}].`));
+    if (new Set(ids).size !== ids.length) throw new PyError(auxCaptureError(`--return-aux-hidden-state-layer-ids must not repeat a layer, got [${ids.join(', ')}].`));
+  }
+  a.speculative_algorithm = null;
+  a.aux_hidden_state_capture = method.toLowerCase();
+  // sglang==0.5.23:sglang/srt/arg_groups/serving_hook.py:712-727
+  a.return_hidden_states_mode ??= 'full';
+}
+
 /** Apply SGLang's post-init rules; throws PyError where SGLang would raise. */
 export function resolveServerArgs(parsed: Parsed, target: ModelConfig, env: SimEnv): Resolved {
   const a: ServerArgs = { ...parsed.args };
@@ -87,6 +131,7 @@ export function resolveServerArgs(parsed: Parsed, target: ModelConfig, env: SimE
   a.sampling_backend ??= 'flashinfer';
   a.random_seed ??= Math.floor(Math.random() * 2 ** 30);
 
+  handleAuxHiddenStateCapture(a);
   let algorithm = (a.speculative_algorithm as string | null) ?? null;
   let spec: SpecShape | null = null;
   if (algorithm === 'NEXTN') algorithm = a.speculative_algorithm = 'EAGLE';

@@ -5,6 +5,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { CaptureStart } from './capture-start.js';
 import type { FaultGate } from './faults.js';
 import { type ServerContext, WARMUP_HEADER } from './http.js';
 import type { ModelConfig } from './model.js';
@@ -40,6 +41,9 @@ export interface StartupDeps {
   port: number;
   /** Print a traceback and end the process with exit code 1. */
   fail(text: string): void;
+  /** Print text and end with exit code 1, without the sigquit notice (a scheduler dead before its try block). */
+  die(text: string): void;
+  capture: CaptureStart;
   /** Start listening; false when the port is taken (the process is then ending). */
   bind(): Promise<boolean>;
 }
@@ -76,6 +80,8 @@ export async function runStartup(d: StartupDeps): Promise<void> {
   const m = r.memory;
 
   log.info('Using default HuggingFace chat template with detected content format: string');
+  const pluginDeath = d.capture.plugins();
+  if (pluginDeath !== null) return d.die(pluginDeath);
   all('Init torch distributed begin.');
   await wait(PHASE_SECONDS.initDistributed);
   all('Init torch distributed ends. mem usage=0.55 GB');
@@ -99,6 +105,9 @@ export async function runStartup(d: StartupDeps): Promise<void> {
     log.raw(`Loading safetensors checkpoint shards: ${pct}% Completed | ${s}/${shards} [${clock(el)}<${clock(rate > 0 ? (shards - s) / rate : 0)}, ${rate.toFixed(2)}it/s]`);
   }
   log.raw('');
+  const weightsError = d.capture.weights();
+  if (weightsError !== null) return d.fail(weightsError);
+  ctx.capture = d.capture.writer;
   all(`Load weight end. type=${target.architectures[0] ?? 'LlamaForCausalLM'}, dtype=torch.bfloat16, avail mem=${gb(m.availAfterLoad)} GB, mem usage=${gb(m.weights)} GB.`);
 
   await wait(PHASE_SECONDS.memoryPool);

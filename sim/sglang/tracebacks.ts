@@ -64,6 +64,14 @@ export function configMissingKey(path: string, key: string, arch: string): strin
   );
 }
 
+/** A ValueError from the 0.5.23 argument resolution (arg_groups/validation_hook.py). */
+export function auxCaptureError(message: string): string {
+  return launchTraceback(
+    [[`${SITE}/sglang/srt/arg_groups/validation_hook.py`, 715, 'handle_aux_hidden_state_capture', 'raise ValueError(']],
+    `ValueError: ${message}`,
+  );
+}
+
 export function specParamsAssertion(): string {
   return launchTraceback(
     [[`${SITE}/sglang/srt/server_args.py`, 1820, '_handle_speculative_decoding', 'assert (']],

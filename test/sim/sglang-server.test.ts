@@ -13,6 +13,7 @@ describe('simulated SGLang server: readiness, native and OpenAI APIs', () => {
     sim = await Sim.start(['--model-path', MODEL, '--decode-log-interval', '5'], {
       AERIE_SIM_TIME_SCALE: '0.02',
       AERIE_SIM_DECODE_SCALE: '0.05',
+      // No SGLang release reads it (conformance.md S1): set, it must change nothing.
       SGLANG_HS_DUMP_DIR: dumpDir,
     });
   });
@@ -119,17 +120,13 @@ describe('simulated SGLang server: readiness, native and OpenAI APIs', () => {
     expect(r.body.choices[0].text.split(' ')).toHaveLength(5);
   });
 
-  it('writes <rid>.hs dumps of prompt_tokens x 3 x hidden x 2 bytes under SGLANG_HS_DUMP_DIR', async () => {
+  it('ignores SGLANG_HS_DUMP_DIR, as every SGLang release does: no dump files, any rid accepted', async () => {
     const text = 'one two three four five six seven eight nine ten';
     const r = await sim.json('/generate', { text, rid: 'sample-0001', sampling_params: { max_new_tokens: 0 } });
     expect(r.status).toBe(200);
-    const st = await fs.stat(path.join(dumpDir, 'sample-0001.hs'));
-    expect(st.size).toBe(10 * 3 * 512 * 2);
-    await sim.json('/generate', { text: 'no rid here', sampling_params: { max_new_tokens: 1 } });
-    const names = await fs.readdir(dumpDir);
-    expect(names).toEqual(['sample-0001.hs']);
-    const bad = await sim.json('/generate', { text, rid: '../escape', sampling_params: { max_new_tokens: 0 } });
-    expect(bad.status).toBe(400);
+    const odd = await sim.json('/generate', { text, rid: '../escape', sampling_params: { max_new_tokens: 0 } });
+    expect(odd.status).toBe(200);
+    expect(await fs.readdir(dumpDir)).toEqual([]);
   });
 
   it('/flush_cache refuses while a request is in flight, then flushes and resets cached_tokens', async () => {

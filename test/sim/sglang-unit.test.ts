@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { ArgparseError, parseLaunchArgs, serverArgsRepr } from '../../sim/sglang/args.js';
-import { dumpBytes } from '../../sim/sglang/dump.js';
 import { H100_8B, chainAcceptProbability, drawAcceptLength, steadyThroughput } from '../../sim/sglang/latency.js';
 import { type ModelConfig, acceptPlan } from '../../sim/sglang/model.js';
 import { SamplingError, parseSamplingParams } from '../../sim/sglang/sampling.js';
 import { readSimEnv, resolveServerArgs } from '../../sim/sglang/settings.js';
-import { countPromptTokens, makeRng, naturalLength, renderChat, tokenStream } from '../../sim/sglang/text.js';
+import { SimLM } from '../../sim/sglang/lm.js';
+import { countPromptTokens, makeRng, naturalLength, renderChat } from '../../sim/sglang/text.js';
+import { SimTokenizer } from '../../sim/sglang/tokenizer.js';
 
 const target: ModelConfig = {
   path: '/m', architectures: ['LlamaForCausalLM'], modelType: 'llama', hiddenSize: 4096, numLayers: 32, vocabSize: 128256,
@@ -126,15 +127,12 @@ describe('deterministic text and sizes', () => {
   });
 
   it('derives words and natural length from the prompt only', () => {
-    const a = tokenStream('p');
-    const b = tokenStream('p');
+    const lm = new SimLM(SimTokenizer.forModel('/nonexistent'));
+    const a = lm.stream([0], 0.7, 'p', true);
+    const b = lm.stream([0], 0.7, 'p', true);
     expect([a(), a(), a()]).toEqual([b(), b(), b()]);
     expect(naturalLength('x')).toBe(naturalLength('x'));
     expect(naturalLength('x')).toBeGreaterThanOrEqual(24);
-  });
-
-  it('sizes dumps as prompt_tokens x 3 x hidden x 2 bytes', () => {
-    expect(dumpBytes(10, 512)).toBe(30720);
   });
 });
 
