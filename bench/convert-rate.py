@@ -2,6 +2,10 @@
 against a plain `cp` of the same dump bytes on the same filesystem, in the same run.
 
   python3 bench/convert-rate.py [--samples 2000] [--hidden 4096] [--tokens 200] [--dir /dev/shm/x] [--batch N]
+                                [--py FOLDER [--py FOLDER2 ...]]
+
+--py names the folder holding the aerie_hs package to time (default py/); given more than once,
+each converter runs on every batch right after the same `cp`, so versions are compared in one run.
 
 Synthetic dumps (T drawn around --tokens, bf16 bytes from one random block) are made batch by
 batch so that dumps, their copy and the converted files fit the filesystem (3 × a batch at a
@@ -79,7 +83,9 @@ def main():
     ap.add_argument("--dir", default="/dev/shm/aerie-convert-rate")
     ap.add_argument("--batch", type=int, default=250)
     ap.add_argument("--group", type=int, default=1000)
+    ap.add_argument("--py", action="append", default=None, help="folder holding the aerie_hs package to time")
     a = ap.parse_args()
+    a.py = [os.path.abspath(p) for p in (a.py or [os.path.join(ROOT, "py")])]
     if a.gen:
         return generate(a)
     # The converter's peak RSS is read from wait4, and Linux carries a process's high-water mark
@@ -87,7 +93,7 @@ def main():
     # measured is the converter's own.
     shutil.rmtree(a.dir, ignore_errors=True)
     out = os.path.join(a.dir, "out")
-    tot = {"bytes": 0, "cp": 0.0, "conv": 0.0, "rss": 0, "out": 0}
+    tot = {"bytes": 0, "cp": 0.0, "conv": [0.0] * len(a.py), "rss": [0] * len(a.py), "out": 0}
     done = 0
     while done < a.samples:
         n = min(a.batch, a.samples - done)
@@ -102,27 +108,33 @@ def main():
         names = sorted(os.path.join(dumps, x) for x in os.listdir(dumps))
         dt, _ = run_timed(["cp"] + names + [copy])
         tot["cp"] += dt
-        dt, rss = run_timed([sys.executable, "-m", "aerie_hs.ckpt", "convert", "--dumps", dumps, "--ids", ids_path,
-                             "--out", out, "--file-group-size", str(a.group), "--hidden-size", str(a.hidden)])
-        tot["conv"] += dt
-        tot["rss"] = max(tot["rss"], rss)
-        for d, _, fs in os.walk(out):
-            for x in fs:
-                if x.endswith(".ckpt"):
-                    tot["out"] += os.path.getsize(os.path.join(d, x))
-                    os.unlink(os.path.join(d, x))
+        # versions take turns going first, batch by batch, so neither always finds a fresh page cache
+        order = list(range(len(a.py)))
+        for v in order[::-1] if (done // a.batch) % 2 else order:
+            os.environ["PYTHONPATH"] = a.py[v]
+            dt, rss = run_timed([sys.executable, "-m", "aerie_hs.ckpt", "convert", "--dumps", dumps, "--ids", ids_path,
+                                 "--out", out + str(v), "--file-group-size", str(a.group), "--hidden-size", str(a.hidden)])
+            tot["conv"][v] += dt
+            tot["rss"][v] = max(tot["rss"][v], rss)
+            for d, _, fs in os.walk(out + str(v)):
+                for x in fs:
+                    if x.endswith(".ckpt"):
+                        if v == 0:
+                            tot["out"] += os.path.getsize(os.path.join(d, x))
+                        os.unlink(os.path.join(d, x))
         shutil.rmtree(dumps)
         shutil.rmtree(copy)
         done += n
     mb = tot["bytes"] / 1e6
-    with open(os.path.join(out, "index.jsonl")) as f:
+    with open(os.path.join(out + "0", "index.jsonl")) as f:
         rows = sum(1 for _ in f)
     shutil.rmtree(a.dir, ignore_errors=True)
     print("samples %d (indexed %d), hidden %d, T~%d, dump bytes %.1f MB, ckpt bytes %.1f MB, dir %s, batch %d"
           % (a.samples, rows, a.hidden, a.tokens, mb, tot["out"] / 1e6, a.dir, a.batch))
     print("cp        %8.1f MB/s  (%.2f s)" % (mb / tot["cp"], tot["cp"]))
-    print("convert   %8.1f MB/s  (%.2f s)  = %.0f%% of cp" % (mb / tot["conv"], tot["conv"], 100 * tot["cp"] / tot["conv"]))
-    print("convert peak RSS %.1f MB" % (tot["rss"] / 1e6))
+    for v, pkg in enumerate(a.py):
+        print("convert   %8.1f MB/s  (%.2f s)  = %.0f%% of cp  peak RSS %.1f MB  [%s]"
+              % (mb / tot["conv"][v], tot["conv"][v], 100 * tot["cp"] / tot["conv"][v], tot["rss"][v] / 1e6, os.path.relpath(pkg, ROOT)))
 
 
 if __name__ == "__main__":

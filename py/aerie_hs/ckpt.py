@@ -24,11 +24,11 @@ copied into the entry without being decoded.
 """
 import argparse
 import json
-import mmap
 import os
 import struct
 import sys
 import zipfile
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
 if __package__ in (None, ""):
@@ -36,10 +36,10 @@ if __package__ in (None, ""):
 from aerie_hs.safetensors_dump import DumpError, check_dump, read_header  # noqa: E402
 from aerie_hs.torch_save import ALIGN, TorchZip, feature_pickle  # noqa: E402
 
-# Per window the pool's threads take the CRC of its parts while this thread writes it; a few MB
-# keeps the RSS small and the syscalls few.
-WINDOW = 8 << 20
-CRC_THREADS = 4
+# Files written at once, one per worker thread, each copying through a 1 MiB buffer of its own
+# (torch_save.TorchZip.copy): the RSS stays small whatever the dumps' size. Four reach 1.4-1.6x
+# cp on the 16-core H200 host (bench/convert-rate.md); more would take cores from the server.
+THREADS = max(1, min(4, os.cpu_count() or 1))
 
 
 def feature_layout(t, h):
@@ -47,34 +47,25 @@ def feature_layout(t, h):
             ("aux_hidden_state", "bfloat16", (1, t, 3 * h)), ("hidden_state", "bfloat16", (1, t, h))]
 
 
-def _copy(z, src, begin, end, pool):
-    """Stream bytes [begin, end) of the mapped dump into the open zip entry, window by window.
-
-    CRC and write read the mapped page cache directly (no copy into a buffer of ours), and each
-    window is unmapped once written, so the process holds about one window of the dump however
-    large it is.
-    """
-    at = begin
-    while at < end:
-        stop = min(end, (at // WINDOW + 1) * WINDOW)
-        with memoryview(src)[at:stop] as view:
-            z.data(view, pool)
-        lo = at // mmap.PAGESIZE * mmap.PAGESIZE
-        src.madvise(mmap.MADV_DONTNEED, lo, stop - lo)
-        at = stop
-
-
-def write_features(final, ids, mask, dump, fsync=False, pool=None):
+def write_features(final, ids, mask, dump, fsync=False):
     """Write one record for dump under a temp name beside `final`, then rename it into place;
     returns the file's size in bytes."""
+    tmp, size = _write_tmp(final, ids, mask, dump, fsync)
+    os.replace(tmp, final)
+    return size
+
+
+def _write_tmp(final, ids, mask, dump, fsync):
+    """The record, complete, under a hidden temp name beside `final` (SpecForge's reader and a
+    glob for *.ckpt pass it by); returns that name and its size. Nothing is left on a failure."""
     t, h = len(ids), dump.tensors["hidden_state"].shape[1]
     stem = os.path.basename(final).rsplit(".", 1)[0]
     tmp = os.path.join(os.path.dirname(final), ".%s.%d.tmp" % (os.path.basename(final), os.getpid()))
     try:
-        with open(tmp, "wb", buffering=0) as f, open(dump.path, "rb", buffering=0) as raw, \
-                mmap.mmap(raw.fileno(), 0, prot=mmap.PROT_READ) as src:
-            if len(src) != dump.size:
-                raise DumpError("%s: changed size from %d to %d since its header was read" % (dump.path, dump.size, len(src)))
+        with open(tmp, "wb", buffering=0) as f, open(dump.path, "rb", buffering=0) as raw:
+            now = os.fstat(raw.fileno()).st_size
+            if now != dump.size:
+                raise DumpError("%s: changed size from %d to %d since its header was read" % (dump.path, dump.size, now))
             z = TorchZip(f, stem)
             z.add("data.pkl", feature_pickle(feature_layout(t, h)))
             z.add(".format_version", b"1")
@@ -84,18 +75,15 @@ def write_features(final, ids, mask, dump, fsync=False, pool=None):
             z.add("data/1", struct.pack("<%dq" % t, *mask))
             for k, name in ((2, "aux_hidden_state"), (3, "hidden_state")):
                 x = dump.tensors[name]
-                z.begin("data/%d" % k)
-                _copy(z, src, x.begin, x.end, pool)
-                z.end()
+                z.copy("data/%d" % k, raw.fileno(), x.begin, x.end)
             z.finish()
             if fsync:
                 os.fsync(f.fileno())
-        os.replace(tmp, final)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    return z.pos
+    return tmp, z.pos
 
 
 def verify_features(path, ids, mask):
@@ -172,73 +160,152 @@ def _remove(path):
         pass
 
 
-def convert(dumps, ids_path, out, group, start=0, hidden=None, fsync=False, log=print, remove_dumps=False):
+class _Entry(object):
+    """One sample's outcome, settled in file order: a line to log (and a dump to remove), or a
+    file being written on a worker whose rename, index line and log wait their turn."""
+    __slots__ = ("sample", "key", "lines", "dump", "future", "i", "new", "final", "ntok")
+
+    def __init__(self, sample, key, lines, dump=None, future=None, i=None, new=False, final=None):
+        self.sample, self.key, self.lines, self.dump, self.future = sample, key, lines, dump, future
+        self.i, self.new, self.final = i, new, final
+
+    def discard(self):
+        """A written temp file that will not be published is deleted."""
+        if self.future is not None:
+            try:
+                _remove(self.future.result()[0])
+            except Exception:  # it failed, and _write_tmp left nothing
+                pass
+
+
+class _Converter(object):
+    """The converter's bookkeeping on the main thread; the workers only write temp files.
+
+    Samples are planned in file order (index reserved, dump header checked) and written by up
+    to `threads` workers at once, each its own file: one file's writes serialize on its inode,
+    so parallel files are what lets the converter keep up with `cp` (bench/convert-rate.md).
+    Renames, index lines and log lines happen in file order, so index.jsonl and stdout read as
+    a serial run's. A write that fails after later samples took the indices after it rewinds
+    them: their temp files go and they are planned again, so `i` has no gaps."""
+
+    def __init__(self, dumps, ids_path, out, group, start, hidden, fsync, log, remove_dumps, threads):
+        self.dumps, self.ids_path, self.out, self.group = dumps, ids_path, out, group
+        self.hidden, self.fsync, self.log, self.remove_dumps = hidden, fsync, log, remove_dumps
+        self.threads = threads
+        self.index_path = os.path.join(out, "index.jsonl")
+        self.by_id, top = _load_index(self.index_path)
+        self.nxt = max(start, top + 1)
+        # rejected: lines the tokenizer already refused (counted there, not a conversion failure)
+        self.counts = {"written": 0, "skipped": 0, "missing": 0, "rejected": 0, "failed": 0}
+        self.seen, self.todo, self.queue = set(), deque(), deque()
+
+    def run(self):
+        source = _samples(self.ids_path)
+        with open(self.index_path, "ab", buffering=0) as self.index, ThreadPoolExecutor(self.threads) as self.pool:
+            try:
+                while True:
+                    sample = self.todo.popleft() if self.todo else next(source, None)
+                    if sample is None:
+                        if not self.queue:
+                            break
+                        self._settle(self.queue.popleft())  # may rewind samples into todo
+                        continue
+                    self.queue.append(self._plan(sample))
+                    while self.queue and (len(self.queue) > 2 * self.threads or self.queue[0].future is None
+                                          or self.queue[0].future.done()):
+                        self._settle(self.queue.popleft())
+            finally:
+                for e in self.queue:
+                    e.discard()
+        return self.counts
+
+    def _plan(self, sample):
+        sid, ids, mask, err = sample
+        if err is None and sid in self.seen:
+            err = "sample id %r appears twice in %s" % (sid, self.ids_path)
+        if isinstance(err, tuple):
+            return _Entry(sample, "rejected", ["REJECTED %s\t%s" % (sid, err[1])])
+        if err is not None:
+            return _Entry(sample, "failed", ["FAIL %s\t%s" % (sid, err)])
+        self.seen.add(sid)
+        i = self.by_id.get(sid)
+        at = i if i is not None else self.nxt
+        final = os.path.join(group_dir(self.out, at, self.group), "data_%d.ckpt" % at)
+        path = os.path.join(self.dumps, sid + ".safetensors")
+        lines = []
+        if i is not None and os.path.exists(final):
+            try:
+                h = verify_features(final, ids, mask)
+                if self.hidden is None or h == self.hidden:
+                    self.hidden = h
+                    return _Entry(sample, "skipped", ["SKIP %d %s" % (i, sid)], dump=path if self.remove_dumps else None)
+            except (DumpError, zipfile.BadZipFile, OSError, KeyError) as e:
+                lines.append("REDO %d %s\t%s" % (i, sid, e))
+        if not os.path.exists(path):
+            if i is not None:
+                return _Entry(sample, "failed", lines + ["FAIL %s\tindexed as %d but its file is gone and %s is missing" % (sid, i, path)])
+            return _Entry(sample, "missing", lines + ["MISSING %s\tno %s" % (sid, path)])
+        try:
+            dump = read_header(path)
+            self.hidden = check_dump(dump, ids, self.hidden)
+            os.makedirs(os.path.dirname(final), exist_ok=True)
+        except (DumpError, OSError, ValueError) as e:
+            return _Entry(sample, "failed", lines + ["FAIL %s\t%s" % (sid, e)])
+        if i is None:
+            self.nxt += 1
+        future = self.pool.submit(_write_tmp, final, ids, mask, dump, self.fsync)
+        return _Entry(sample, "written", lines, dump=path, future=future, i=at, new=i is None, final=final)
+
+    def _settle(self, e):
+        sid, ids = e.sample[0], e.sample[1]
+        if e.future is not None:
+            try:
+                tmp, size = e.future.result()
+                try:
+                    os.replace(tmp, e.final)
+                except OSError:
+                    _remove(tmp)
+                    raise
+            except (DumpError, OSError, ValueError) as err:
+                self.counts["failed"] += 1
+                for line in e.lines + ["FAIL %s\t%s" % (sid, err)]:
+                    self.log(line)
+                if e.new:
+                    self._rewind(e.i)
+                return
+            if e.new:
+                # One write of one line on an O_APPEND descriptor: a reader never sees half a row.
+                self.index.write((json.dumps({"i": e.i, "id": sid, "tokens": len(ids)}) + "\n").encode())
+                self.by_id[sid] = e.i
+                if self.fsync:
+                    os.fsync(self.index.fileno())
+            e.lines.append("OK %d %s %d %d" % (e.i, sid, len(ids), size))
+        self.counts[e.key] += 1
+        if e.dump is not None and self.remove_dumps:
+            _remove(e.dump)
+        for line in e.lines:
+            self.log(line)
+
+    def _rewind(self, i):
+        """Index i stays free: everything planned after it is planned again."""
+        later = list(self.queue)
+        self.queue.clear()
+        for e in later:
+            e.discard()
+            self.seen.discard(e.sample[0])
+        self.todo.extendleft(e.sample for e in reversed(later))
+        self.nxt = i
+
+
+def convert(dumps, ids_path, out, group, start=0, hidden=None, fsync=False, log=print, remove_dumps=False, threads=None):
     """Returns the counts; every sample lands in exactly one of them, with a line on `log`.
 
     With remove_dumps, a sample's dump is deleted only once its file is renamed into place and
     its index line appended (or, for a SKIP, once the file in place is verified): a crash in
     between leaves the dump, and the rerun writes or skips it again. A FAIL keeps its dump."""
     os.makedirs(out, exist_ok=True)
-    index_path = os.path.join(out, "index.jsonl")
-    by_id, top = _load_index(index_path)
-    nxt = max(start, top + 1)
-    # rejected: lines the tokenizer already refused (counted there, not a conversion failure)
-    counts = {"written": 0, "skipped": 0, "missing": 0, "rejected": 0, "failed": 0}
-    seen = set()
-    with open(index_path, "ab", buffering=0) as index, ThreadPoolExecutor(CRC_THREADS) as pool:
-        for sid, ids, mask, err in _samples(ids_path):
-            if err is None and sid in seen:
-                err = "sample id %r appears twice in %s" % (sid, ids_path)
-            if isinstance(err, tuple):
-                counts["rejected"] += 1
-                log("REJECTED %s\t%s" % (sid, err[1]))
-                continue
-            if err is not None:
-                counts["failed"] += 1
-                log("FAIL %s\t%s" % (sid, err))
-                continue
-            seen.add(sid)
-            i = by_id.get(sid)
-            final = os.path.join(group_dir(out, i if i is not None else nxt, group), "data_%d.ckpt" % (i if i is not None else nxt))
-            if i is not None and os.path.exists(final):
-                try:
-                    h = verify_features(final, ids, mask)
-                    if hidden is None or h == hidden:
-                        hidden = h
-                        counts["skipped"] += 1
-                        if remove_dumps:
-                            _remove(os.path.join(dumps, sid + ".safetensors"))
-                        log("SKIP %d %s" % (i, sid))
-                        continue
-                except (DumpError, zipfile.BadZipFile, OSError, KeyError) as e:
-                    log("REDO %d %s\t%s" % (i, sid, e))
-            path = os.path.join(dumps, sid + ".safetensors")
-            if not os.path.exists(path):
-                key = "failed" if i is not None else "missing"
-                counts[key] += 1
-                log(("FAIL %s\tindexed as %d but its file is gone and %s is missing" % (sid, i, path)) if i is not None
-                    else "MISSING %s\tno %s" % (sid, path))
-                continue
-            try:
-                dump = read_header(path)
-                hidden = check_dump(dump, ids, hidden)
-                os.makedirs(os.path.dirname(final), exist_ok=True)
-                size = write_features(final, ids, mask, dump, fsync, pool)
-            except (DumpError, OSError, ValueError) as e:
-                counts["failed"] += 1
-                log("FAIL %s\t%s" % (sid, e))
-                continue
-            if i is None:
-                i, nxt = nxt, nxt + 1
-                # One write of one line on an O_APPEND descriptor: a reader never sees half a row.
-                index.write((json.dumps({"i": i, "id": sid, "tokens": len(ids)}) + "\n").encode())
-                by_id[sid] = i
-                if fsync:
-                    os.fsync(index.fileno())
-            if remove_dumps:
-                _remove(path)
-            counts["written"] += 1
-            log("OK %d %s %d %d" % (i, sid, len(ids), size))
+    conv = _Converter(dumps, ids_path, out, group, start, hidden, fsync, log, remove_dumps, threads or THREADS)
+    counts = conv.run()
     log("END written=%(written)d skipped=%(skipped)d missing=%(missing)d rejected=%(rejected)d failed=%(failed)d" % counts)
     return counts
 
@@ -254,15 +321,18 @@ def main(argv=None):
     c.add_argument("--start-index", type=int, default=0, help="first data_<i> index when index.jsonl holds none higher")
     c.add_argument("--hidden-size", type=int, default=None, help="refuse dumps of another hidden size")
     c.add_argument("--fsync", action="store_true", help="fsync each file before its rename (survives power loss, slower)")
+    c.add_argument("--threads", type=int, default=None, help="files written at once (default: min(4, CPUs), here %d)" % THREADS)
     c.add_argument("--remove-dumps", action="store_true",
                    help="delete each dump once its data_<i>.ckpt is in place and indexed, and the dump of a sample already done (SKIP); a FAIL keeps its dump")
     a = ap.parse_args(argv)
     if a.file_group_size <= 0 or a.start_index < 0:
         ap.error("--file-group-size must be > 0 and --start-index >= 0")
+    if a.threads is not None and a.threads <= 0:
+        ap.error("--threads must be > 0")
     if not os.path.isdir(a.dumps) or not os.path.isfile(a.ids):
         ap.error("--dumps must be a folder and --ids a file (got %s, %s)" % (a.dumps, a.ids))
     counts = convert(a.dumps, a.ids, a.out, a.file_group_size, a.start_index, a.hidden_size, a.fsync,
-                     log=lambda s: sys.stdout.write(s + "\n"), remove_dumps=a.remove_dumps)
+                     log=lambda s: sys.stdout.write(s + "\n"), remove_dumps=a.remove_dumps, threads=a.threads)
     return 1 if counts["failed"] else 0
 
 

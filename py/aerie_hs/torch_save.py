@@ -29,7 +29,11 @@ byte for byte, serialization id included (checked against test/fixtures/real/tor
   its unordered_set starts at 13 buckets on the first insert and lists a new key first in its
   bucket, or first overall in an empty one (bits/hashtable.h `_M_insert_bucket_begin`).
 """
+import errno
+import functools
+import os
 import struct
+import threading
 import zlib
 
 ALIGN = 64
@@ -183,11 +187,18 @@ def _unordered_order(hashes):
     return out
 
 
-def serialization_id(names, crcs):
+@functools.lru_cache(maxsize=16)
+def _names_hash(names):
+    """Every feature file has the same record names: hashed (in Python, slowly) once."""
     names_hash = 0
     hashes = [_std_hash(n.encode("utf-8")) for n in names]
     for j in _unordered_order(hashes):
         names_hash = _hash_combine(names_hash, hashes[j])
+    return names_hash
+
+
+def serialization_id(names, crcs):
+    names_hash = _names_hash(tuple(names))
     crc_hash = 0
     for c in crcs:
         crc_hash = _hash_combine(crc_hash, c)
@@ -223,9 +234,14 @@ def _x2nmodp(n, k):
     return p
 
 
-# CRC-32 pieces: 2 MiB keeps four threads busy per 8 MiB window; its shift is computed once.
-PART = 2 << 20
+# A copy part: the writing thread reads it into a buffer of its own, takes its CRC there and
+# writes it out, so the dump's bytes leave memory once (a CRC over a mapped dump beside a write
+# from the same map reads them twice) and the buffer is still in cache for the CRC and the write.
+# The converter writes several files at once, one per thread (aerie_hs/ckpt.py), so each thread
+# holds one such buffer. Its shift for crc32_combine is computed once.
+PART = 1 << 20
 _SHIFT = {PART: _x2nmodp(PART, 3)}
+_local = threading.local()
 
 
 def crc32_combine(crc1, crc2, len2):
@@ -236,65 +252,92 @@ def crc32_combine(crc1, crc2, len2):
     return _multmodp(shift, crc1) ^ crc2
 
 
+def _pwrite_all(fd, b, at):
+    view = memoryview(b)
+    while view:  # a write may take less than it is given
+        n = os.pwrite(fd, view, at)
+        view, at = view[n:], at + n
+
+
+def _copy_part(src, s_at, dst, d_at, n):
+    """Bytes [s_at, s_at + n) of src to dst at d_at through this thread's buffer; their CRC-32.
+    preadv, crc32 and pwrite all release the GIL, so threads writing other files run alongside."""
+    buf = getattr(_local, "buf", None)
+    if buf is None:
+        buf = _local.buf = bytearray(PART)
+    view = memoryview(buf)[:n]
+    got = 0
+    while got < n:
+        k = os.preadv(src, [view[got:]], s_at + got)
+        if k == 0:
+            raise OSError(errno.EIO, "source ended at byte %d, %d bytes short" % (s_at + got, n - got))
+        got += k
+    crc = zlib.crc32(view)
+    _pwrite_all(dst, view, d_at)
+    return crc
+
+
 class TorchZip(object):
-    """PyTorchStreamWriter's archive, streamed: each entry's CRC and size follow its data."""
+    """PyTorchStreamWriter's archive. Every byte goes down with pwrite at its own offset: the
+    small entries are gathered and written at once, the large ones copied part by part from the
+    source file, each entry's CRC and size following its data."""
 
     def __init__(self, f, archive):
-        self.f, self.archive, self.pos = f, archive, 0
+        self.fd, self.archive, self.pos = f.fileno(), archive, 0
         self.central, self.names, self.crcs = [], [], []
+        self._pending, self._at = [], 0  # bytes not yet written, and where they go
 
     def _w(self, b):
-        view, n = memoryview(b), len(b)
-        while view:  # a raw write may take less than it is given
-            view = view[self.f.write(view):]
-        self.pos += n
+        self._pending.append(b)
+        self.pos += len(b)
 
-    def begin(self, name):
+    def flush(self):
+        if self._pending:
+            _pwrite_all(self.fd, b"".join(self._pending), self._at)
+        self._pending, self._at = [], self.pos
+
+    def _header(self, name):
         full = ("%s/%s" % (self.archive, name)).encode("utf-8")
         pad = (-(self.pos + 30 + len(full) + 4)) % ALIGN
         if self.pos >= U32:
             raise ValueError("%s: archive passes 4 GiB; torch would switch this entry to zip64 fields" % name)
-        self._entry = (name, full, self.pos)
+        at = self.pos
         self._w(struct.pack("<IHHHHHIIIHH", 0x04034B50, 0, 0x0808, 0, 0, 0, 0, 0, 0, len(full), 4 + pad)
                 + full + b"FB" + struct.pack("<H", pad) + b"Z" * pad)
-        self._crc, self._size, self._head = 0, 0, b""
+        return full, at
 
-    def data(self, b, pool=None):
-        """Append b to the open entry. With a pool, the CRC of each PART runs on the pool's
-        threads while this one writes (zlib.crc32 and a raw write both release the GIL; one
-        thread's CRC is about as slow as the copy), and the parts' CRCs are joined after."""
-        if len(self._head) < 8:
-            self._head += bytes(b[: 8 - len(self._head)])
-        parts = [pool.submit(zlib.crc32, b[k:k + PART]) for k in range(0, len(b), PART)] if pool is not None else None
-        try:
-            self._w(b)
-        finally:
-            if parts is None:
-                self._crc = zlib.crc32(b, self._crc)
-            else:
-                for k, part in enumerate(parts):
-                    self._crc = crc32_combine(self._crc, part.result(), min(PART, len(b) - k * PART))
-        self._size += len(b)
-
-    def end(self):
-        name, full, at = self._entry
-        if self._size >= U32:
-            raise ValueError("%s: %d bytes needs zip64 sizes" % (name, self._size))
+    def _end(self, name, full, at, crc, size, head):
+        if size >= U32:
+            raise ValueError("%s: %d bytes needs zip64 sizes" % (name, size))
         # ostream_write_func folds in the CRC of anything written that starts like a data
         # descriptor; a record's data goes down in one write, so data that happens to begin
         # with PK\x07\x08 counts too.
-        if self._size >= 8 and self._head[:4] == b"PK\x07\x08":
-            self.crcs.append(struct.unpack("<I", self._head[4:8])[0])
-        self._w(struct.pack("<IIII", 0x08074B50, self._crc, self._size, self._size))
-        self.crcs.append(self._crc)
+        if size >= 8 and head[:4] == b"PK\x07\x08":
+            self.crcs.append(struct.unpack("<I", head[4:8])[0])
+        self.crcs.append(crc)
         self.names.append(name)
-        self.central.append(struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 0, 0, 0x0808, 0, 0, 0, self._crc,
-                                        self._size, self._size, len(full), 0, 0, 0, 0, 0, at) + full)
+        self.central.append(struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 0, 0, 0x0808, 0, 0, 0, crc,
+                                        size, size, len(full), 0, 0, 0, 0, 0, at) + full)
+        return struct.pack("<IIII", 0x08074B50, crc, size, size)
 
     def add(self, name, b):
-        self.begin(name)
-        self.data(b)
-        self.end()
+        full, at = self._header(name)
+        self._w(b)
+        self._w(self._end(name, full, at, zlib.crc32(b), len(b), bytes(b[:8])))
+
+    def copy(self, name, src, begin, end):
+        """An entry of bytes [begin, end) of the file descriptor src; what was gathered before
+        it goes down first."""
+        full, at = self._header(name)
+        self.flush()
+        crc, data_at = 0, self.pos
+        for k in range(begin, end, PART):
+            m = min(PART, end - k)
+            c = _copy_part(src, k, self.fd, data_at + (k - begin), m)
+            crc = crc32_combine(crc, c, m) if k > begin else c
+        n = end - begin
+        self.pos = self._at = data_at + n
+        self._w(self._end(name, full, at, crc, n, os.pread(src, 8, begin) if n >= 8 else b""))
 
     def finish(self):
         self.add("version", b"3\n")
@@ -305,3 +348,4 @@ class TorchZip(object):
         self._w(struct.pack("<IQHHIIQQQQ", 0x06064B50, 44, 0x031E, 0x2D, 0, 0, n, n, len(cd), at))
         self._w(struct.pack("<IIQI", 0x07064B50, 0, at + len(cd), 1))
         self._w(struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, n, n, len(cd), at, 0))
+        self.flush()

@@ -203,7 +203,7 @@ describe('the converter', () => {
       ['rank1', 12, 16, 'rank1'], ['sha', 12, 16, 'sha'], ['gone', 12, 16, 'nodump'], ['g2', 30, 16, ''],
     ]);
     await writeFile(join(d, 'ids.jsonl'), (await readFile(join(d, 'ids.jsonl'), 'utf8')) + '{"id": "bad-tok", "error": "no assistant turn"}\n');
-    const args = ['--dumps', join(d, 'dumps'), '--ids', join(d, 'ids.jsonl'), '--out', join(d, 'out'), '--file-group-size', '2'];
+    const args = ['--dumps', join(d, 'dumps'), '--ids', join(d, 'ids.jsonl'), '--out', join(d, 'out'), '--file-group-size', '2', '--threads', '4'];
     const r = await convert(...args);
     expect(r.code).toBe(1);
     const fail = (id: string) => r.lines.find((l) => l.startsWith(`FAIL ${id}\t`)) ?? '';
@@ -245,7 +245,7 @@ describe('the converter', () => {
     await rename(join(d, 'ids.jsonl'), join(d, 'batch1.jsonl'));
     await py(MAKE_DUMPS, d, JSON.stringify([['b2a', 6, 16, ''], ['b2b', 9, 16, ''], ['b2c', 3, 16, '']]));
     await rename(join(d, 'ids.jsonl'), join(d, 'batch2.jsonl'));
-    const run = (batch: string) => convert('--dumps', join(d, 'dumps'), '--ids', join(d, batch), '--out', join(d, 'out'), '--file-group-size', '2', '--remove-dumps');
+    const run = (batch: string) => convert('--dumps', join(d, 'dumps'), '--ids', join(d, batch), '--out', join(d, 'out'), '--file-group-size', '2', '--remove-dumps', '--threads', '3');
     const dumps = async () => (await readdir(join(d, 'dumps'))).sort();
     const at = (i: number) => `rows_${i - (i % 2)}-${i - (i % 2) + 2}/data_${i}.ckpt`;
 
@@ -283,8 +283,45 @@ describe('the converter', () => {
     expect(verified.slice(1).sort()).toEqual(['END 6', ...okSizes].sort());
   });
 
-  it('gets every CRC right when a tensor spans several copy windows and CRC parts (Python\'s zipfile checks them on read)', async () => {
-    // 1500 × 3072 bf16 = 9.2 MB: two 8 MiB windows, each cut into 2 MiB CRC parts, the last ones short.
+  it('writes on several threads yet renames, indexes and logs in file order; a failed write rewinds the samples planned after it, leaving no gap', async () => {
+    const d = await fresh('rewind', [['a', 20, 16, ''], ['b', 21, 16, ''], ['c', 22, 16, ''], ['d', 23, 16, '']]);
+    await exec('cp', ['-r', join(d, 'dumps'), join(d, 'kept')]); // --remove-dumps will take the originals
+    const out = await py(String.raw`
+import json, os, sys, threading
+from aerie_hs import ckpt
+d = sys.argv[1]
+c_started = threading.Event()
+real = ckpt._write_tmp
+def patched(final, ids, mask, dump, fsync):
+    if dump.path.endswith("/c.safetensors"):
+        c_started.set()
+    if dump.path.endswith("/b.safetensors"):
+        # b fails only once c, planned after it, holds the next index (a guard, not a timing)
+        if not c_started.wait(30):
+            raise RuntimeError("c was never planned while b was in flight")
+        raise OSError(28, "No space left on device")
+    return real(final, ids, mask, dump, fsync)
+ckpt._write_tmp = patched
+lines = []
+ckpt.convert(d + "/dumps", d + "/ids.jsonl", d + "/out", 10, log=lines.append, remove_dumps=True, threads=4)
+print(json.dumps({"lines": lines, "files": sorted(os.listdir(d + "/out/rows_0-10")), "dumps": sorted(os.listdir(d + "/dumps"))}))
+`, d);
+    const r = JSON.parse(out) as { lines: string[]; files: string[]; dumps: string[] };
+    expect(r.lines).toEqual([`OK 0 a 20 ${await sizeOf(d, 'rows_0-10/data_0.ckpt')}`, 'FAIL b\t[Errno 28] No space left on device',
+      `OK 1 c 22 ${await sizeOf(d, 'rows_0-10/data_1.ckpt')}`, `OK 2 d 23 ${await sizeOf(d, 'rows_0-10/data_2.ckpt')}`,
+      'END written=3 skipped=0 missing=0 rejected=0 failed=1']);
+    expect(r.files).toEqual(['data_0.ckpt', 'data_1.ckpt', 'data_2.ckpt']); // c's first file, as data_2, went with the rewind
+    expect(r.dumps).toEqual(['b.safetensors']);
+    const index = (await readFile(join(d, 'out/index.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { i: number; id: string });
+    expect(index.map((e) => [e.i, e.id])).toEqual([[0, 'a'], [1, 'c'], [2, 'd']]);
+    // c's file is c's, its archive named data_1 (SAME_AS_DUMP reads data_<i>/...), every byte its dump's.
+    expect(JSON.parse(await py(SAME_AS_DUMP, join(d, 'out'), join(d, 'kept'), join(d, 'ids.jsonl'), '10'))).toEqual({ a: [0, true], c: [1, true], d: [2, true] });
+    const verified = (await exec('python3', ['-c', VERIFY_SCRIPT, join(d, 'out'), '16', 'off'])).stdout.trim().split('\n');
+    expect(verified.slice(1).sort()).toEqual(['END 3', `OK 0 ${await sizeOf(d, 'rows_0-10/data_0.ckpt')} 20`, `OK 1 ${await sizeOf(d, 'rows_0-10/data_1.ckpt')} 22`, `OK 2 ${await sizeOf(d, 'rows_0-10/data_2.ckpt')} 23`]);
+  });
+
+  it('gets every CRC right when a tensor spans several copy parts (Python\'s zipfile checks them on read)', async () => {
+    // 1500 × 3072 bf16 = 9.2 MB: nine 1 MiB parts copied and CRC'd on the pool's threads, the last one short.
     const d = await fresh('big', [['big', 1500, 1024, ''], ['small', 3, 1024, '']]);
     expect((await convert('--dumps', join(d, 'dumps'), '--ids', join(d, 'ids.jsonl'), '--out', join(d, 'out'), '--file-group-size', '8')).code).toBe(0);
     expect(JSON.parse(await py(SAME_AS_DUMP, join(d, 'out'), join(d, 'dumps'), join(d, 'ids.jsonl'), '8'))).toEqual({ big: [0, true], small: [1, true] });
@@ -305,30 +342,33 @@ print("ok")
     expect(await filesUnder(join(d, 'out'))).toEqual(['index.jsonl', 'rows_2-4', 'rows_2-4/data_3.ckpt', 'rows_4-6', 'rows_4-6/data_4.ckpt', 'rows_4-6/data_5.ckpt', 'rows_6-8', 'rows_6-8/data_6.ckpt']);
   });
 
-  it('leaves neither the file nor its temp when a write dies half way', async () => {
-    const d = await fresh('crash', [['x', 64, 64, '']]);
+  it('leaves neither the file nor its temp when a write dies half way, on a worker thread', async () => {
+    // aux 3000 × 768 bf16 = 4.6 MB: five 1 MiB parts; the 4th pwrite is a part's.
+    const d = await fresh('crash', [['x', 3000, 256, '']]);
     const out = await py(String.raw`
-import sys, os
+import sys, os, json, threading
+from concurrent.futures import ThreadPoolExecutor
 from aerie_hs import ckpt, torch_save
 from aerie_hs.safetensors_dump import read_header
-import json
 row = json.loads(open(sys.argv[1] + "/ids.jsonl").readline())
-calls = []
-real = torch_save.TorchZip.data
-def dying(self, b, pool=None):
+calls, where = [], []
+real = os.pwrite
+def dying(fd, b, at):
     calls.append(len(b))
-    if len(calls) == 8:
+    if len(calls) == 4:
+        where.append(threading.current_thread() is threading.main_thread())
         raise OSError(28, "No space left on device")
-    return real(self, b, pool)
-torch_save.TorchZip.data = dying
+    return real(fd, b, at)
+torch_save.os.pwrite = dying
 os.makedirs(sys.argv[1] + "/out")
 try:
-    ckpt.write_features(sys.argv[1] + "/out/data_0.ckpt", row["input_ids"], row["loss_mask"], read_header(sys.argv[1] + "/dumps/x.safetensors"))
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(ckpt.write_features, sys.argv[1] + "/out/data_0.ckpt", row["input_ids"], row["loss_mask"], read_header(sys.argv[1] + "/dumps/x.safetensors")).result()
 except OSError as e:
-    print("raised", e.strerror, len(calls))
+    print("raised", e.strerror, "on the main thread" if where[0] else "on a worker thread")
 print(sorted(os.listdir(sys.argv[1] + "/out")))
 `, d);
-    expect(out.trim().split('\n')).toEqual(['raised No space left on device 8', '[]']);
+    expect(out.trim().split('\n')).toEqual(['raised No space left on device on a worker thread', '[]']);
     expect(existsSync(join(d, 'out/data_0.ckpt'))).toBe(false);
   });
 
