@@ -8,7 +8,12 @@ import { withRunGpus } from '../config/gpus.js';
 import { Context } from '@temporalio/activity';
 import type { Config } from '../config/schema.js';
 import type { Host } from '../hosts/host.js';
-import { runExtract, InsufficientSpaceError } from '../stages/extract.js';
+import { EarlySamplesFailedError, featureBytesPerToken, runExtract, InsufficientSpaceError } from '../stages/extract.js';
+import { AeriePyError, shipAeriePy } from '../stages/aerie-py.js';
+import { runDumpDir } from '../stages/capture-launch.js';
+import { SelfCheckFailedError } from '../stages/extract-selfcheck.js';
+import { tokenizeSamples, TokensDisagreeError } from '../stages/extract-tokens.js';
+import { streamLines } from '../stages/host-lines.js';
 import { estimateRows, offlineHooks, type OfflineResult } from '../stages/extract-offline.js';
 import { estimateOfflineTokens, offlineBytesNeeded, type TokenizerOnHost } from '../stages/extract-offline-estimate.js';
 import { prepareSpec, type HiddenStates } from '../stages/launch-specs.js';
@@ -44,6 +49,10 @@ export interface ExtractOutcome extends StageOutcome {
 function asFailure(err: unknown): unknown {
   if (err instanceof InsufficientSpaceError) return fatal('InsufficientSpace', err.message, { neededBytes: err.neededBytes, freeBytes: err.freeBytes });
   if (err instanceof TrainLaunchError) return fatal('ConfigError', err.message);
+  if (err instanceof SelfCheckFailedError) return fatal('ExtractSelfCheckFailed', err.message, { verdict: err.verdict.messages.slice(0, 20) });
+  if (err instanceof EarlySamplesFailedError) return fatal('ExtractFirstSamplesFailed', err.message);
+  if (err instanceof TokensDisagreeError) return fatal('TokensDisagree', err.message);
+  if (err instanceof AeriePyError) return fatal('AeriePyFailed', err.message);
   if (err instanceof JobFailure) return fatal(err.type, err.message, err.logTail ? { logTail: err.logTail } : undefined);
   return err;
 }
@@ -144,10 +153,23 @@ export function dataActivities({ hosts }: ActivityDeps) {
           how = est.how;
           ({ tokens, bytes } = offlineBytesNeeded(rows, rows.length, e['batch-size'], hiddenSize));
         } else {
-          rows = await estimateRows(host, input.dataPath, Infinity);
+          // The exact tokens, made now (before any server loads) and reused by the extraction.
+          const py = await shipAeriePy(host, e.python);
+          const t = await tokenizeSamples({
+            host, py, samplesPath: input.dataPath, outDir, modelPath: config.target['model-path'], chatTemplate: e['chat-template'],
+            maxLength: e['max-length'], crossCheck: e['cross-check'], trustRemoteCode: config.server['extra-args'].includes('--trust-remote-code'),
+          });
+          rows = [];
+          for await (const { text } of streamLines(host, t.idsPath)) {
+            const row = JSON.parse(text) as { input_ids?: unknown[] };
+            if (Array.isArray(row.input_ids)) rows.push(row.input_ids.length);
+          }
           tokens = rows.reduce((a, b) => a + b, 0);
-          bytes = tokens * estimatedBytesPerToken(hiddenSize);
+          bytes = tokens * featureBytesPerToken(hiddenSize);
+          how = `tokens from the target's tokenizer (${t.method}), 8 × hidden + 16 bytes each`;
         }
+      } catch (err) {
+        throw asFailure(err);
       } finally {
         stopBeat();
       }
@@ -170,30 +192,42 @@ export function dataActivities({ hosts }: ActivityDeps) {
       const host = hosts.get(config);
       const e = config.stages.extract;
       if (e.driver !== 'patched-server') throw fatal('ConfigError', `extractHiddenStates runs the patched-server driver, not ${e.driver}`);
-      const hiddenSize = e['hidden-size'] ?? (await modelHiddenSize(host, config.target['model-path']));
       const outDir = runPaths(host, runId).hidden;
       let progress: unknown = { phase: 'starting' };
       const stopBeat = keepHeartbeating(() => progress);
       try {
+        const hiddenSize = e['hidden-size'] ?? (await modelHiddenSize(host, config.target['model-path']));
+        const py = await shipAeriePy(host, e.python);
         const summary = await whileServerLives(host, launch, async (signal) =>
           runExtract({
             host,
             baseUrl: await host.httpBase(launch.port),
+            py,
             samplesPath: input.dataPath,
-            dumpDir: e['dump-dir'],
+            dumpDir: runDumpDir(e['dump-dir'], runId),
             outDir,
+            modelPath: config.target['model-path'],
             hiddenSize,
+            chatTemplate: e['chat-template'],
+            maxLength: e['max-length'],
+            fileGroupSize: e['file-group-size'],
+            crossCheck: e['cross-check'],
+            trustRemoteCode: config.server['extra-args'].includes('--trust-remote-code'),
             concurrency: e.concurrency,
+            selfCheck: { samples: e['self-check'].samples, finalSamples: e['self-check']['final-samples'], minAgreement: e['self-check']['min-agreement'] },
             signal,
-            onProgress: (p) => (progress = { phase: 'extracting', ...p }),
+            onProgress: (p) => (progress = p),
           }),
         );
+        const c = summary.counts;
         return {
-          hidden: { dir: outDir, layout: 'aerie-dumps' },
-          count: summary.counts.ok,
+          hidden: { dir: outDir, layout: 'specforge' },
+          count: c.ok,
           bytes: summary.totalBytes,
           outputs: [outDir],
-          note: `${summary.counts.ok} sequences, ${(summary.totalBytes / 2 ** 20).toFixed(1)} MiB of hidden states (aerie dump layout)${summary.counts.error ? `, ${summary.counts.error} errors` : ''}`,
+          note:
+            `${c.ok} of ${c.input} samples, ${(summary.totalBytes / 2 ** 20).toFixed(1)} MiB in SpecForge's layout (aerie's capture)` +
+            `${c.error ? `, ${c.error} errors (extract_error.jsonl)` : ''}${c.resumed ? `, ${c.resumed} from before a resume` : ''}; self-check: ${summary.manifest.selfCheck.final}`,
         };
       } catch (err) {
         throw asFailure(err);

@@ -12,7 +12,7 @@ import type { GpuInventory, GpuProcess, Host } from '../hosts/host.js';
 import { SshConnectError, SshTrustError } from '../hosts/ssh-connect.js';
 import { SshHost } from '../hosts/ssh.js';
 import { checkDrafterCompat } from '../sglang/drafter-check.js';
-import { expectedDumpBytes, estimatedBytesPerToken, formatBytes } from '../stages/extract-plan.js';
+import { estimatedBytesPerToken, formatBytes } from '../stages/extract-plan.js';
 import {
   CLI_PROBE,
   detectFromCli,
@@ -25,7 +25,8 @@ import {
 } from '../stages/specforge-detect.js';
 import { SPECFORGE_PROFILES, type SpecforgeProfileId } from '../stages/specforge-revision.js';
 import { runDir } from '../shared.js';
-import { probeDumpEnv } from '../stages/dump-env-probe.js';
+import { checkCapture } from './preflight-capture.js';
+import { moduleLaunch } from '../stages/capture-launch.js';
 import { fatal, type ActivityDeps, type RunRef } from './context.js';
 
 export interface PreflightReport {
@@ -36,12 +37,7 @@ export interface PreflightReport {
   specforge?: { profile: SpecforgeProfileId; evidence: string };
 }
 
-/** `python -m pkg.mod` launchers: the interpreter must be able to import the module (incident 1). */
-export function moduleLaunch(launcher: readonly string[]): { interpreter: string; module: string } | null {
-  const i = launcher.indexOf('-m');
-  if (i < 1 || i + 1 >= launcher.length) return null;
-  return { interpreter: launcher[0]!, module: launcher[i + 1]! };
-}
+export { moduleLaunch };
 
 /** The Python script a launcher runs (`torchrun ... train.py`, `python train.py`), if any. */
 export function launcherScript(launcher: readonly string[]): string | null {
@@ -79,7 +75,7 @@ export function estimateDisk(a: {
     tokens,
     hiddenBytes: tokens * estimatedBytesPerToken(a.hiddenSize),
     dataBytes: Math.ceil((a.inputBytes * samples) / lines),
-    dumpBytes: a.extractConcurrency * expectedDumpBytes(a.maxLength, a.hiddenSize),
+    dumpBytes: a.extractConcurrency * a.maxLength * estimatedBytesPerToken(a.hiddenSize),
   };
 }
 
@@ -165,7 +161,7 @@ async function freeAt(host: Host, path: string): Promise<{ at: string; free: num
 
 async function checkDisk(host: Host, config: Config, root: string, hiddenSize: number | undefined, out: PreflightReport): Promise<void> {
   const gen = config.stages.generate;
-  const maxLength = (config.stages.train as { 'max-length'?: number })['max-length'] ?? 2048;
+  const maxLength = (config.stages.extract as { 'max-length'?: number })['max-length'] ?? (config.stages.train as { 'max-length'?: number })['max-length'] ?? 2048;
   const input = await host.stat(gen.input);
   if (!input || hiddenSize === undefined) return;
   const wc = await run(host, ['wc', '-l', '--', gen.input]);
@@ -293,12 +289,7 @@ export async function runPreflight(host: Host, config: Config, runId: string): P
 
   await checkLauncher(host, config.server.launcher, 'server.launcher', 'sglang.launch_server', root, out);
   const e = config.stages.extract;
-  const server = moduleLaunch(config.server.launcher);
-  if (e.driver === 'patched-server' && server) {
-    const v = await probeDumpEnv(host, server.interpreter, e['dump-env']);
-    if (v.check) out.checks.push(v.check);
-    if (v.problem) out.problems.push(v.problem);
-  }
+  if (e.driver === 'patched-server') await checkCapture(host, config, runId, out);
   await checkLauncher(host, config.stages.train.launcher, 'stages.train.launcher', null, `${root}/train`, out);
   const t = config.stages.train;
   if (t.driver === 'specforge' || t.driver === 'specforge-v0.2') {

@@ -10,6 +10,8 @@ import { latestGeneration } from '../stages/job-follow.js';
 import { sameArgv, startedButUnrecorded } from './server-launches.js';
 import { renderServerArgv, serverLaunchEnv, benchmarkReadyArgs, type ServerLaunchSpec } from '../sglang/launch-argv.js';
 import { baseServerSpec } from '../stages/launch-specs.js';
+import { captureLaunchFixes, CaptureSetupError, resolveCapture, type ResolvedCapture } from '../stages/capture-launch.js';
+import { AeriePyError } from '../stages/aerie-py.js';
 import { PHASE_ORDER, readPhase, serverWarnings, lastLines, type ServerPhase } from '../sglang/log-phase.js';
 import { SglangClient, acceptLengthOf } from '../sglang/client.js';
 import { checkDrafterCompat } from '../sglang/drafter-check.js';
@@ -82,6 +84,18 @@ export function serverActivities({ hosts }: ActivityDeps) {
       }
 
       const spec: ServerLaunchSpec = baseServerSpec(config, role);
+      // aerie's capture rides on the extraction launch: its package on PYTHONPATH, its flags on the line.
+      let capture: ResolvedCapture | undefined;
+      if (role === 'extract' && extract.driver === 'patched-server') {
+        try {
+          capture = await resolveCapture(host, config, runId);
+        } catch (err) {
+          if (err instanceof CaptureSetupError || err instanceof AeriePyError) throw fatal('ConfigError', err.message);
+          throw err;
+        }
+        spec.capture = capture.spec;
+        notes.push(...capture.notes);
+      }
       let speculative: ServerLaunch['speculative'];
       if (role === 'deploy') {
         const d = config.stages.deploy;
@@ -111,6 +125,11 @@ export function serverActivities({ hosts }: ActivityDeps) {
         argv = renderServerArgv(spec);
       } catch (err) {
         throw fatal('ConfigError', `cannot launch the ${role} server: ${(err as Error).message}`);
+      }
+      if (capture) {
+        // The plugin's own judge of the line (extra-args included): a launch it would refuse never starts.
+        const fixes = await captureLaunchFixes(host, capture.py, capture.spec.sglangVersion, argv.slice(config.server.launcher.length));
+        if (fixes.length > 0) throw fatal('ConfigError', `aerie's capture cannot run on this extraction launch: ${fixes.join('; ')}. Fix: change server.extra-args accordingly`);
       }
       const made = (record: ProcRecord, reattached: boolean): ServerLaunch => ({
         role,
@@ -155,15 +174,13 @@ export function serverActivities({ hosts }: ActivityDeps) {
       }
       let env: Record<string, string>;
       try {
-        env = serverLaunchEnv(
-          expandEnv(withRunGpus(config, config.server.env)),
-          extract.driver === 'patched-server' && role === 'extract' ? { dumpEnv: extract['dump-env'], dumpDir: extract['dump-dir'] } : undefined,
-        );
+        env = serverLaunchEnv(expandEnv(withRunGpus(config, config.server.env)), capture?.env);
       } catch (err) {
         if (err instanceof ApplicationFailure) throw err;
         throw fatal('ConfigError', (err as Error).message);
       }
-      if (extract.driver === 'patched-server' && role === 'extract') await host.mkdirp(extract['dump-dir']);
+      // The plugin refuses a dump folder that does not exist (py/aerie_hs/sglang_hook.py).
+      if (capture) await host.mkdirp(capture.env.dumpDir);
       await host.mkdirp(paths.logs);
       const { record, reattached } = await host.spawnDetached(`${prefix}${gen}`, argv, {
         env,

@@ -11,6 +11,7 @@ import { shJoin } from '../hosts/shell-quote.js';
 import { runDir, type StageName } from '../shared.js';
 import { benchmarkReadyArgs, renderServerArgv, serverLaunchEnv, type ServerLaunchSpec } from '../sglang/launch-argv.js';
 import { renderPrepareArgv, vocabMappingPath } from '../stages/extract-offline.js';
+import { runDumpDir } from '../stages/capture-launch.js';
 import { baseServerSpec, extractLayout, hiddenForTrain, prepareSpec, trainSpec, type StagePaths } from '../stages/launch-specs.js';
 import { commandDrafterDir, renderCommandArgv } from '../stages/train-command.js';
 import { renderSpecforgeConfig, renderSpecforgeExportArgv, renderSpecforgeTrainArgv } from '../stages/train-specforge.js';
@@ -37,7 +38,7 @@ function planPaths(workdir: string, runId: string): StagePaths & { data: string 
 type Role = 'generate' | 'extract' | 'deploy' | 'baseline';
 
 /** The server launch for a role, as activities/server.ts builds it. */
-function serverStep(config: Config, role: Role, stage: StageName, drafterDir?: string): PlanStep {
+function serverStep(config: Config, role: Role, stage: StageName, drafterDir?: string, runId = '<run-id>'): PlanStep {
   const spec: ServerLaunchSpec = baseServerSpec(config, role);
   const notes: string[] = [];
   if (role === 'deploy') {
@@ -56,7 +57,17 @@ function serverStep(config: Config, role: Role, stage: StageName, drafterDir?: s
     if (config.server.env.SGLANG_ENABLE_SPEC_V2 !== undefined) notes.push(`spec v2 (overlap scheduler): SGLANG_ENABLE_SPEC_V2=${config.server.env.SGLANG_ENABLE_SPEC_V2} from server.env`);
   }
   const e = config.stages.extract;
-  const env = serverLaunchEnv(withRunGpus(config, config.server.env), role === 'extract' && e.driver === 'patched-server' ? { dumpEnv: e['dump-env'], dumpDir: e['dump-dir'] } : undefined);
+  let env = serverLaunchEnv(withRunGpus(config, config.server.env));
+  if (role === 'extract' && e.driver === 'patched-server') {
+    // What the launch resolves on the host (the release, the draft's layers, the staged package) shows as placeholders.
+    const pin = config.server['sglang-version'];
+    spec.capture = { sglangVersion: pin === 'auto' ? '0.5.23' : pin, draftLayerIds: [1, 2, 3] };
+    env = serverLaunchEnv(withRunGpus(config, config.server.env), { pythonPath: `${config.hosts[config.target.host]!.workdir}/aerie-py/<version>`, dumpDir: runDumpDir(e['dump-dir'], runId), draftLayerIds: [1, 2, 3] });
+    notes.push(
+      `aerie's capture (py/aerie_hs, an SGLang plugin) is staged on the host and put on PYTHONPATH; ${pin === 'auto' ? "SGLang's release is read through the launcher's interpreter (0.5.23 shown)" : `SGLang ${pin} (server.sglang-version)`}`,
+      "the draft config's eagle_aux_hidden_state_layer_ids replace [1, 2, 3] (shown); the plugin's own check (python -m aerie_hs.sglang_hook check) judges this line before launch",
+    );
+  }
   return { host: config.target.host, stage, step: `launch ${role} server`, argv: renderServerArgv(spec), env, notes };
 }
 
@@ -82,19 +93,32 @@ export function planRun(config: Config, runId = '<run-id>'): PlanStep[] {
 
   const e = config.stages.extract;
   const layout = extractLayout(config);
-  steps.push({ host, stage: 'extract', step: 'check free space', notes: [`refuse unless ${p.hidden} can hold ~tokens × 8 × hidden_size bytes`] });
   if (e.driver === 'patched-server') {
-    steps.push(serverStep(config, 'extract', 'extract'));
+    steps.push({
+      host,
+      stage: 'extract',
+      step: 'tokenize as SpecForge does, then check free space',
+      argv: [e.python, '-m', 'aerie_hs.tokens', '--model', config.target['model-path'], '--chat-template', e['chat-template'], '--max-length', String(e['max-length']), '--cross-check', e['cross-check']],
+      notes: [
+        `stdin ${dataPath}, stdout ${p.hidden}/ids.jsonl ({id, input_ids, loss_mask}); run in aerie's staged package; SpecForge's own preprocess_conversations cross-checks where importable (${e['cross-check']})`,
+        `refuse unless ${p.hidden} can hold Σ tokens × (8 × hidden_size + 16) bytes`,
+      ],
+    });
+    steps.push(serverStep(config, 'extract', 'extract', undefined, runId));
     steps.push({
       host,
       stage: 'extract',
       step: 'prefill every sample',
       notes: [
-        `POST /generate {text, rid: <sample id>, max_new_tokens 0} with ${e.concurrency} in flight; each ${e['dump-dir']}/<id>.hs verified at tokens × 3 × hidden × 2 bytes and moved`,
-        `to ${p.hidden}/rows_<k>/<id>.hs (aerie's dump layout, index.jsonl)`,
+        `POST /generate {input_ids, rid: <sample id>, max_new_tokens 1, temperature 0} with ${e.concurrency} in flight; meta_info.prompt_tokens must equal the ids sent; ` +
+          `the capture writes ${runDumpDir(e['dump-dir'], runId)}/<id>.safetensors (aux [T,3H] + final [T,H], bf16) on the host`,
+        `batches of dumps → python -m aerie_hs.ckpt convert --remove-dumps → ${p.hidden}/rows_<g>-<g+${e['file-group-size']}>/data_<i>.ckpt (SpecForge's offline layout; index.jsonl maps i to the sample id); no state crosses the link`,
+        `self-check (python -m aerie_hs.selfcheck with ${e.python}): the first ${e['self-check'].samples} samples before the rest, ${e['self-check']['final-samples']} spread over the run before the stage counts; ` +
+          `lm_head over the final states must predict the assistant tokens at ≥ ${e['self-check']['min-agreement']} and the server's greedy token`,
       ],
     });
   } else {
+    steps.push({ host, stage: 'extract', step: 'check free space', notes: [`refuse unless ${p.hidden} can hold ~tokens × 8 × hidden_size bytes`] });
     const launch = prepareSpec(config, dataPath, p.hidden, pinnedProfile(config));
     steps.push({
       host,
@@ -169,9 +193,6 @@ function trainNotes(config: Config, layout: string, offline: boolean): string[] 
 function dataNotes(config: Config, layout: string, offline: boolean): string[] {
   const t = config.stages.train;
   if (offline) return [`offline: reads the extract stage's ${layout} hidden states`];
-  if (t.driver !== 'command' && layout === 'aerie-dumps') {
-    return ["online: SpecForge cannot read the patched server's dumps (no final hidden state, no token ids); they serve a command-template trainer"];
-  }
   return ['online: the trainer runs the target itself'];
 }
 

@@ -98,6 +98,11 @@ export const serverSchema = z.strictObject({
     .describe("SGLang's --host: the address the server listens on. Default 127.0.0.1 (reached through aerie's SSH forward, never exposed); a container's own address (or 0.0.0.0) when the server runs in a separate network namespace."),
   'tp-size': z.number().int().min(1).default(1),
   'mem-fraction-static': z.number().gt(0).lt(1).optional(),
+  'sglang-version': z
+    .string()
+    .regex(/^(auto|\d+\.\d+\.\d+)$/, 'auto or a release like 0.5.23')
+    .default('auto')
+    .describe("The host's SGLang release. auto: read through the launcher's interpreter (a launcher of the form [python, -m, sglang.launch_server]); pin it for any other launcher. aerie's capture needs 0.5.12 or 0.5.23."),
   env: envMap.default({}).describe('Extra environment. ${VAR} is expanded on the worker at launch time, so secrets never enter workflow history.'),
   'extra-args': z.array(z.string()).default([]),
   readiness: readinessSchema.prefault({}),
@@ -119,16 +124,49 @@ export const generateSchema = z.strictObject({
     .describe('Finished rows per shard file: the most a crash can lose is one unwritten shard (and at most 10 s of work).'),
 });
 
-const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name');
 
-/** The target launched with a hidden-state dump patch; aerie prefills every sample and collects the dumps. */
+/**
+ * The target launched with aerie's own capture (py/aerie_hs, an SGLang plugin put on the
+ * launch's PYTHONPATH): aerie tokenizes every sample as SpecForge would, prefills it by ids,
+ * and converts each dump into SpecForge's offline layout on the host.
+ */
 export const patchedServerExtractSchema = z.strictObject({
   driver: z.literal('patched-server'),
-  'dump-env': envName.default('SGLANG_HS_DUMP_DIR'),
-  'dump-dir': nonEmpty.describe('RAM-backed directory the patched server dumps into (e.g. /dev/shm/sglang_hs).'),
+  'dump-dir': nonEmpty
+    .default('/dev/shm/aerie-hs')
+    .describe("RAM-backed directory on the host the capture writes each request's dump into (the run's own subfolder); dumps leave it as SpecForge files."),
+  python: nonEmpty
+    .default('python3')
+    .describe("Interpreter on the host with transformers and numpy (the target's environment): it tokenizes, converts and self-checks. SGLang's own python works."),
+  'draft-model-config': nonEmpty.optional().describe("Draft config.json on the host: its eagle_aux_hidden_state_layer_ids pick the captured layers; stages.train's when absent."),
+  'chat-template': z.string().default('llama3').describe("SpecForge's chat template name for the tokens (py/aerie_hs/tokens.py)."),
+  'max-length': z.number().int().min(16).default(2048).describe("Tokens per sample after truncation, as SpecForge's --max-length."),
+  'file-group-size': z.number().int().min(1).default(2000).describe("Feature files per rows_<g>-<g+G> folder (SpecForge's --file-group-size)."),
   'hidden-size': z.number().int().min(1).optional().describe("Target hidden size; read from the model's config.json when absent."),
   concurrency: z.number().int().min(1).default(8),
+  'cross-check': z
+    .enum(['auto', 'require', 'off'])
+    .default('auto')
+    .describe("Also run SpecForge's own preprocess_conversations on the host and refuse ids that differ: when SpecForge is importable (auto), always (require), or never."),
+  'self-check': z
+    .strictObject({
+      samples: z.number().int().min(1).default(8).describe('Samples checked before extraction commits to all of them.'),
+      'final-samples': z.number().int().min(1).default(32).describe('Samples (spread over the run) checked again before the stage counts as good.'),
+      'min-agreement': z.number().gt(0).max(1).default(0.5).describe("Pooled rate at which the final states through lm_head predict the next assistant token."),
+    })
+    .prefault({}),
 });
+
+/** SGLANG_HS_DUMP_DIR is in no SGLang release (conformance.md S1): say so instead of "unrecognized key". */
+function withoutDumpEnv(v: object, addIssue: (message: string) => void): object {
+  if (!('dump-env' in v)) return v;
+  addIssue(
+    'dump-env is gone: SGLANG_HS_DUMP_DIR exists in no SGLang release (conformance.md S1). aerie now ships its own capture ' +
+    '(py/aerie_hs, loaded as an SGLang plugin per launch) and sets AERIE_HS_DUMP_DIR itself. Fix: delete stages.extract.dump-env',
+  );
+  const { 'dump-env': _gone, ...rest } = v as Record<string, unknown>;
+  return rest;
+}
 
 /** SpecForge's scripts/prepare_hidden_states.py, launched detached; writes rows_<k>/data_{i}.ckpt for offline training. */
 export const specforgeOfflineExtractSchema = z.strictObject({
@@ -163,7 +201,11 @@ export function defaultExtractDriver(extract: unknown): 'patched-server' | 'spec
 }
 
 export const extractSchema = z.preprocess(
-  (v) => (typeof v === 'object' && v !== null && !('driver' in v) ? { ...v, driver: defaultExtractDriver(v) } : v),
+  (v, ctx) => {
+    if (typeof v !== 'object' || v === null) return v;
+    const rest = withoutDumpEnv(v, (message) => ctx.addIssue({ code: 'custom', path: ['dump-env'], message, input: v }));
+    return 'driver' in rest ? rest : { ...rest, driver: defaultExtractDriver(rest) };
+  },
   z.discriminatedUnion('driver', [patchedServerExtractSchema, specforgeOfflineExtractSchema], {
     error: () => 'driver must be "specforge-offline" or "patched-server" (the default when dump-dir is set)',
   }),
@@ -461,7 +503,8 @@ export function crossFieldProblems(raw: unknown): { path: string[]; message: str
       }
     }
   }
-  out.push(...specforgeOnlineProblems(doc));
+  // D1 (SpecForge@a6b6b023:specforge/config/schema.py:706-710: online CLI training needs the
+  // disaggregated deployment) cannot arise: both extract drivers write SpecForge's offline layout.
   // The train stage always produces an EAGLE-3 drafter; serving it with EAGLE starts fine
   // and accepts nothing (incident 3), so the combination is refused before any launch.
   const deploy = doc.stages?.deploy ?? {};
@@ -474,30 +517,6 @@ export function crossFieldProblems(raw: unknown): { path: string[]; message: str
     });
   }
   return out;
-}
-
-/**
- * D1: the current CLI rejects online training unless deployment.mode is disaggregated
- * (SpecForge@a6b6b023:specforge/config/schema.py:706-710), which needs Mooncake and
- * list-valued server URLs (:400, :764-773). aerie drives the CLI offline only, from SpecForge-layout
- * hidden states, so any other extract driver is refused here, before anything runs.
- */
-function specforgeOnlineProblems(doc: Record<string, any>): { path: string[]; message: string }[] {
-  const train = doc.stages?.train;
-  if (!train || typeof train !== 'object') return [];
-  const driver = train.driver ?? 'specforge';
-  const extract = doc.stages?.extract?.driver ?? defaultExtractDriver(doc.stages?.extract);
-  if (driver !== 'specforge' || extract === 'specforge-offline') return [];
-  return [
-    {
-      path: ['stages', 'train', 'driver'],
-      message:
-        `${train.driver === undefined ? 'is specforge (the default)' : 'is specforge'}, which would train online from the conversations: SpecForge's CLI refuses that ` +
-        `("online training requires deployment.mode=disaggregated"), and aerie does not drive its disaggregated Mooncake deployment. ` +
-        `Fix: set stages.extract.driver: specforge-offline (the CLI then trains offline from SpecForge's hidden states), ` +
-        `or stages.train.driver: specforge-v0.2 (the retired scripts, online) or command (a trainer of your own${extract === 'patched-server' ? ", which can read the patched server's dumps" : ''})`,
-    },
-  ];
 }
 
 export type ConfigInput = z.input<typeof configSchema>;

@@ -52,7 +52,7 @@ export function stageInputs(config: Config, stage: StageName): unknown {
     case 'generate':
       return { model, generate: omit(s.generate, ['concurrency', 'request-retries', 'shard-size']) };
     case 'extract':
-      return { model, extract: omit(s.extract, ['concurrency', 'dump-dir', 'launcher', 'env', 'python', 'crash-retries']) };
+      return { model, extract: omit(s.extract, ['concurrency', 'dump-dir', 'launcher', 'env', 'python', 'crash-retries', 'self-check', 'cross-check']) };
     case 'train':
       return { model, train: omit(s.train, ['env', 'launcher', 'crash-retries']) };
     case 'deploy':

@@ -26,8 +26,20 @@ export interface ServerLaunchSpec {
   speculative?: SpeculativeSpec;
   /** Hidden-state extraction profile (incident 6): no CUDA graphs, no radix cache, no speculation. */
   extraction?: boolean;
+  /** aerie's capture on this extraction launch (py/aerie_hs/CAPTURE.md): the flags its SGLang release needs. */
+  capture?: CaptureSpec;
   extraArgs: string[];
 }
+
+/** What aerie's capture plugin needs from the launch line, per SGLang release. */
+export interface CaptureSpec {
+  sglangVersion: string;
+  /** The draft config's eagle_aux_hidden_state_layer_ids; SGLang captures at id + 1. */
+  draftLayerIds: number[];
+}
+
+/** The SGLang releases aerie's capture is written and checked for (py/aerie_hs/sglang_hook.py TARGETS). */
+export const CAPTURE_SGLANG_VERSIONS = ['0.5.12', '0.5.23'] as const;
 
 export const DEFAULT_SERVER_HOST = '127.0.0.1';
 
@@ -117,6 +129,19 @@ export function validateLaunchSpec(spec: ServerLaunchSpec): void {
     );
   }
 
+  if (spec.capture) {
+    if (!spec.extraction) throw new Error('the hidden-state capture runs only on an extraction launch');
+    if (!(CAPTURE_SGLANG_VERSIONS as readonly string[]).includes(spec.capture.sglangVersion)) {
+      throw new Error(
+        `aerie's hidden-state capture supports SGLang ${CAPTURE_SGLANG_VERSIONS.join(' and ')}, not ${spec.capture.sglangVersion}; ` +
+          'pin server.sglang-version to the host\'s release and run a supported one for extraction',
+      );
+    }
+    const ids = spec.capture.draftLayerIds;
+    if (ids.length !== 3 || !ids.every((x) => Number.isInteger(x) && x >= 0)) {
+      throw new Error(`the draft config's eagle_aux_hidden_state_layer_ids must be three layer ids, got ${JSON.stringify(ids)}`);
+    }
+  }
   const s = spec.speculative;
   if (s === undefined) return;
   if (spec.extraction) {
@@ -155,33 +180,49 @@ export function renderServerArgv(spec: ServerLaunchSpec): string[] {
     if (s.numDraftTokens !== undefined) argv.push('--speculative-num-draft-tokens', String(s.numDraftTokens));
   }
   if (spec.extraction) argv.push('--disable-cuda-graph', '--disable-radix-cache');
+  if (spec.capture?.sglangVersion === '0.5.23') {
+    // sglang==0.5.23:srt/arg_groups/fields/exec_.py:130-156: aux capture on a target serving
+    // no draft; --speculative-algorithm then only names the EAGLE3 convention and is reset
+    // (arg_groups/validation_hook.py:697-760). The ids are the draft's: models/llama.py:938-941
+    // adds 1. On 0.5.12 the plugin turns the capture on itself (AERIE_HS_AUX_LAYERS).
+    argv.push('--enable-return-aux-hidden-states', '--speculative-algorithm', 'EAGLE3', '--return-aux-hidden-state-layer-ids', ...spec.capture.draftLayerIds.map(String));
+  }
   argv.push(...spec.extraArgs);
   return argv;
 }
 
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** Where aerie's capture is staged on the host and what it captures (extract stage). */
+export interface CaptureEnv {
+  /** The folder holding aerie_hs/ and its plugin dist-info: put first on PYTHONPATH. */
+  pythonPath: string;
+  /** The run's dump folder (AERIE_HS_DUMP_DIR). */
+  dumpDir: string;
+  draftLayerIds: number[];
+}
 
 /**
- * The server's environment. Extraction sets the patched server's dump variable; a value for
- * it already in base that points elsewhere is refused, because the dumps would land where
- * nobody verifies them (incident 6).
+ * The server's environment. Extraction adds aerie's capture: its package first on PYTHONPATH
+ * (SGLang discovers the plugin through the dist-info there, sglang==0.5.23:srt/plugins/__init__.py:28-55),
+ * the dump folder and the layers. A base that would hide the plugin or send the dumps
+ * elsewhere is refused, because the dumps would land where nobody converts them (incident 6).
  */
-export function serverLaunchEnv(
-  base: Record<string, string>,
-  extraction?: { dumpEnv: string; dumpDir: string },
-): Record<string, string> {
+export function serverLaunchEnv(base: Record<string, string>, capture?: CaptureEnv): Record<string, string> {
   // Python block-buffers stdout into a log file; the readiness phase is read from that log.
   const env: Record<string, string> = { PYTHONUNBUFFERED: '1', ...base };
-  if (extraction === undefined) return env;
-  if (!ENV_NAME.test(extraction.dumpEnv)) throw new Error(`dump-env "${extraction.dumpEnv}" is not an environment variable name`);
-  if (!extraction.dumpDir.startsWith('/')) throw new Error(`dump-dir must be an absolute path, got "${extraction.dumpDir}"`);
-  const already = base[extraction.dumpEnv];
-  if (already !== undefined && already !== extraction.dumpDir) {
-    throw new Error(
-      `server env sets ${extraction.dumpEnv}=${already}, but extraction dumps to ${extraction.dumpDir}; remove it from server.env`,
-    );
+  if (capture === undefined) return env;
+  if (!capture.dumpDir.startsWith('/')) throw new Error(`stages.extract.dump-dir must be an absolute path, got "${capture.dumpDir}"`);
+  const already = base.AERIE_HS_DUMP_DIR;
+  if (already !== undefined && already !== capture.dumpDir) {
+    throw new Error(`server.env sets AERIE_HS_DUMP_DIR=${already}, but extraction dumps to ${capture.dumpDir}; remove it from server.env`);
   }
-  env[extraction.dumpEnv] = extraction.dumpDir;
+  // SGLANG_PLUGINS is a whitelist of plugin names (sglang==0.5.23:srt/plugins/__init__.py:52-55).
+  const allowed = base.SGLANG_PLUGINS;
+  if (allowed && !allowed.split(',').map((x) => x.trim()).includes('aerie_hs_capture')) {
+    throw new Error(`server.env sets SGLANG_PLUGINS=${allowed}, which leaves out aerie's capture; add aerie_hs_capture to it (comma-separated)`);
+  }
+  env.AERIE_HS_DUMP_DIR = capture.dumpDir;
+  env.AERIE_HS_AUX_LAYERS = JSON.stringify(capture.draftLayerIds);
+  env.PYTHONPATH = base.PYTHONPATH ? `${capture.pythonPath}:${base.PYTHONPATH}` : capture.pythonPath;
   return env;
 }
 

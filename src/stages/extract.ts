@@ -1,37 +1,35 @@
 /**
- * The extract stage, patched-server driver: prefill every regenerated sample on a server
- * started with SGLANG_HS_DUMP_DIR, verify each dump, and move it into the output tree.
+ * The extract stage, patched-server driver: aerie's own capture (py/aerie_hs) in an SGLang
+ * server, end to end on the host.
  *
- * Output layout under outDir:
- *   rows_{k*2000}-{(k+1)*2000}/<id>.hs   the server's dump as written: prompt_tokens × 3 × hiddenSize bf16
- *   index-<seq>.jsonl                    finished samples as they finish (atomic batches): the resume record
- *   index.jsonl                          all finished samples, in sample order {id, index, file, tokens, bytes, textSha256}
- *   extract_error.jsonl                  samples that could not be extracted {id?, line, error}
- *   manifest.json                        { samples, hiddenSize, counts, totalTokens, totalBytes, files }
+ *   1. tokens    every sample's input_ids and loss_mask as SpecForge makes them (extract-tokens.ts);
+ *   2. prefill   each sample by its ids, rid = sample id; the capture writes `<id>.safetensors`
+ *                into the run's dump folder (extract-prefill.ts);
+ *   3. convert   batches of dumps become `rows_<g>-<g+G>/data_<i>.ckpt` in SpecForge's offline
+ *                layout, dumps deleted once their file is in place (extract-convert.ts);
+ *   4. check     the first samples, before the rest are prefilled, and a spread of samples
+ *                before the stage counts as good (extract-selfcheck.ts).
  *
- * Resume is by id: a finished id is skipped only if its file is still there with exactly the
- * recorded size and its text is unchanged; anything else is redone. Errors are redone too.
+ * Output under outDir: SpecForge's files, `index.jsonl` ({i, id, tokens}: the resume record
+ * and the map from file to sample), `ids.jsonl`, `selfcheck/`, `extract_error.jsonl`
+ * ({id?, line, error}) and `manifest.json`. Resume is by id: a sample counts as done when the
+ * index names it and its file passes the structural check with its current token count.
  */
 import type { Host } from '../hosts/host.js';
-import { BadDumpError, dumpOne, dumpPathFor, OutputWriteError, removeIfPresent, type Dumped } from './extract-dump.js';
-import { DumpMover, sweepStagedMoves } from './extract-mover.js';
-import {
-  estimatedBytesPerToken,
-  expectedDumpBytes,
-  formatBytes,
-  isIndexEntry,
-  ExtractPlanner,
-  type ExtractError,
-  type ExtractItem,
-  type ExtractRef,
-  type IndexEntry,
-} from './extract-plan.js';
+import type { AeriePy } from './aerie-py.js';
+import { ConvertQueue, type Converted } from './extract-convert.js';
+import { verifyOffline } from './extract-offline.js';
+import { formatBytes } from './extract-plan.js';
+import { BadDumpError, dumpPathFor, prefillOne, removeIfPresent, type TokenRow } from './extract-prefill.js';
+import { commitKept, describeVerdict, dropKept, keepForSelfCheck, runSelfCheck, type SelfCheckVerdict } from './extract-selfcheck.js';
+import { tokenizeSamples, type TokensSummary } from './extract-tokens.js';
 import { ServerUnreachableError, withRetries } from './generate-http.js';
 import { runPoolAsync, StageAbortedError } from './generate-pool.js';
-import { digestLines, streamLines } from './host-lines.js';
-import { readShards, sha256Hex, ShardWriter, writeJsonlFile, type FileEntry } from './jsonl.js';
+import { streamLines } from './host-lines.js';
+import { writeJsonlFile, type FileEntry } from './jsonl.js';
 
 export interface ExtractProgress {
+  phase: 'tokenizing' | 'checking files' | 'extracting' | 'self-check';
   done: number;
   total: number;
   ok: number;
@@ -46,24 +44,35 @@ export interface ExtractProgress {
 export interface ExtractJob {
   host: Host;
   baseUrl: string;
+  py: AeriePy;
   samplesPath: string;
+  /** The run's own dump folder (AERIE_HS_DUMP_DIR of its server). */
   dumpDir: string;
   outDir: string;
+  modelPath: string;
   hiddenSize: number;
+  chatTemplate: string;
+  maxLength: number;
+  fileGroupSize: number;
+  crossCheck: 'auto' | 'require' | 'off';
+  trustRemoteCode: boolean;
   concurrency: number;
-  /** Extra attempts per sample after a bad dump or a failed request (default 2). */
+  selfCheck: { samples: number; finalSamples: number; minAgreement: number };
+  /** Extra attempts per sample after a bad capture or a failed request (default 2). */
   retries?: number;
-  /** How long to wait for a dump to reach its size after the answer (default 20 s). */
+  /** How long the capture's file may lag the answer (default 60 s). */
   dumpWaitMs?: number;
   requestTimeoutMs?: number;
-  /** Index rows per batch file (default 256) and the longest they stay unwritten (default 10 s). */
-  indexBatch?: number;
-  flushMs?: number;
-  /** Dumps moved per Host.moveFiles call (default 256) and the longest the first waits for the rest (default 1 s). */
-  moveBatch?: number;
-  moveLingerMs?: number;
+  convertBatch?: number;
+  convertLingerMs?: number;
   signal?: AbortSignal;
   onProgress?: (p: ExtractProgress) => void;
+}
+
+export interface ExtractError {
+  id?: string;
+  line: number;
+  error: string;
 }
 
 export interface ExtractCounts {
@@ -75,12 +84,13 @@ export interface ExtractCounts {
 
 export interface ExtractManifest {
   samples: string;
-  samplesSha256: string;
   hiddenSize: number;
   layout: string;
+  tokens: { method: string; chatTemplate: string; maxLength: number };
   counts: ExtractCounts;
   totalTokens: number;
   totalBytes: number;
+  selfCheck: { early: string | null; final: string };
   files: FileEntry[];
 }
 
@@ -89,6 +99,7 @@ export interface ExtractSummary {
   totalTokens: number;
   totalBytes: number;
   manifest: ExtractManifest;
+  selfCheck: SelfCheckVerdict;
 }
 
 /** The destination cannot hold the extraction: retrying cannot help. */
@@ -103,249 +114,241 @@ export class InsufficientSpaceError extends Error {
   }
 }
 
-type Finished = IndexEntry & { textSha256: string };
-
-/** Latest index entry per id from earlier runs' batch files. */
-async function readIndex(host: Host, outDir: string): Promise<{ entries: Map<string, Finished>; maxSeq: number }> {
-  const { shards, maxSeq } = await readShards(host, outDir, ['index']);
-  const entries = new Map<string, Finished>();
-  for (const s of shards) {
-    for (const row of s.rows) {
-      if (isIndexEntry(row) && typeof row.textSha256 === 'string') entries.set(row.id, row as unknown as Finished);
-    }
+/** Every one of the first samples failed: the capture or the server is wrong, and retrying will not help. */
+export class EarlySamplesFailedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'EarlySamplesFailedError';
   }
-  return { entries, maxSeq };
 }
 
-/** Which earlier entries still hold: same file, same text, exact size on disk now. */
-async function reverify(
-  job: ExtractJob,
-  items: ExtractRef[],
-  entries: Map<string, Finished>,
-): Promise<Map<string, Finished>> {
-  const sizes = new Map<string, Map<string, number>>();
-  const sizesIn = async (dir: string): Promise<Map<string, number>> => {
-    let m = sizes.get(dir);
-    if (m) return m;
-    m = new Map();
-    const st = await job.host.stat(`${job.outDir}/${dir}`);
-    if (st?.isDirectory) {
-      for (const f of await job.host.list(`${job.outDir}/${dir}`)) {
-        if (!f.isDirectory) m.set(f.path.slice(f.path.lastIndexOf('/') + 1), f.size);
-      }
-    }
-    sizes.set(dir, m);
-    return m;
-  };
-  const good = new Map<string, Finished>();
-  for (const item of items) {
-    const e = entries.get(item.id);
-    if (!e || e.file !== item.file || e.textSha256 !== item.textSha256) continue;
-    if (e.bytes !== expectedDumpBytes(e.tokens, job.hiddenSize)) continue;
-    const slash = item.file.lastIndexOf('/');
-    const size = (await sizesIn(item.file.slice(0, slash))).get(item.file.slice(slash + 1));
-    if (size === e.bytes) good.set(item.id, { ...e, index: item.index });
-  }
-  return good;
+/** A feature file's size: the zip around 2 int64 [T] and bf16 [1,T,3H] + [1,T,H] (8·H + 16 bytes a token). */
+export const featureBytesPerToken = (hiddenSize: number): number => 8 * hiddenSize + 16;
+
+interface Ref {
+  id: string;
+  line: number;
+  tokens: number;
 }
 
-async function checkSpace(job: ExtractJob, todo: ExtractRef[]): Promise<void> {
-  const tokens = todo.reduce((sum, it) => sum + it.estTokens, 0);
-  const needed = tokens * estimatedBytesPerToken(job.hiddenSize);
+interface Done {
+  i: number;
+  tokens: number;
+  bytes: number;
+}
+
+/** ids.jsonl's rows: what to extract and what tokens.py refused, by line. */
+async function readRefs(host: Host, idsPath: string): Promise<{ refs: Ref[]; errors: ExtractError[] }> {
+  const refs: Ref[] = [];
+  const errors: ExtractError[] = [];
+  for await (const { lineNo, text } of streamLines(host, idsPath)) {
+    const row = JSON.parse(text) as { id: string | null; input_ids?: number[]; error?: string };
+    if (row.error !== undefined || !Array.isArray(row.input_ids) || typeof row.id !== 'string') {
+      errors.push({ ...(typeof row.id === 'string' ? { id: row.id } : {}), line: lineNo, error: `tokens: ${row.error ?? 'no input_ids'}` });
+    } else refs.push({ id: row.id, line: lineNo, tokens: row.input_ids.length });
+  }
+  return { refs, errors };
+}
+
+/** Earlier attempts' files that still hold: named by the index, structurally sound, same token count. */
+async function finishedBefore(job: ExtractJob, refs: Ref[]): Promise<Map<string, Done>> {
+  const { host } = job;
+  const done = new Map<string, Done>();
+  const indexPath = `${job.outDir}/index.jsonl`;
+  if (!(await host.stat(indexPath))) return done;
+  const report = await verifyOffline(host, job.py.python, job.outDir, job.hiddenSize);
+  // A file cut short or unreadable goes; the converter writes it again under its index.
+  for (const bad of report.bad) await removeIfPresent(host, bad.path);
+  const want = new Map(refs.map((r) => [r.id, r.tokens]));
+  for await (const { text } of streamLines(host, indexPath)) {
+    const row = JSON.parse(text) as { i: number; id: string; tokens: number };
+    const file = report.ok.get(row.i);
+    if (file && file.tokens === row.tokens && want.get(row.id) === row.tokens) done.set(row.id, { i: row.i, tokens: row.tokens, bytes: file.bytes });
+    else done.delete(row.id);
+  }
+  return done;
+}
+
+async function checkSpace(job: ExtractJob, todo: Ref[]): Promise<void> {
+  const tokens = todo.reduce((sum, r) => sum + r.tokens, 0);
+  const needed = tokens * featureBytesPerToken(job.hiddenSize);
   const free = await job.host.freeBytes(job.outDir);
   if (needed > free) {
     throw new InsufficientSpaceError(
       needed,
       free,
-      `extract needs about ${formatBytes(needed)} (${needed} bytes: ${todo.length} samples, ~${tokens} tokens × 8 × ` +
-        `hidden ${job.hiddenSize}) in ${job.outDir} on ${job.host.name}, but only ${formatBytes(free)} (${free} bytes) ` +
-        `are free; free space or point the extraction at a larger disk`,
+      `extract needs ${formatBytes(needed)} (${needed} bytes: ${todo.length} samples, ${tokens} tokens × (8 × hidden ${job.hiddenSize} + 16)) in ` +
+        `${job.outDir} on ${job.host.name}, but only ${formatBytes(free)} (${free} bytes) are free; free space or point the extraction at a larger disk`,
     );
   }
 }
 
-/**
- * Dumps of our samples left in the dump dir by an interrupted run: RAM we must give back.
- * Finished samples too: a run stopped early still lands every dump it had verified, so a
- * late or repeated dump can name a sample that is already done.
- */
-async function clearStaleDumps(job: ExtractJob, items: ExtractRef[]): Promise<void> {
-  const st = await job.host.stat(job.dumpDir);
-  if (!st?.isDirectory) return;
-  const ours = new Set(items.map((it) => `${it.id}.hs`));
-  for (const f of await job.host.list(job.dumpDir)) {
-    const name = f.path.slice(f.path.lastIndexOf('/') + 1);
-    if (ours.has(name)) await removeIfPresent(job.host, dumpPathFor(job.dumpDir, name.slice(0, -3)));
+/** Which of the samples still to do are kept for the self-check: the first ones, then a spread. */
+export function selfCheckPicks(todo: readonly string[], early: number, total: number): { early: Set<string>; all: Set<string> } {
+  const first = todo.slice(0, early);
+  const all = new Set(first);
+  const rest = todo.length - first.length;
+  const more = Math.max(0, total - first.length);
+  if (rest > 0 && more > 0) {
+    const step = rest / Math.min(more, rest);
+    for (let k = 0; k < Math.min(more, rest); k++) all.add(todo[first.length + Math.floor(k * step)]!);
   }
+  return { early: new Set(first), all };
 }
 
 export async function runExtract(job: ExtractJob): Promise<ExtractSummary> {
   const { host } = job;
   if (!(job.concurrency >= 1)) throw new Error(`extract: concurrency must be at least 1 (got ${job.concurrency})`);
-  if (!(job.hiddenSize >= 1)) throw new Error(`extract: hiddenSize must be at least 1 (got ${job.hiddenSize})`);
-  // Pass 1, streamed: every sample's id, file and text hash (not its text) and the plan errors.
-  const digest = await digestLines(host, job.samplesPath);
-  const items: ExtractRef[] = [];
-  const planErrors: ExtractError[] = [];
-  {
-    const planner = new ExtractPlanner();
-    let index = 0;
-    for await (const line of streamLines(host, job.samplesPath)) {
-      const r = planner.plan(line, index++);
-      if ('error' in r) planErrors.push(r.error);
-      else {
-        const { text, ...ref } = r.item;
-        items.push({ ...ref, textSha256: sha256Hex(text) });
-      }
-    }
-  }
-
+  const started = Date.now();
+  let progress: ExtractProgress = { phase: 'tokenizing', done: 0, total: 0, ok: 0, errors: 0, resumed: 0, bytes: 0, rate: 0 };
+  const report = (p: Partial<ExtractProgress>): void => {
+    progress = { ...progress, ...p };
+    job.onProgress?.(progress);
+  };
+  report({});
   await host.mkdirp(job.outDir);
-  const previous = await readIndex(host, job.outDir);
-  const finished = await reverify(job, items, previous.entries);
-  const todo = items.filter((it) => !finished.has(it.id));
-  await sweepStagedMoves(host, job.outDir);
-  await checkSpace(job, todo);
-  await clearStaleDumps(job, items);
-
-  const dirs = new Map<string, Promise<void>>();
-  const ensureDir = (path: string): Promise<void> => {
-    let p = dirs.get(path);
-    if (!p) dirs.set(path, (p = host.mkdirp(path)));
-    return p;
-  };
-  const ctx = {
-    host,
-    baseUrl: job.baseUrl,
-    dumpDir: job.dumpDir,
-    hiddenSize: job.hiddenSize,
-    dumpWaitMs: job.dumpWaitMs ?? 20_000,
-    requestTimeoutMs: job.requestTimeoutMs ?? 600_000,
-  };
-  const mover = new DumpMover(host, { maxBatch: job.moveBatch, lingerMs: job.moveLingerMs });
-  const writer = new ShardWriter(host, job.outDir, {
-    shardSize: job.indexBatch ?? 256,
-    flushMs: job.flushMs ?? 10_000,
-    startSeq: previous.maxSeq,
+  const tokens: TokensSummary = await tokenizeSamples({
+    host, py: job.py, samplesPath: job.samplesPath, outDir: job.outDir, modelPath: job.modelPath,
+    chatTemplate: job.chatTemplate, maxLength: job.maxLength, crossCheck: job.crossCheck, trustRemoteCode: job.trustRemoteCode,
   });
+  const { refs, errors: tokenErrors } = await readRefs(host, tokens.idsPath);
+  const total = refs.length + tokenErrors.length;
+  report({ phase: 'checking files', total, errors: tokenErrors.length, done: tokenErrors.length });
+
+  const finished = await finishedBefore(job, refs);
+  const resumed = finished.size;
+  const todo = refs.filter((r) => !finished.has(r.id));
+  await checkSpace(job, todo);
+  // The run's dump folder is its own: whatever is there is an earlier attempt's leftover in RAM.
+  await host.mkdirp(job.dumpDir);
+  for (const f of await host.list(job.dumpDir)) if (!f.isDirectory) await removeIfPresent(host, f.path);
 
   const runErrors: ExtractError[] = [];
-  const total = planErrors.length + items.length;
-  const resumed = finished.size;
-  let bytes = [...finished.values()].reduce((s, e) => s + e.bytes, 0);
-  let finishedThisRun = 0;
-  const started = Date.now();
-  const report = (): void => {
+  const greedyOf = new Map<string, number>();
+  const lineOf = new Map(todo.map((r) => [r.id, r.line]));
+  let bytes = [...finished.values()].reduce((s, d) => s + d.bytes, 0);
+  let thisRun = 0;
+  const tally = (): void => {
     const secs = (Date.now() - started) / 1000;
-    job.onProgress?.({
-      done: planErrors.length + finished.size + runErrors.length,
-      total,
+    report({
+      phase: 'extracting',
+      done: tokenErrors.length + finished.size + runErrors.length,
       ok: finished.size,
-      errors: planErrors.length + runErrors.length,
+      errors: tokenErrors.length + runErrors.length,
       resumed,
       bytes,
-      rate: secs > 0 ? finishedThisRun / secs : 0,
+      rate: secs > 0 ? thisRun / secs : 0,
     });
   };
-  report();
+  tally();
 
-  // Prefills we stopped listening to: the server may still dump them.
+  const converter = new ConvertQueue({
+    host, py: job.py, dumpDir: job.dumpDir, outDir: job.outDir, fileGroupSize: job.fileGroupSize, hiddenSize: job.hiddenSize,
+    batch: job.convertBatch, lingerMs: job.convertLingerMs,
+    onResult: (row: TokenRow, r: Converted) => {
+      thisRun++;
+      const greedy = greedyOf.get(row.id);
+      greedyOf.delete(row.id);
+      if (r.ok) {
+        finished.set(row.id, { i: r.i, tokens: r.tokens, bytes: Number.isFinite(r.bytes) ? r.bytes : 0 });
+        bytes += Number.isFinite(r.bytes) ? r.bytes : 0;
+        if (greedy !== undefined) keeping.push(commitKept(host, job.outDir, row, greedy));
+      } else {
+        runErrors.push({ id: row.id, line: lineOf.get(row.id) ?? 0, error: `convert: ${r.error}` });
+        void removeIfPresent(host, dumpPathFor(job.dumpDir, row.id)).catch(() => undefined);
+        if (greedy !== undefined) keeping.push(dropKept(host, job.outDir, row.id));
+      }
+      tally();
+    },
+  });
+  const picks = selfCheckPicks(todo.map((r) => r.id), job.selfCheck.samples, job.selfCheck.finalSamples);
+  const ctx = { host, baseUrl: job.baseUrl, dumpDir: job.dumpDir, dumpWaitMs: job.dumpWaitMs ?? 60_000, requestTimeoutMs: job.requestTimeoutMs ?? 600_000 };
   const abandoned: string[] = [];
-  // A failed move means the output cannot take more (disk full, permissions): stop the pool.
-  const stop = new AbortController();
-  let moveError: unknown = null;
-  const landing = new Set<Promise<void>>();
-  const handOff = (item: ExtractItem, got: Dumped): void => {
-    const p = mover
-      .move({ from: got.path, to: `${job.outDir}/${item.file}`, bytes: got.bytes })
-      .then(() => {
-        // Only now, at its destination at the expected size, does the sample count as done.
-        const entry: Finished = { id: item.id, index: item.index, file: item.file, tokens: got.tokens, bytes: got.bytes, textSha256: sha256Hex(item.text) };
-        writer.add('index', entry);
-        finished.set(item.id, entry);
-        bytes += got.bytes;
-        finishedThisRun++;
-        report();
-      })
-      // Never rejects: a failure (of the move or of recording it) stops the stage through moveError.
-      .catch(async (err: unknown) => {
-        await removeIfPresent(host, got.path).catch(() => undefined);
-        moveError ??= err;
-        stop.abort(err);
-      });
-    landing.add(p);
-    void p.finally(() => landing.delete(p));
-  };
-  const extract = async (item: ExtractItem, signal: AbortSignal): Promise<void> => {
-    let got: Dumped | null = null;
+  // Self-check bookkeeping started from the converter's callback, awaited before each check.
+  const keeping: Promise<void>[] = [];
+
+  const extract = async (row: TokenRow, signal: AbortSignal): Promise<void> => {
+    let got;
     try {
-      got = await withRetries(() => dumpOne(ctx, item, signal), { retries: job.retries ?? 2, signal, backoffMs: 100 });
+      got = await withRetries(() => prefillOne(ctx, row, signal), { retries: job.retries ?? 2, signal, backoffMs: 100 });
     } catch (err) {
-      if (signal.aborted) return void abandoned.push(item.id);
+      if (signal.aborted) return void abandoned.push(row.id);
       // The server is gone: every further sample would fail the same way.
       if (err instanceof ServerUnreachableError) throw err;
       const message = (err as Error)?.message ?? String(err);
-      runErrors.push({ id: item.id, line: item.lineNo, error: err instanceof BadDumpError ? `bad dump: ${message}` : message });
-      finishedThisRun++;
-      report();
+      runErrors.push({ id: row.id, line: lineOf.get(row.id) ?? 0, error: err instanceof BadDumpError ? `capture: ${message}` : message });
+      thisRun++;
+      tally();
       return;
     }
-    const dst = `${job.outDir}/${item.file}`;
-    try {
-      await ensureDir(dst.slice(0, dst.lastIndexOf('/')));
-      // Bounds the dumps waiting in RAM; the sample's slot goes back to the pool once it is queued.
-      await mover.whenRoom();
-    } catch (err) {
-      await removeIfPresent(host, got.path).catch(() => undefined);
-      throw new OutputWriteError(`cannot create the output directory for ${dst}: ${(err as Error)?.message ?? String(err)}`);
+    if (picks.all.has(row.id)) {
+      await keepForSelfCheck(host, job.outDir, got.dumpPath, row.id);
+      greedyOf.set(row.id, got.greedyNext);
     }
-    handOff(item, got);
+    // Bounds the dumps waiting in RAM; the slot goes back to the pool once the dump is queued.
+    await converter.whenRoom();
+    void converter.add(row).catch(() => undefined);
   };
 
-  // Pass 2, streamed: the texts of the samples still to do, read as the workers pull them.
-  const wanted = new Set(todo.map((it) => it.index));
-  async function* todoItems(): AsyncGenerator<ExtractItem> {
-    const planner = new ExtractPlanner();
-    let index = 0;
-    for await (const line of streamLines(host, job.samplesPath)) {
-      const r = planner.plan(line, index++);
-      if ('item' in r && wanted.has(r.item.index)) yield r.item;
+  // Pass 2, streamed: the ids of the samples still to do, read as the workers pull them.
+  async function* rows(want: Set<string>): AsyncGenerator<TokenRow> {
+    for await (const { text } of streamLines(host, tokens.idsPath)) {
+      const row = JSON.parse(text) as Partial<TokenRow> & { error?: string };
+      if (typeof row.id === 'string' && want.has(row.id) && Array.isArray(row.input_ids)) {
+        yield { id: row.id, input_ids: row.input_ids, loss_mask: row.loss_mask ?? [] };
+      }
     }
   }
-  let poolError: unknown = null;
-  try {
-    await runPoolAsync(todoItems(), extract, { concurrency: job.concurrency, signal: AbortSignal.any([stop.signal, ...(job.signal ? [job.signal] : [])]) });
-  } catch (err) {
-    poolError = err;
-  } finally {
-    // Dumps already verified still land (and count) even when the stage stops early.
-    await mover.drain();
-    await Promise.all([...landing]);
-    // Take back what abandoned prefills dumped so far; the next run clears any later ones.
-    for (const id of abandoned) await removeIfPresent(host, dumpPathFor(job.dumpDir, id)).catch(() => undefined);
+  const stageSignal = job.signal;
+  const pool = async (want: Set<string>): Promise<void> => {
+    if (want.size === 0) return;
+    try {
+      await runPoolAsync(rows(want), extract, { concurrency: job.concurrency, ...(stageSignal ? { signal: stageSignal } : {}) });
+    } finally {
+      // Dumps already captured still land (and count) even when the stage stops early.
+      await converter.drain().finally(async () => {
+        for (const id of abandoned.splice(0)) await removeIfPresent(host, dumpPathFor(job.dumpDir, id)).catch(() => undefined);
+        await Promise.all(keeping.splice(0));
+      });
+    }
+  };
+
+  // The first samples alone, checked before the stage commits to the rest.
+  let early: SelfCheckVerdict | null = null;
+  await pool(picks.early);
+  if (stageSignal?.aborted) throw aborted(job, finished.size, total);
+  if (picks.early.size > 0) {
+    // A capture that fails every one of the first samples would fail the rest the same way.
+    if (![...picks.early].some((id) => finished.has(id))) {
+      const why = runErrors.filter((er) => er.id !== undefined && picks.early.has(er.id)).slice(0, 3).map((er) => `${er.id}: ${er.error}`);
+      throw new EarlySamplesFailedError(`all ${picks.early.size} first samples failed, so the extraction stops before the other ${todo.length - picks.early.size}: ${why.join('; ')}`);
+    }
+    report({ phase: 'self-check' });
+    early = await runSelfCheck({ host, py: job.py, outDir: job.outDir, modelPath: job.modelPath, minAgreement: job.selfCheck.minAgreement, when: 'first samples' });
   }
-  const failure = poolError ?? moveError;
-  if (failure !== null) {
-    await writer.close().catch(() => undefined);
-    throw failure;
-  }
-  await writer.close();
-  if (job.signal?.aborted) {
-    throw new StageAbortedError('extract', `${finished.size} of ${total} samples are saved in ${job.outDir}; rerun to resume`);
-  }
-  return finish(job, digest.sha256, total, items, finished, [...planErrors, ...runErrors], resumed);
+  await pool(new Set(todo.map((r) => r.id).filter((id) => !picks.early.has(id))));
+  if (stageSignal?.aborted) throw aborted(job, finished.size, total);
+  report({ phase: 'self-check' });
+  const final = await runSelfCheck({ host, py: job.py, outDir: job.outDir, modelPath: job.modelPath, minAgreement: job.selfCheck.minAgreement, when: 'before the stage counts as good' });
+  return finish(job, tokens, total, refs, finished, [...tokenErrors, ...runErrors], resumed, early, final);
+}
+
+function aborted(job: ExtractJob, ok: number, total: number): StageAbortedError {
+  return new StageAbortedError('extract', `${ok} of ${total} samples are saved in ${job.outDir}; rerun to resume`);
 }
 
 async function finish(
   job: ExtractJob,
-  samplesSha256: string,
+  tokens: TokensSummary,
   input: number,
-  items: ExtractRef[],
-  finished: Map<string, Finished>,
+  refs: Ref[],
+  finished: Map<string, Done>,
   errors: ExtractError[],
   resumed: number,
+  early: SelfCheckVerdict | null,
+  final: SelfCheckVerdict,
 ): Promise<ExtractSummary> {
-  const ok = items.filter((it) => finished.has(it.id)).map((it) => finished.get(it.id)!);
+  const ok = refs.filter((r) => finished.has(r.id)).map((r) => ({ id: r.id, ...finished.get(r.id)! }));
   const counts: ExtractCounts = { input, ok: ok.length, error: errors.length, resumed };
   if (counts.ok + counts.error !== input) {
     throw new Error(
@@ -353,26 +356,18 @@ async function finish(
         `${job.samplesPath} has ${input} samples (rerun to resume)`,
     );
   }
-  const totalTokens = ok.reduce((s, e) => s + e.tokens, 0);
-  const totalBytes = ok.reduce((s, e) => s + e.bytes, 0);
-  const files = [
-    await writeJsonlFile(job.host, `${job.outDir}/index.jsonl`, ok),
-    await writeJsonlFile(
-      job.host,
-      `${job.outDir}/extract_error.jsonl`,
-      errors.slice().sort((a, b) => a.line - b.line),
-    ),
-  ];
+  const files = [await writeJsonlFile(job.host, `${job.outDir}/extract_error.jsonl`, errors.slice().sort((a, b) => a.line - b.line))];
   const manifest: ExtractManifest = {
     samples: job.samplesPath,
-    samplesSha256,
     hiddenSize: job.hiddenSize,
-    layout: 'rows_{k*2000}-{(k+1)*2000}/<id>.hs, k = sample index / 2000; prompt_tokens × 3 × hiddenSize bf16 each',
+    layout: `specforge: rows_{g}-{g+${job.fileGroupSize}}/data_{i}.ckpt (input_ids, loss_mask int64 [T]; aux_hidden_state bf16 [1,T,3H]; hidden_state bf16 [1,T,H]); index.jsonl maps i to the sample id`,
+    tokens: { method: tokens.method, chatTemplate: job.chatTemplate, maxLength: job.maxLength },
     counts,
-    totalTokens,
-    totalBytes,
+    totalTokens: ok.reduce((s, e) => s + e.tokens, 0),
+    totalBytes: ok.reduce((s, e) => s + e.bytes, 0),
+    selfCheck: { early: early ? describeVerdict(early) : null, final: describeVerdict(final) },
     files,
   };
   await job.host.writeFileAtomic(`${job.outDir}/manifest.json`, JSON.stringify(manifest, null, 2) + '\n');
-  return { counts, totalTokens, totalBytes, manifest };
+  return { counts, totalTokens: manifest.totalTokens, totalBytes: manifest.totalBytes, manifest, selfCheck: final };
 }

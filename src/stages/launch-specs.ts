@@ -14,7 +14,8 @@ import type { SpecforgeProfile } from './specforge-revision.js';
 /** Hidden states from the extract stage, and whose layout they are in. */
 export interface HiddenStates {
   dir: string;
-  layout: 'specforge' | 'aerie-dumps';
+  /** SpecForge's offline layout: both extract drivers write it (prepare_hidden_states.py, or aerie's converter). */
+  layout: 'specforge';
   /** SpecForge's prepare step also wrote the draft vocab mapping (`<out>/vocab_mapping/vocab_mapping.pt`): train and export pass it on. */
   vocabMapping?: string;
 }
@@ -146,10 +147,11 @@ export function trainSpec(config: Config, paths: StagePaths, dataPath: string, h
 /** Which hidden states the train stage receives from an extract result. */
 export function hiddenForTrain(config: Config, hidden: HiddenStates | undefined): HiddenStates | undefined {
   if (!hidden) return undefined;
-  return hidden.layout === 'specforge' || config.stages.train.driver === 'command' ? hidden : undefined;
+  // A record from before both drivers wrote SpecForge's layout names another one: train online.
+  return hidden.layout === 'specforge' ? hidden : undefined;
 }
 
 /** The layout the configured extract driver produces. */
-export function extractLayout(config: Config): HiddenStates['layout'] {
-  return config.stages.extract.driver === 'specforge-offline' ? 'specforge' : 'aerie-dumps';
+export function extractLayout(_config: Config): HiddenStates['layout'] {
+  return 'specforge';
 }

@@ -6,7 +6,7 @@
  * (the patched server's rows_<k>/<id>.hs dumps with index.jsonl) reaches a trainer that reads it.
  *
  * Placeholders: {target_model} {draft_model_config} {train_data} {hidden_states}
- * {hidden_states_layout} (specforge | aerie-dumps | none) {output_dir} {run_dir}, and
+ * {hidden_states_layout} (specforge | none) {output_dir} {run_dir}, and
  * {checkpoint} in resume-args. An element may hold several, or text around one.
  */
 import { TrainLaunchError } from './train.js';
@@ -16,7 +16,7 @@ export interface CommandValues {
   draft_model_config: string;
   train_data: string;
   hidden_states?: string;
-  hidden_states_layout: 'specforge' | 'aerie-dumps' | 'none';
+  hidden_states_layout: 'specforge' | 'none';
   output_dir: string;
   run_dir: string;
   checkpoint?: string;

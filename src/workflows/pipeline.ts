@@ -210,7 +210,7 @@ export async function pipeline(input: PipelineInput): Promise<PipelineResult> {
         }
         return withServer('extract', async (srv) => {
           const r = await acts.extractHiddenStates.executeWithOptions(
-            { ...longRunning, summary: `extract hidden states (patched server, ${extract['dump-env']}=${extract['dump-dir']}; ${space.note})` },
+            { ...longRunning, summary: `extract hidden states (aerie's capture in SGLang, dumps in ${extract['dump-dir']}, SpecForge files; ${space.note})` },
             [{ ...base, launch: srv, dataPath: data.dataPath }],
           );
           return { result: r, outputs: r.outputs, note: r.note };

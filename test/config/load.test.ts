@@ -129,15 +129,19 @@ describe('config loading', () => {
     expect(t.launcher).toEqual(['specforge']);
   });
 
-  it('D1: refuses the CLI without SpecForge-layout hidden states (online), saying what to set', () => {
-    const online = minimal.replace('extract: { driver: specforge-offline }', 'extract: { dump-dir: /dev/shm/sglang_hs }');
-    const [p, ...rest] = problemsOf(online);
+  it('D1: the CLI trains offline from either extract driver, so no config asks it to train online', () => {
+    const patched = minimal.replace('extract: { driver: specforge-offline }', 'extract: { dump-dir: /dev/shm/aerie-hs }');
+    const c = parseConfigText(patched, 'x.yaml', {});
+    expect(c.stages.extract.driver).toBe('patched-server');
+    expect(c.stages.train.driver).toBe('specforge');
+  });
+
+  it("refuses dump-env, naming S1 and aerie's own capture as the fix", () => {
+    const old = minimal.replace('extract: { driver: specforge-offline }', 'extract: { dump-env: SGLANG_HS_DUMP_DIR, dump-dir: /dev/shm/sglang_hs }');
+    const [p, ...rest] = problemsOf(old);
     expect(rest).toEqual([]);
-    expect(p).toMatch(/^stages\.train\.driver: is specforge \(the default\), which would train online/);
-    expect(p).toContain('online training requires deployment.mode=disaggregated');
-    expect(p).toMatch(/Fix: set stages\.extract\.driver: specforge-offline .* or stages\.train\.driver: specforge-v0\.2 .* or command/);
-    // The retired scripts still train online, and a command trainer reads the dumps.
-    expect(() => parseConfigText(online.replace('train: { draft-model-config', 'train: { driver: specforge-v0.2, draft-model-config'), 'x.yaml', {})).not.toThrow();
+    expect(p).toMatch(/^stages\.extract\.dump-env: dump-env is gone: SGLANG_HS_DUMP_DIR exists in no SGLang release \(conformance\.md S1\)/);
+    expect(p).toContain('Fix: delete stages.extract.dump-env');
   });
 
   it('D1: overrides cannot switch the CLI to the disaggregated online deployment, nor move what aerie manages', () => {
@@ -176,12 +180,15 @@ describe('config loading', () => {
     expect(() => parseConfigText(pin('specforge', 'cli'), 'x.yaml', {})).not.toThrow();
   });
 
-  it('every example loads (kimi-k2.5 keeps its command trainer)', () => {
+  it("every example loads, and the two real-cluster ones train with SpecForge from aerie's capture", () => {
     for (const name of ['demo.yaml', 'demo-ssh.yaml', 'llama3.1-8b.yaml', 'kimi-k2.5.yaml']) {
       const text = readFileSync(join(AERIE_HOME, 'examples', name), 'utf8');
       expect(() => parseConfigText(text, name, { HF_TOKEN: 'x' }), name).not.toThrow();
     }
-    expect(parseConfigText(readFileSync(join(AERIE_HOME, 'examples', 'kimi-k2.5.yaml'), 'utf8'), 'k', { HF_TOKEN: 'x' }).stages.train.driver).toBe('command');
+    for (const name of ['kimi-k2.5.yaml', 'llama3.1-8b.yaml']) {
+      const c = parseConfigText(readFileSync(join(AERIE_HOME, 'examples', name), 'utf8'), name, { HF_TOKEN: 'x' });
+      expect([c.stages.extract.driver, c.stages.train.driver], name).toEqual(['patched-server', 'specforge']);
+    }
   });
 });
 

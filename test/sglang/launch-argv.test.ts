@@ -130,24 +130,56 @@ describe('serverLaunchEnv', () => {
     expect(serverLaunchEnv({ PYTHONUNBUFFERED: '0' }).PYTHONUNBUFFERED).toBe('0');
   });
 
-  it('sets the dump variable for extraction without touching the input', () => {
-    const base = { CUDA_VISIBLE_DEVICES: '0,1' };
-    const env = serverLaunchEnv(base, { dumpEnv: 'SGLANG_HS_DUMP_DIR', dumpDir: '/dev/shm/sglang_hs' });
-    expect(env).toEqual({ PYTHONUNBUFFERED: '1', CUDA_VISIBLE_DEVICES: '0,1', SGLANG_HS_DUMP_DIR: '/dev/shm/sglang_hs' });
-    expect(base).toEqual({ CUDA_VISIBLE_DEVICES: '0,1' });
+  const capture = { pythonPath: '/data/aerie/aerie-py/0123456789ab', dumpDir: '/dev/shm/aerie-hs/r1', draftLayerIds: [1, 7, 13] };
+
+  it("puts aerie's capture first on PYTHONPATH and names its dump folder and layers, without touching the input", () => {
+    const base = { CUDA_VISIBLE_DEVICES: '0,1', PYTHONPATH: '/opt/extra' };
+    const env = serverLaunchEnv(base, capture);
+    expect(env).toEqual({
+      PYTHONUNBUFFERED: '1',
+      CUDA_VISIBLE_DEVICES: '0,1',
+      PYTHONPATH: '/data/aerie/aerie-py/0123456789ab:/opt/extra',
+      AERIE_HS_DUMP_DIR: '/dev/shm/aerie-hs/r1',
+      AERIE_HS_AUX_LAYERS: '[1,7,13]',
+    });
+    expect(base).toEqual({ CUDA_VISIBLE_DEVICES: '0,1', PYTHONPATH: '/opt/extra' });
+    expect(serverLaunchEnv({}, capture).PYTHONPATH).toBe('/data/aerie/aerie-py/0123456789ab');
   });
 
-  it('accepts the same dump dir already in the base env and refuses a different one', () => {
-    const ext = { dumpEnv: 'SGLANG_HS_DUMP_DIR', dumpDir: '/dev/shm/sglang_hs' };
-    expect(serverLaunchEnv({ SGLANG_HS_DUMP_DIR: '/dev/shm/sglang_hs' }, ext).SGLANG_HS_DUMP_DIR).toBe('/dev/shm/sglang_hs');
-    expect(() => serverLaunchEnv({ SGLANG_HS_DUMP_DIR: '/tmp/elsewhere' }, ext)).toThrow(
-      /server env sets SGLANG_HS_DUMP_DIR=\/tmp\/elsewhere, but extraction dumps to \/dev\/shm\/sglang_hs/,
+  it('accepts the same dump folder already in the base env and refuses a different one', () => {
+    expect(serverLaunchEnv({ AERIE_HS_DUMP_DIR: '/dev/shm/aerie-hs/r1' }, capture).AERIE_HS_DUMP_DIR).toBe('/dev/shm/aerie-hs/r1');
+    expect(() => serverLaunchEnv({ AERIE_HS_DUMP_DIR: '/tmp/elsewhere' }, capture)).toThrow(
+      /server.env sets AERIE_HS_DUMP_DIR=\/tmp\/elsewhere, but extraction dumps to \/dev\/shm\/aerie-hs\/r1/,
     );
   });
 
-  it('refuses a bad variable name or a relative dump dir', () => {
-    expect(() => serverLaunchEnv({}, { dumpEnv: 'BAD-NAME', dumpDir: '/dev/shm/x' })).toThrow(/not an environment variable name/);
-    expect(() => serverLaunchEnv({}, { dumpEnv: 'DUMP', dumpDir: 'shm/x' })).toThrow(/absolute path/);
+  it('refuses an SGLANG_PLUGINS whitelist that leaves the capture out, and a relative dump folder', () => {
+    expect(() => serverLaunchEnv({ SGLANG_PLUGINS: 'other' }, capture)).toThrow(/leaves out aerie's capture; add aerie_hs_capture/);
+    expect(serverLaunchEnv({ SGLANG_PLUGINS: 'other, aerie_hs_capture' }, capture).SGLANG_PLUGINS).toBe('other, aerie_hs_capture');
+    expect(() => serverLaunchEnv({}, { ...capture, dumpDir: 'shm/x' })).toThrow(/absolute path/);
+  });
+});
+
+describe('the capture on an extraction launch', () => {
+  const extraction = (version: string) =>
+    renderServerArgv(target({ extraction: true, capture: { sglangVersion: version, draftLayerIds: [1, 7, 13] } }));
+
+  it('adds the 0.5.23 aux-capture flags with the draft ids after the extraction profile', () => {
+    const argv = extraction('0.5.23');
+    const at = argv.indexOf('--disable-radix-cache');
+    expect(argv.slice(at + 1)).toEqual(['--enable-return-aux-hidden-states', '--speculative-algorithm', 'EAGLE3', '--return-aux-hidden-state-layer-ids', '1', '7', '13']);
+  });
+
+  it('adds no flag on 0.5.12, where the plugin turns the capture on itself', () => {
+    const argv = extraction('0.5.12');
+    expect(argv).toContain('--disable-radix-cache');
+    expect(argv.some((a) => a.startsWith('--speculative') || a.includes('aux'))).toBe(false);
+  });
+
+  it('refuses a release the capture is not written for, a non-extraction launch and a bad layer list', () => {
+    expect(() => extraction('0.5.4')).toThrow(/supports SGLang 0.5.12 and 0.5.23, not 0.5.4/);
+    expect(() => renderServerArgv(target({ capture: { sglangVersion: '0.5.23', draftLayerIds: [1, 7, 13] } }))).toThrow(/only on an extraction launch/);
+    expect(() => renderServerArgv(target({ extraction: true, capture: { sglangVersion: '0.5.23', draftLayerIds: [1, 7] } }))).toThrow(/three layer ids/);
   });
 });
 

@@ -1,43 +1,38 @@
 import { describe, expect, it } from 'vitest';
-import {
-  expectedDumpBytes,
-  formatBytes,
-  planExtract,
-  shardDirName,
-} from '../../src/stages/extract-plan.js';
-import { splitJsonlLines } from '../../src/stages/jsonl.js';
+import { estimatedBytesPerToken, formatBytes } from '../../src/stages/extract-plan.js';
+import { featureBytesPerToken, selfCheckPicks } from '../../src/stages/extract.js';
 
-describe('extract plan arithmetic', () => {
-  it('groups files 2000 per directory like SpecForge', () => {
-    expect(shardDirName(0)).toBe('rows_0-2000');
-    expect(shardDirName(1999)).toBe('rows_0-2000');
-    expect(shardDirName(2000)).toBe('rows_2000-4000');
-    expect(shardDirName(123456)).toBe('rows_122000-124000');
+describe('extract sizes', () => {
+  it('counts aux 3H + final H in bf16 per token, and 16 more bytes of ids and mask in a feature file', () => {
+    expect(estimatedBytesPerToken(512)).toBe(4096);
+    expect(featureBytesPerToken(512)).toBe(4112);
   });
 
-  it('sizes a dump as tokens × 3 × hidden × 2 bytes', () => {
-    expect(expectedDumpBytes(10, 512)).toBe(30720);
-  });
-
-  it('formats bytes for people', () => {
+  it('prints sizes in binary units', () => {
     expect(formatBytes(512)).toBe('512 B');
-    expect(formatBytes(11 * 1024 ** 4)).toBe('11.0 TiB');
+    expect(formatBytes(3 * 2 ** 30)).toBe('3.0 GiB');
   });
 });
 
-describe('planExtract', () => {
-  it('indexes by line position, estimates words, and turns bad lines into errors', () => {
-    const ok = (id: string, q: string) => JSON.stringify({ id, conversations: [{ role: 'user', content: q }] });
-    const lines = splitJsonlLines([ok('a', 'one two'), '{bad', ok('a/b', 'x'), ok('a', 'dup'), ok('c', 'three')].join('\n'));
-    const { items, errors } = planExtract(lines);
-    expect(items.map((i) => [i.id, i.index, i.file, i.estTokens])).toEqual([
-      ['a', 0, 'rows_0-2000/a.hs', 3],
-      ['c', 4, 'rows_0-2000/c.hs', 2],
-    ]);
-    expect(errors.map((e) => [e.line, e.error.split(':')[0]])).toEqual([
-      [2, 'bad JSON'],
-      [3, 'unsafe id'],
-      [4, 'duplicate id'],
-    ]);
+describe('selfCheckPicks', () => {
+  const ids = Array.from({ length: 100 }, (_, k) => `s${k}`);
+
+  it('keeps the first samples for the early check and spreads the rest over the run', () => {
+    const p = selfCheckPicks(ids, 8, 32);
+    expect([...p.early]).toEqual(ids.slice(0, 8));
+    expect(p.all.size).toBe(32);
+    expect(p.all.has('s8')).toBe(true);
+    // ...and reaches the end of the run.
+    expect(Math.max(...[...p.all].map((id) => Number(id.slice(1))))).toBeGreaterThanOrEqual(95);
+  });
+
+  it('keeps everything when the run is smaller than the check', () => {
+    const p = selfCheckPicks(ids.slice(0, 5), 8, 32);
+    expect(p.early.size).toBe(5);
+    expect(p.all.size).toBe(5);
+  });
+
+  it('keeps nothing when nothing is left to do', () => {
+    expect(selfCheckPicks([], 8, 32).all.size).toBe(0);
   });
 });

@@ -1,102 +1,116 @@
 /**
- * runExtract against the SGLang simulator started as a patched extraction server
- * (SGLANG_HS_DUMP_DIR set), a real child process in its own process group.
+ * runExtract end to end against the SGLang simulator carrying aerie's capture plugin (a real
+ * child process in its own process group), on conversations the simulator itself regenerated:
+ * aerie's package staged on the host, tokens from the target's real tokenizer, prefills by
+ * ids, the real converter, and the real self-check on the simulator's states.
  */
-import { mkdtemp, readFile, readdir, rm, stat, truncate, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalHost } from '../../src/hosts/local.js';
+import { shipAeriePy, type AeriePy } from '../../src/stages/aerie-py.js';
 import { runExtract, type ExtractJob } from '../../src/stages/extract.js';
+import { runGenerate } from '../../src/stages/generate.js';
+import { CAPTURE_FLAGS, captureSimEnv, ensureSimTarget, readJsonl, VENV_PY } from '../support/capture-sim.js';
 import { startSim, stopSim, type Sim } from '../support/sim.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const PROMPTS = join(ROOT, 'examples/data/prompts.jsonl');
+const MODEL = join(ROOT, 'examples/models/sim-llama-8b');
 const HIDDEN = 512; // examples/models/sim-llama-8b/config.json
-
-let sim: Sim;
-let simDir: string;
-let dumpDir: string;
-beforeAll(async () => {
-  simDir = await mkdtemp(join(tmpdir(), 'aerie-extsim-'));
-  dumpDir = join(simDir, 'shm');
-  sim = await startSim({ SGLANG_HS_DUMP_DIR: dumpDir });
-}, 90_000);
-afterAll(async () => {
-  if (sim) await stopSim(sim);
-  await rm(simDir, { recursive: true, force: true });
-}, 30_000);
 
 let dir: string;
 let host: LocalHost;
-beforeEach(async () => {
+let py: AeriePy;
+let sim: Sim;
+let dumpDir: string;
+let samples: string;
+
+beforeAll(async () => {
+  await ensureSimTarget();
   dir = await mkdtemp(join(tmpdir(), 'aerie-extsim-'));
   host = new LocalHost({ name: 'local', workdir: dir });
-  const lines = (await readFile(PROMPTS, 'utf8')).split('\n').filter(Boolean).slice(0, 20);
-  await writeFile(join(dir, 'train.jsonl'), lines.join('\n') + '\n');
-});
-afterEach(async () => {
-  await host.close();
-  await rm(dir, { recursive: true, force: true });
-});
+  py = await shipAeriePy(host, VENV_PY);
+  dumpDir = join(dir, 'dumps', 'r1');
+  await mkdir(dumpDir, { recursive: true }); // as the launch does: the plugin refuses a missing folder
+  sim = await startSim(captureSimEnv(py.root, dumpDir), CAPTURE_FLAGS);
+  // The simulator's own regenerated answers: the states must predict them.
+  const prompts = (await readFile(join(ROOT, 'examples/data/prompts.jsonl'), 'utf8')).split('\n').filter(Boolean).slice(0, 12);
+  await writeFile(join(dir, 'prompts.jsonl'), prompts.join('\n') + '\n');
+  await runGenerate({ host, baseUrl: sim.baseUrl, model: MODEL, inputPath: join(dir, 'prompts.jsonl'), outDir: join(dir, 'data'), temperature: 0.7, maxTokens: 48, concurrency: 4, retries: 1 });
+  samples = join(dir, 'data', 'train.jsonl');
+}, 180_000);
+afterAll(async () => {
+  if (sim) await stopSim(sim);
+  await host?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+}, 30_000);
 
 function job(over: Partial<ExtractJob> = {}): ExtractJob {
   return {
     host,
     baseUrl: sim.baseUrl,
-    samplesPath: join(dir, 'train.jsonl'),
+    py,
+    samplesPath: samples,
     dumpDir,
     outDir: join(dir, 'hs'),
+    modelPath: MODEL,
     hiddenSize: HIDDEN,
+    chatTemplate: 'llama3',
+    maxLength: 512,
+    fileGroupSize: 5,
+    crossCheck: 'auto',
+    trustRemoteCode: false,
     concurrency: 4,
-    indexBatch: 4,
-    flushMs: 100,
+    selfCheck: { samples: 3, finalSamples: 6, minAgreement: 0.5 },
+    convertBatch: 4,
+    convertLingerMs: 100,
     ...over,
   };
 }
 
-interface Entry {
-  id: string;
-  file: string;
-  tokens: number;
-  bytes: number;
-}
-const readIndex = async (): Promise<Entry[]> =>
-  (await readFile(join(dir, 'hs', 'index.jsonl'), 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l) as Entry);
+const countPrefills = (log: string): number => (log.match(/"POST \/generate HTTP/g) ?? []).length;
 
-describe('runExtract against the simulator', () => {
-  it('verifies every dump at prompt_tokens × 3 × H × 2 bytes and moves it out of the dump dir', async () => {
+describe('runExtract against the simulator with aerie\'s capture', () => {
+  it('writes one SpecForge feature file per sample, indexed by id, and passes the self-check on the simulator\'s states', async () => {
     const summary = await runExtract(job());
-    expect(summary.counts).toEqual({ input: 20, ok: 20, error: 0, resumed: 0 });
-    const index = await readIndex();
-    expect(index).toHaveLength(20);
-    for (const e of index) {
-      expect(e.file).toBe(`rows_0-2000/${e.id}.hs`);
-      expect(e.bytes).toBe(e.tokens * 3 * HIDDEN * 2);
-      expect((await stat(join(dir, 'hs', e.file))).size).toBe(e.bytes);
-    }
-    expect(summary.totalBytes).toBe(index.reduce((s, e) => s + e.bytes, 0));
+    expect(summary.counts).toEqual({ input: 12, ok: 12, error: 0, resumed: 0 });
+    const index = await readJsonl<{ i: number; id: string; tokens: number }>(join(dir, 'hs', 'index.jsonl'));
+    expect(index.map((r) => r.i).sort((a, b) => a - b)).toEqual([...Array(12).keys()]);
+    const ids = await readJsonl<{ id: string; input_ids: number[] }>(join(dir, 'hs', 'ids.jsonl'));
+    expect(new Set(index.map((r) => r.id))).toEqual(new Set(ids.map((r) => r.id)));
+    for (const r of index) expect(r.tokens).toBe(ids.find((x) => x.id === r.id)!.input_ids.length);
+    // rows_<g>-<g+G>: G = 5 files per folder, as SpecForge's --file-group-size.
+    expect((await readdir(join(dir, 'hs'))).filter((n) => n.startsWith('rows_')).sort()).toEqual(['rows_0-5', 'rows_10-15', 'rows_5-10']);
+    expect((await readdir(join(dir, 'hs', 'rows_0-5'))).sort()).toEqual(['data_0.ckpt', 'data_1.ckpt', 'data_2.ckpt', 'data_3.ckpt', 'data_4.ckpt']);
+    // Nothing is left in RAM; the self-check passed on the simulator's states for its own greedy text.
     expect(await readdir(dumpDir)).toEqual([]);
-  }, 120_000);
+    const teacher = summary.selfCheck.checks.teacher!.figures as { agreement_next: number };
+    expect(teacher.agreement_next).toBeGreaterThan(0.5);
+    expect(summary.manifest.selfCheck.early).toMatch(/^3 samples, next-token agreement/);
+    expect(summary.manifest.selfCheck.final).toMatch(/^6 samples, next-token agreement .* greedy 6\/6 exact/);
+    expect(summary.totalTokens).toBe(index.reduce((s, r) => s + r.tokens, 0));
+  }, 180_000);
 
-  it('resumes by id: finished ids are skipped and a truncated file is redone', async () => {
-    await runExtract(job());
-    const [victim] = await readIndex();
-    await truncate(join(dir, 'hs', victim.file), 100);
-    const before = sim.log().length;
+  it('resumes by id: only a sample whose file was cut short is prefilled again, under its old index', async () => {
+    const index = await readJsonl<{ i: number; id: string }>(join(dir, 'hs', 'index.jsonl'));
+    const victim = index[3]!;
+    const g = Math.floor(victim.i / 5) * 5;
+    const file = join(dir, 'hs', `rows_${g}-${g + 5}`, `data_${victim.i}.ckpt`);
+    await truncate(file, 100);
+    const before = countPrefills(sim.log());
     const summary = await runExtract(job());
-    expect(summary.counts).toEqual({ input: 20, ok: 20, error: 0, resumed: 19 });
-    expect((await stat(join(dir, 'hs', victim.file))).size).toBe(victim.bytes);
-    // Exactly one prefill was sent again: the truncated sample's.
-    expect(sim.log().slice(before).match(/"POST \/generate HTTP/g)).toHaveLength(1);
+    expect(summary.counts).toEqual({ input: 12, ok: 12, error: 0, resumed: 11 });
+    expect(countPrefills(sim.log()) - before).toBe(1);
+    const after = await readJsonl<{ i: number; id: string }>(join(dir, 'hs', 'index.jsonl'));
+    expect(after.filter((r) => r.id === victim.id).map((r) => r.i)).toEqual([victim.i]);
     expect(await readdir(dumpDir)).toEqual([]);
-  }, 120_000);
+  }, 180_000);
 
-  it('refuses to start when the destination cannot hold the estimate', async () => {
-    await expect(runExtract(job({ hiddenSize: 2 ** 45 }))).rejects.toMatchObject({
+  it('refuses to start when the destination cannot hold the exact token count', async () => {
+    await expect(runExtract(job({ outDir: join(dir, 'hs-big'), hiddenSize: 2 ** 40 }))).rejects.toMatchObject({
       name: 'InsufficientSpaceError',
-      message: expect.stringMatching(/needs about .* but only .* are free/),
+      message: expect.stringMatching(/extract needs .* tokens × \(8 × hidden 1099511627776 \+ 16\)\) in .* but only .* are free/),
     });
-    expect(await readdir(dumpDir)).toEqual([]);
-  }, 30_000);
+  }, 60_000);
 });

@@ -1,32 +1,38 @@
 /**
- * runExtract on an SshHost (a real sshd on loopback) against the simulator as the patched
- * server, dumping into a tmpfs the test mounts while the output is on disk — the GPU-host
- * layout, where every dump must be copied across filesystems. The SSH session is cut in the
- * middle of the run; every sample still lands once, whole, and the dump dir ends empty.
+ * runExtract on an SshHost (a real sshd on loopback) against the simulator with aerie's
+ * capture, dumping into a tmpfs the test mounts while the output is on disk: the GPU-host
+ * layout. aerie's package is staged over SSH, tokens, conversion and the self-check run on
+ * the host, and the SSH session is cut in the middle of the run: every sample still lands
+ * once, whole, and the dump folder ends empty.
  */
-import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SshHost } from '../../src/hosts/ssh.js';
+import { shipAeriePy, type AeriePy } from '../../src/stages/aerie-py.js';
 import { runExtract } from '../../src/stages/extract.js';
+import { runGenerate } from '../../src/stages/generate.js';
+import { CAPTURE_FLAGS, captureSimEnv, ensureSimTarget, readJsonl, VENV_PY } from '../support/capture-sim.js';
 import { startSim, stopSim, type Sim } from '../support/sim.js';
 import { startSshFixture, type SshFixture } from '../support/ssh-fixture.js';
 import { mountTmpfs, type Tmpfs } from '../support/tmpfs.js';
-import { until } from '../hosts/proc-helpers.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const HIDDEN = 512; // examples/models/sim-llama-8b/config.json
+const MODEL = join(ROOT, 'examples/models/sim-llama-8b');
 
 let fx: SshFixture;
 let ram: Tmpfs;
 let sim: Sim;
 let host: SshHost;
+let py: AeriePy;
 
 beforeAll(async () => {
+  await ensureSimTarget();
   fx = await startSshFixture();
   ram = await mountTmpfs(fx.dir, 256);
-  sim = await startSim({ SGLANG_HS_DUMP_DIR: ram.path });
   host = fx.host();
+  py = await shipAeriePy(host, VENV_PY);
+  sim = await startSim(captureSimEnv(py.root, ram.path), CAPTURE_FLAGS);
 }, 120_000);
 
 afterAll(async () => {
@@ -37,44 +43,30 @@ afterAll(async () => {
 }, 60_000);
 
 describe('runExtract over SSH, dumps on tmpfs, output on disk', () => {
-  it('lands every dump once and whole across a cut SSH session, and leaves the dump dir empty', async () => {
-    const lines = (await readFile(join(ROOT, 'examples/data/prompts.jsonl'), 'utf8')).split('\n').filter(Boolean).slice(0, 40);
-    const samples = join(fx.dir, 'train.jsonl');
-    await writeFile(samples, lines.join('\n') + '\n');
+  it('lands every sample once and whole across a cut SSH session, and leaves the dump folder empty', async () => {
+    const prompts = (await readFile(join(ROOT, 'examples/data/prompts.jsonl'), 'utf8')).split('\n').filter(Boolean).slice(0, 24);
+    await writeFile(join(fx.dir, 'prompts.jsonl'), prompts.join('\n') + '\n');
+    await runGenerate({ host, baseUrl: sim.baseUrl, model: MODEL, inputPath: join(fx.dir, 'prompts.jsonl'), outDir: join(fx.dir, 'data'), temperature: 0.7, maxTokens: 40, concurrency: 6, retries: 1 });
     const outDir = join(fx.dir, 'hs');
     const drops = host.link.stats.drops;
     let cutting: Promise<number[]> | null = null;
     const summary = await runExtract({
-      host,
-      baseUrl: sim.baseUrl,
-      samplesPath: samples,
-      dumpDir: ram.path,
-      outDir,
-      hiddenSize: HIDDEN,
-      concurrency: 8,
-      moveBatch: 8,
-      moveLingerMs: 200,
-      indexBatch: 8,
-      flushMs: 200,
+      host, baseUrl: sim.baseUrl, py, samplesPath: join(fx.dir, 'data', 'train.jsonl'), dumpDir: ram.path, outDir, modelPath: MODEL,
+      hiddenSize: 512, chatTemplate: 'llama3', maxLength: 512, fileGroupSize: 2000, crossCheck: 'auto', trustRemoteCode: false,
+      concurrency: 6, selfCheck: { samples: 4, finalSamples: 8, minAgreement: 0.5 }, convertBatch: 4, convertLingerMs: 200,
       onProgress: (p) => {
-        if (p.ok >= 5 && cutting === null) cutting = fx.sshd.dropConnections();
+        if (p.ok >= 6 && cutting === null) cutting = fx.sshd.dropConnections();
       },
     });
     expect(cutting).not.toBeNull();
     expect((await cutting!)!.length).toBeGreaterThan(0);
     expect(host.link.stats.drops).toBeGreaterThan(drops);
-    expect(summary.counts).toEqual({ input: 40, ok: 40, error: 0, resumed: 0 });
+    expect(summary.counts).toEqual({ input: 24, ok: 24, error: 0, resumed: 0 });
 
-    const index = (await readFile(join(outDir, 'index.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { id: string; file: string; bytes: number });
-    expect(new Set(index.map((e) => e.id)).size).toBe(40);
-    for (const e of index) {
-      expect(e.bytes % (3 * HIDDEN * 2)).toBe(0);
-      expect((await stat(join(outDir, e.file))).size).toBe(e.bytes);
-    }
+    const index = await readJsonl<{ i: number; id: string }>(join(outDir, 'index.jsonl'));
+    expect(new Set(index.map((e) => e.id)).size).toBe(24);
+    expect(index.map((e) => e.i).sort((a, b) => a - b)).toEqual([...Array(24).keys()]);
+    expect((await readdir(join(outDir, 'rows_0-2000'))).sort()).toEqual(index.map((e) => `data_${e.i}.ckpt`).sort());
     expect(await readdir(ram.path)).toEqual([]);
-    // A copy cut with its session may finish beside the re-run; after that only the samples remain.
-    const rows = join(outDir, 'rows_0-2000');
-    await until('no staged copies in the output', async () => (await readdir(rows)).every((f) => !f.startsWith('.')), 60_000);
-    expect((await readdir(rows)).sort()).toEqual(index.map((e) => `${e.id}.hs`).sort());
   }, 240_000);
 });

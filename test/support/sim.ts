@@ -15,11 +15,11 @@ export interface Sim {
   log: () => string;
 }
 
-export async function startSim(env: Record<string, string> = {}): Promise<Sim> {
+export async function startSim(env: Record<string, string> = {}, args: string[] = []): Promise<Sim> {
   const port = await freePort();
   const child = spawn(
     process.execPath,
-    [join(ROOT, 'bin/aerie-sim.mjs'), 'sglang', '--model-path', join(ROOT, 'examples/models/sim-llama-8b'), '--port', String(port)],
+    [join(ROOT, 'bin/aerie-sim.mjs'), 'sglang', '--model-path', join(ROOT, 'examples/models/sim-llama-8b'), '--port', String(port), ...args],
     {
       cwd: ROOT,
       detached: true, // setsid: its own process group, stopped by pgid in afterAll
