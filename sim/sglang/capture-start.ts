@@ -28,14 +28,38 @@ export interface CaptureStart {
   writer: CaptureWriter | null;
 }
 
+// The launcher's frames (sglang==0.5.23: launch_server.py:84,67; entrypoints/http_server.py:3156;
+// entrypoints/engine.py:1350,995,2027-2029) and its error (engine.py:2002-2010).
 function schedulerDied(rank: number, code: number): string {
   return [
+    // raised in `except EOFError:`, so Python prints the EOFError first, chained
     'Traceback (most recent call last):',
-    `  File "${SITE}/sglang/launch_server.py", line 65, in <module>`,
+    `  File "${SITE}/sglang/srt/entrypoints/engine.py", line 2027, in _wait_for_scheduler_ready`,
+    '    data = scheduler_pipe_readers[i].recv()',
+    '  File "/usr/lib/python3.12/multiprocessing/connection.py", line 250, in recv',
+    '    buf = self._recv_bytes()',
+    '  File "/usr/lib/python3.12/multiprocessing/connection.py", line 430, in _recv_bytes',
+    '    buf = self._recv(4)',
+    '  File "/usr/lib/python3.12/multiprocessing/connection.py", line 399, in _recv',
+    '    raise EOFError',
+    'EOFError',
+    '',
+    'During handling of the above exception, another exception occurred:',
+    '',
+    'Traceback (most recent call last):',
+    '  File "<frozen runpy>", line 198, in _run_module_as_main',
+    '  File "<frozen runpy>", line 88, in _run_code',
+    `  File "${SITE}/sglang/launch_server.py", line 84, in <module>`,
     '    run_server(server_args)',
-    `  File "${SITE}/sglang/srt/entrypoints/engine.py", line 995, in _launch_subprocesses`,
+    `  File "${SITE}/sglang/launch_server.py", line 67, in run_server`,
+    '    launch_server(server_args)',
+    `  File "${SITE}/sglang/srt/entrypoints/http_server.py", line 3156, in launch_server`,
+    '    ) = Engine._launch_subprocesses(',
+    `  File "${SITE}/sglang/srt/entrypoints/engine.py", line 1350, in _launch_subprocesses`,
+    '    scheduler_init_result.wait_for_ready()',
+    `  File "${SITE}/sglang/srt/entrypoints/engine.py", line 995, in wait_for_ready`,
     '    infos = _wait_for_scheduler_ready(scheduler_pipe_readers, scheduler_procs)',
-    `  File "${SITE}/sglang/srt/entrypoints/engine.py", line 2028, in _wait_for_scheduler_ready`,
+    `  File "${SITE}/sglang/srt/entrypoints/engine.py", line 2029, in _wait_for_scheduler_ready`,
     '    raise _scheduler_died_error(i, scheduler_procs[i])',
     `RuntimeError: Rank ${rank} scheduler died during initialization (exit code: ${code}). If exit code is -9 (SIGKILL), ` +
       'a common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to check.',

@@ -214,6 +214,24 @@ describe('the plugin\'s own start-up decides the launch', () => {
     expect(sim.stderr).toContain(`AERIE_HS_DUMP_DIR=${missing} is not a directory`);
   }, 30_000);
 
+  it('AERIE_HS_AUX_LAYERS that is not JSON raises an Exception in plugin(): SGLang logs it and serves without the capture', async () => {
+    const dumps = await tempDir('aerie-capture-badenv-');
+    try {
+      const sim = await Sim.start(['--model-path', target, ...CAPTURE_ARGS], captureEnv(plugin, dumps, { AERIE_HS_AUX_LAYERS: '1,7,13' }));
+      try {
+        await sim.ready();
+        await sim.json('/generate', { input_ids: [0, 5, 6], rid: 'x1', sampling_params: { max_new_tokens: 1, temperature: 0 } });
+      } finally {
+        await sim.stop();
+      }
+      expect(sim.stderr).toContain('Failed to execute general plugin: aerie_hs_capture');
+      expect(sim.stderr).toContain('JSONDecodeError');
+      expect(await fs.readdir(dumps)).toEqual([]);
+    } finally {
+      await fs.rm(dumps, { recursive: true, force: true });
+    }
+  }, 30_000);
+
   it('without the dist-info on PYTHONPATH, or without AERIE_HS_DUMP_DIR, the server serves and writes nothing', async () => {
     const dumps = await tempDir('aerie-capture-inert-');
     try {
