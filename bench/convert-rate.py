@@ -2,7 +2,10 @@
 against a plain `cp` of the same dump bytes on the same filesystem, in the same run.
 
   python3 bench/convert-rate.py [--samples 2000] [--hidden 4096] [--tokens 200] [--dir /dev/shm/x] [--batch N]
-                                [--py FOLDER [--py FOLDER2 ...]]
+                                [--py FOLDER [--py FOLDER2 ...]] [--out-dir /tmp/y]
+
+--out-dir puts the copy and the converted files on another filesystem than the dumps (aerie's
+case: dumps on /dev/shm, files on disk); by default they share --dir.
 
 --py names the folder holding the aerie_hs package to time (default py/); given more than once,
 each converter runs on every batch right after the same `cp`, so versions are compared in one run.
@@ -83,6 +86,7 @@ def main():
     ap.add_argument("--dir", default="/dev/shm/aerie-convert-rate")
     ap.add_argument("--batch", type=int, default=250)
     ap.add_argument("--group", type=int, default=1000)
+    ap.add_argument("--out-dir", default=None, help="where the copy and the converted files go (default: --dir)")
     ap.add_argument("--py", action="append", default=None, help="folder holding the aerie_hs package to time")
     a = ap.parse_args()
     a.py = [os.path.abspath(p) for p in (a.py or [os.path.join(ROOT, "py")])]
@@ -92,12 +96,15 @@ def main():
     # across exec: this parent stays small (the dumps are made by a child) so that what is
     # measured is the converter's own.
     shutil.rmtree(a.dir, ignore_errors=True)
-    out = os.path.join(a.dir, "out")
+    dest = a.out_dir or a.dir
+    if a.out_dir:
+        shutil.rmtree(a.out_dir, ignore_errors=True)
+    out = os.path.join(dest, "out")
     tot = {"bytes": 0, "cp": 0.0, "conv": [0.0] * len(a.py), "rss": [0] * len(a.py), "out": 0}
     done = 0
     while done < a.samples:
         n = min(a.batch, a.samples - done)
-        dumps, copy = os.path.join(a.dir, "dumps"), os.path.join(a.dir, "copy")
+        dumps, copy = os.path.join(a.dir, "dumps"), os.path.join(dest, "copy")
         os.makedirs(dumps)
         os.makedirs(copy)
         ids_path = os.path.join(a.dir, "ids.jsonl")
@@ -129,8 +136,10 @@ def main():
     with open(os.path.join(out + "0", "index.jsonl")) as f:
         rows = sum(1 for _ in f)
     shutil.rmtree(a.dir, ignore_errors=True)
-    print("samples %d (indexed %d), hidden %d, T~%d, dump bytes %.1f MB, ckpt bytes %.1f MB, dir %s, batch %d"
-          % (a.samples, rows, a.hidden, a.tokens, mb, tot["out"] / 1e6, a.dir, a.batch))
+    if a.out_dir:
+        shutil.rmtree(a.out_dir, ignore_errors=True)
+    print("samples %d (indexed %d), hidden %d, T~%d, dump bytes %.1f MB, ckpt bytes %.1f MB, dumps in %s, files to %s, batch %d"
+          % (a.samples, rows, a.hidden, a.tokens, mb, tot["out"] / 1e6, a.dir, dest, a.batch))
     print("cp        %8.1f MB/s  (%.2f s)" % (mb / tot["cp"], tot["cp"]))
     for v, pkg in enumerate(a.py):
         print("convert   %8.1f MB/s  (%.2f s)  = %.0f%% of cp  peak RSS %.1f MB  [%s]"
