@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { SimLM } from './lm.js';
-import { type TargetWeights, f32ToBf16, gaussian, headerBytes } from './weights.js';
+import { type TargetWeights, headerBytes, noise } from './weights.js';
 
 export const FORMAT = 'aerie-hs/1';
 // py/aerie_hs/capture.py:_RID: what may name a dump file.
@@ -48,9 +48,9 @@ export class HiddenStates {
     let d = this.dirCache.get(token);
     if (d) return d;
     const H = this.w.hidden;
-    d = new Float32Array(H);
+    d = this.w.headRow(token);
     let s = 0;
-    for (let i = 0; i < H; i++) { d[i] = this.w.head[token * H + i] * this.w.norm[i]; s += d[i] * d[i]; }
+    for (let i = 0; i < H; i++) { d[i] *= this.w.norm[i]; s += d[i] * d[i]; }
     const k = Math.sqrt(H / (s || 1));
     for (let i = 0; i < H; i++) d[i] *= k; // rms 1
     this.dirCache.set(token, d);
@@ -66,9 +66,9 @@ export class HiddenStates {
     for (let t = 0; t < ids.length; t++) {
       const d = this.direction(succ[t]);
       // An equal share of context noise: the margin over 32k random rows stays ~4x, like a confident model.
-      const g = gaussian(`final:${t > 0 ? ids[t - 1] : -1}:${ids[t]}:${t}`);
+      const g = noise(`final:${t > 0 ? ids[t - 1] : -1}:${ids[t]}:${t}`, H);
       let s = 0;
-      for (let i = 0; i < H; i++) { u[i] = d[i] + g(); s += u[i] * u[i]; }
+      for (let i = 0; i < H; i++) { u[i] = d[i] + g[i]; s += u[i] * u[i]; }
       const k = Math.sqrt(H / s);
       for (let i = 0; i < H; i++) out[t * H + i] = this.w.norm[i] * u[i] * k;
     }
@@ -80,16 +80,16 @@ export class HiddenStates {
     const H = this.w.hidden;
     const K = this.capture.length;
     const out = new Float32Array(ids.length * K * H);
+    const row = new Float32Array(H);
     for (let t = 0; t < ids.length; t++) {
       for (let j = 0; j < K; j++) {
         const depth = this.capture[j] / this.numLayers;
         const rms = 0.2 + 1.5 * depth;
-        const emb = gaussian(`emb:${ids[t]}:${this.capture[j] >> 2}`);
-        const ctx = gaussian(`aux:${this.capture[j]}:${t > 0 ? ids[t - 1] : -1}:${ids[t]}:${t}`);
-        const row = new Float32Array(H);
+        const emb = noise(`emb:${ids[t]}:${this.capture[j] >> 2}`, H);
+        const ctx = noise(`aux:${this.capture[j]}:${t > 0 ? ids[t - 1] : -1}:${ids[t]}:${t}`, H);
         let s = 0;
         for (let i = 0; i < H; i++) {
-          row[i] = (1 - depth) * emb() + 0.7 * ctx() + depth * final[t * H + i];
+          row[i] = (1 - depth) * emb[i] + 0.7 * ctx[i] + depth * final[t * H + i];
           s += row[i] * row[i];
         }
         const k = rms * Math.sqrt(H / (s || 1));
@@ -100,10 +100,16 @@ export class HiddenStates {
   }
 }
 
+/** BF16 bytes (little-endian, as the dump's readers expect; the simulator runs on little-endian hosts). */
 function bf16(values: Float32Array): Buffer {
-  const b = Buffer.alloc(values.length * 2);
-  for (let i = 0; i < values.length; i++) b.writeUInt16LE(f32ToBf16(values[i]), 2 * i);
-  return b;
+  const u = new Uint32Array(values.buffer, values.byteOffset, values.length);
+  const out = new Uint16Array(values.length);
+  for (let i = 0; i < u.length; i++) {
+    const x = u[i];
+    // f32ToBf16, inlined: round to nearest even, NaN kept quiet
+    out[i] = (x & 0x7f800000) === 0x7f800000 && (x & 0x7fffff) !== 0 ? 0x7fc0 : (x + 0x7fff + ((x >>> 16) & 1)) >>> 16;
+  }
+  return Buffer.from(out.buffer, out.byteOffset, out.byteLength);
 }
 
 function publish(file: string, data: Buffer[]): void {

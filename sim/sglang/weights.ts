@@ -46,6 +46,28 @@ export function gaussian(seed: string): () => number {
   };
 }
 
+const TABLE_SIZE = 1 << 21;
+let table: Float32Array | null = null;
+
+/**
+ * n standard-normal values picked by `seed`: a window of one fixed table of Gaussians, so the
+ * states of a long prompt at hidden size 4096 cost a copy, not millions of draws. Windows at
+ * hashed offsets of a 2M-value table are as good as independent for the checks' statistics.
+ */
+export function noise(seed: string, n: number): Float32Array {
+  if (n > TABLE_SIZE / 2) {
+    const g = gaussian(seed);
+    return Float32Array.from({ length: n }, g);
+  }
+  if (!table) {
+    const g = gaussian('aerie-sim noise table');
+    table = new Float32Array(TABLE_SIZE);
+    for (let i = 0; i < TABLE_SIZE; i++) table[i] = g();
+  }
+  const at = hash32(seed) % (TABLE_SIZE - n);
+  return table.subarray(at, at + n);
+}
+
 export function headerBytes(tensors: { name: string; shape: number[]; bytes: number }[], metadata: Record<string, string>): Buffer {
   const header: Record<string, unknown> = { __metadata__: metadata };
   let at = 0;
@@ -126,8 +148,8 @@ export function writeTargetWeights(dir: string, vocab: number, hidden: number): 
 }
 
 export interface TargetWeights {
-  /** lm_head as float32, row-major [vocab, hidden]. */
-  head: Float32Array;
+  /** Row v of lm_head as float32 (decoded on demand: a 4096-wide head stays as its bf16 bytes). */
+  headRow(v: number): Float32Array;
   norm: Float32Array;
   vocab: number;
   hidden: number;
@@ -140,16 +162,18 @@ export function readTargetWeights(dir: string): TargetWeights | null {
   const buf = fs.readFileSync(file);
   const n = Number(buf.readBigUInt64LE(0));
   const header = JSON.parse(buf.subarray(8, 8 + n).toString('utf8')) as Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }>;
-  const take = (name: string) => {
+  const entry = (name: string) => {
     const e = header[name];
     if (!e || e.dtype !== 'BF16') throw new Error(`${file}: no BF16 tensor ${name}`);
-    const [b, end] = e.data_offsets;
-    const out = new Float32Array((end - b) / 2);
-    const src = buf.subarray(8 + n + b, 8 + n + end);
-    for (let i = 0; i < out.length; i++) out[i] = bf16ToF32(src.readUInt16LE(2 * i));
-    return { data: out, shape: e.shape };
+    return { src: buf.subarray(8 + n + e.data_offsets[0], 8 + n + e.data_offsets[1]), shape: e.shape };
   };
-  const head = take(LM_HEAD);
-  const norm = take(NORM);
-  return { head: head.data, norm: norm.data, vocab: head.shape[0], hidden: head.shape[1] };
+  const decode = (src: Buffer, from: number, count: number) => {
+    const out = new Float32Array(count);
+    for (let i = 0; i < count; i++) out[i] = bf16ToF32(src.readUInt16LE(2 * (from + i)));
+    return out;
+  };
+  const head = entry(LM_HEAD);
+  const norm = entry(NORM);
+  const [vocab, hidden] = head.shape;
+  return { headRow: (v) => decode(head.src, v * hidden, hidden), norm: decode(norm.src, 0, norm.shape[0]), vocab, hidden };
 }
