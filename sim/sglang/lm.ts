@@ -9,9 +9,8 @@
  * position. So the simulator's answers are its own samples, and the self-check's teacher and
  * greedy checks hold on its dumps for the same reason they hold on a real target's.
  */
-import { hash32, makeRng } from './text.js';
-import { VOCAB } from './text.js';
-import { SPECIAL, type SimTokenizer } from './tokenizer.js';
+import { VOCAB, hash32, makeRng } from './text.js';
+import type { SimTokenizer } from './tokenizer.js';
 
 /** How often a sampled token is the greedy one: 1 at T=0, 0.825 at the demo's 0.7, 0.75 at T=1, never below 0.5. */
 export function followProbability(temperature: number): number {
@@ -36,13 +35,9 @@ export class SimLM {
     });
   }
 
-  get eot(): number {
-    return SPECIAL.eot;
-  }
-
   /** The last two ids of any chat prompt under a Llama 3 template: `<|end_header_id|>`, "\n\n". */
   chatTail(): number[] {
-    return [SPECIAL.endHeader, this.tok.id('ĊĊ') ?? this.tok.encode('\n\n')[0]];
+    return [this.tok.endHeader, this.tok.id('ĊĊ') ?? this.tok.encode('\n\n')[0]];
   }
 
   private form(word: number, prev: number): number {
@@ -73,7 +68,7 @@ export class SimLM {
     const rng = makeRng(hash32('tok:' + key));
     const follow = followProbability(temperature);
     let p2: number | null = context.length > 1 ? context[context.length - 2] : null;
-    let p1 = context.length > 0 ? context[context.length - 1] : SPECIAL.bos;
+    let p1 = context.length > 0 ? context[context.length - 1] : this.tok.bos;
     let first = true;
     return () => {
       let id: number;

@@ -13,14 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { VOCAB } from './text.js';
 
-/** Ids 0..7 of the layout; the rest of 0..255 are <|reserved_special_token_N|>. */
-export const SPECIAL = {
-  bos: 0,
-  endOfText: 1,
-  eot: 2,
-  startHeader: 3,
-  endHeader: 4,
-} as const;
+/** Ids 0..7 of the layout are these; the rest of 0..255 are <|reserved_special_token_N|>. */
 const SPECIAL_NAMES = ['<|begin_of_text|>', '<|end_of_text|>', '<|eot_id|>', '<|start_header_id|>', '<|end_header_id|>',
   '<|eom_id|>', '<|python_tag|>', '<|finetune_right_pad_id|>'];
 const WHITESPACE = ['ĊĊ', 'ĊĊĊ', 'ĠĠ', 'ĠĠĠ', 'ĠĠĠĠ', 'ĉĉ'];
@@ -87,6 +80,16 @@ export class SimTokenizer {
     return new SimTokenizer(v, specials, 'built-in layout');
   }
 
+  /** `<|begin_of_text|>`'s id (0 in the layout). */
+  get bos(): number {
+    return this.vocab.get('<|begin_of_text|>') ?? 0;
+  }
+
+  /** `<|end_header_id|>`'s id (4 in the layout). */
+  get endHeader(): number {
+    return this.vocab.get('<|end_header_id|>') ?? 4;
+  }
+
   get size(): number {
     return this.byId.length;
   }
@@ -105,7 +108,7 @@ export class SimTokenizer {
 
   /** ids of `text`, special-token strings matched first; BOS first when asked (the post-processor's). */
   encode(text: string, addBos = false): number[] {
-    const out: number[] = addBos ? [SPECIAL.bos] : [];
+    const out: number[] = addBos ? [this.bos] : [];
     for (const part of text.split(this.specialRe)) {
       if (part === '') continue;
       const sid = this.vocab.get(part);
