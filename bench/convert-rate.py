@@ -2,8 +2,10 @@
 against a plain `cp` of the same dump bytes on the same filesystem, in the same run.
 
   python3 bench/convert-rate.py [--samples 2000] [--hidden 4096] [--tokens 200] [--dir /dev/shm/x] [--batch N]
-                                [--py FOLDER [--py FOLDER2 ...]] [--out-dir /tmp/y]
+                                [--py FOLDER [--py FOLDER2 ...]] [--out-dir /tmp/y] [--remove-dumps]
+                                [--conv-arg=--threads=1 ...]
 
+--remove-dumps times the converter as aerie runs it (each dump deleted once converted).
 --out-dir puts the copy and the converted files on another filesystem than the dumps (aerie's
 case: dumps on /dev/shm, files on disk); by default they share --dir.
 
@@ -86,6 +88,8 @@ def main():
     ap.add_argument("--dir", default="/dev/shm/aerie-convert-rate")
     ap.add_argument("--batch", type=int, default=250)
     ap.add_argument("--group", type=int, default=1000)
+    ap.add_argument("--conv-arg", action="append", default=[], help="an extra converter argument, e.g. --conv-arg=--threads=1")
+    ap.add_argument("--remove-dumps", action="store_true", help="time the converter with --remove-dumps (aerie's mode)")
     ap.add_argument("--out-dir", default=None, help="where the copy and the converted files go (default: --dir)")
     ap.add_argument("--py", action="append", default=None, help="folder holding the aerie_hs package to time")
     a = ap.parse_args()
@@ -117,10 +121,14 @@ def main():
         tot["cp"] += dt
         # versions take turns going first, batch by batch, so neither always finds a fresh page cache
         order = list(range(len(a.py)))
-        for v in order[::-1] if (done // a.batch) % 2 else order:
+        for turn, v in enumerate(order[::-1] if (done // a.batch) % 2 else order):
             os.environ["PYTHONPATH"] = a.py[v]
+            if a.remove_dumps and turn:  # the last converter took the dumps: the same bytes again, from cp's copy
+                for x in os.listdir(copy):
+                    shutil.copyfile(os.path.join(copy, x), os.path.join(dumps, x))
             dt, rss = run_timed([sys.executable, "-m", "aerie_hs.ckpt", "convert", "--dumps", dumps, "--ids", ids_path,
-                                 "--out", out + str(v), "--file-group-size", str(a.group), "--hidden-size", str(a.hidden)])
+                                 "--out", out + str(v), "--file-group-size", str(a.group), "--hidden-size", str(a.hidden)]
+                                + (["--remove-dumps"] if a.remove_dumps else []) + a.conv_arg)
             tot["conv"][v] += dt
             tot["rss"][v] = max(tot["rss"][v], rss)
             for d, _, fs in os.walk(out + str(v)):

@@ -25,6 +25,7 @@ copied into the entry without being decoded.
 import argparse
 import json
 import os
+import re
 import struct
 import sys
 import zipfile
@@ -56,8 +57,9 @@ def write_features(final, ids, mask, dump, fsync=False):
 
 
 def _write_tmp(final, ids, mask, dump, fsync):
-    """The record, complete, under a hidden temp name beside `final` (SpecForge's reader and a
-    glob for *.ckpt pass it by); returns that name and its size. Nothing is left on a failure."""
+    """The record, complete, under a hidden temp name beside `final`; returns that name and its
+    size. Nothing is left on a failure. SpecForge's reader passes such a name by: it keeps only
+    files ending in .ckpt or .ckpt.gz (SpecForge@a6b6b023:specforge/data/preprocessing.py:376-391)."""
     t, h = len(ids), dump.tensors["hidden_state"].shape[1]
     stem = os.path.basename(final).rsplit(".", 1)[0]
     tmp = os.path.join(os.path.dirname(final), ".%s.%d.tmp" % (os.path.basename(final), os.getpid()))
@@ -160,6 +162,9 @@ def _remove(path):
         pass
 
 
+_TMP = re.compile(r"^\.data_\d+\.ckpt\.\d+\.tmp$")
+
+
 class _Entry(object):
     """One sample's outcome, settled in file order: a line to log (and a dump to remove), or a
     file being written on a worker whose rename, index line and log wait their turn."""
@@ -199,7 +204,17 @@ class _Converter(object):
         self.counts = {"written": 0, "skipped": 0, "missing": 0, "rejected": 0, "failed": 0}
         self.seen, self.todo, self.queue = set(), deque(), deque()
 
+    def _sweep(self):
+        """Temp files a killed run left (up to two per worker): only one converter runs at a
+        time on an output folder, so any found now are orphans."""
+        for d in os.listdir(self.out):
+            if d.startswith("rows_") and os.path.isdir(os.path.join(self.out, d)):
+                for x in os.listdir(os.path.join(self.out, d)):
+                    if _TMP.match(x):
+                        _remove(os.path.join(self.out, d, x))
+
     def run(self):
+        self._sweep()
         source = _samples(self.ids_path)
         with open(self.index_path, "ab", buffering=0) as self.index, ThreadPoolExecutor(self.threads) as self.pool:
             try:
@@ -282,7 +297,9 @@ class _Converter(object):
             e.lines.append("OK %d %s %d %d" % (e.i, sid, len(ids), size))
         self.counts[e.key] += 1
         if e.dump is not None and self.remove_dumps:
-            _remove(e.dump)
+            # Freeing a dump's pages is work (bench/convert-rate.md): on a worker, not here; the
+            # pool is drained before run() returns.
+            self.pool.submit(_remove, e.dump)
         for line in e.lines:
             self.log(line)
 

@@ -257,8 +257,11 @@ describe('the converter', () => {
     // batch 2's dumps are not this run's business; the failed one stays for the caller to judge
     expect(await dumps()).toEqual(['b1short.safetensors', 'b2a.safetensors', 'b2b.safetensors', 'b2c.safetensors']);
 
+    // a temp file a killed run left behind is swept; the converter runs alone on its folder
+    await writeFile(join(d, 'out/rows_0-2/.data_1.ckpt.99999.tmp'), 'half a file');
     const second = await run('batch2.jsonl');
     expect(second.code).toBe(0);
+    expect(existsSync(join(d, 'out/rows_0-2/.data_1.ckpt.99999.tmp'))).toBe(false);
     expect(second.lines).toEqual([`OK 2 b2a 6 ${await sizeOf(d, at(2))}`, `OK 3 b2b 9 ${await sizeOf(d, at(3))}`, `OK 4 b2c 3 ${await sizeOf(d, at(4))}`,
       'END written=3 skipped=0 missing=0 rejected=0 failed=0']);
     expect(await dumps()).toEqual(['b1short.safetensors']);
