@@ -8,7 +8,8 @@ import type { GenRequest, ReqState, RequestKind } from './engine.js';
 import { type Exchange, HttpError, WARMUP_HEADER, sendJson, sseData, startSse } from './http.js';
 import type { ServerContext } from './http.js';
 import { SamplingError, type SamplingParams, parseSamplingParams } from './sampling.js';
-import { countPromptTokens, hash32, makeRng, pseudoLogprob, seedKey, splitWords } from './text.js';
+import { hiddenStatesMeta, hsRequestProblem, requestHsMode, serverHsMode } from './stock.js';
+import { countPromptTokens, hash32, pseudoLogprob, seedKey, splitWords } from './text.js';
 
 interface Prompt {
   text: string | null;
@@ -61,9 +62,10 @@ export function prepareGenerate(x: Exchange): { items: Prepared[]; batched: bool
   if (typeof body !== 'object' || Array.isArray(body)) throw new HttpError(400, 'The request body must be a JSON object.');
   const { list, batched: listBatched } = prompts(body);
   const rawParams = body.sampling_params;
-  if (body.return_hidden_states && !ctx.resolved.args.enable_return_hidden_states) {
-    throw new HttpError(400, 'The server is not configured to return the hidden states. Please set `--enable-return-hidden-states` to enable this feature.');
-  }
+  const hsMode = requestHsMode(body.return_hidden_states);
+  if (hsMode !== null && hsMode !== 'last' && hsMode !== 'full') throw new HttpError(400, hsMode);
+  const hsProblem = hsRequestProblem(hsMode, serverHsMode(ctx.resolved.args), ctx.resolved.args.return_hidden_states_mode);
+  if (hsProblem) throw new HttpError(400, hsProblem);
   const kind: RequestKind = x.req.headers[WARMUP_HEADER] ? 'warmup' : 'real';
   const items: Prepared[] = [];
   let nMax = 1;
@@ -126,12 +128,10 @@ export function metaInfo(ctx: ServerContext, r: ReqState, final: boolean, body: 
     m.input_token_logprobs = r.req.promptUnits.map((u, i) => [i === 0 ? null : pseudoLogprob(r.req.key + ':in', i), hash32(u) % 32000, null]);
     m.output_token_logprobs = r.outputIds.map((id, i) => [pseudoLogprob(r.req.key, i), id, null]);
   }
-  if (body.return_hidden_states && final) {
-    const rng = makeRng(hash32('hs:' + r.req.key));
-    const h = ctx.target.hiddenSize;
-    m.hidden_states = Array.from({ length: Math.max(1, r.outputIds.length) }, () =>
-      Array.from({ length: h }, () => Math.round((rng() * 2 - 1) * 1e4) / 1e4),
-    );
+  const hsMode = requestHsMode(body.return_hidden_states);
+  if (final && ctx.states && (hsMode === 'last' || hsMode === 'full')) {
+    m.hidden_states = hiddenStatesMeta(ctx.states, Boolean(ctx.resolved.args.enable_return_aux_hidden_states), r.req.context ?? [], r.outputIds, hsMode,
+      { cached: r.cachedTokens, chunk: ctx.resolved.args.chunked_prefill_size as number });
   }
   if (final) m.e2e_latency = r.e2eLatency;
   return m;

@@ -99,7 +99,8 @@ const FLAGS: readonly FlagSpec[] = [
   f('--enable-deterministic-inference', 'bool', false),
   f('--allow-auto-truncate', 'bool', false),
   f('--enable-return-hidden-states', 'bool', false),
-  // sglang==0.5.23:sglang/srt/arg_groups/fields/exec_.py:130-156
+  // sglang==0.5.23:sglang/srt/arg_groups/fields/exec_.py:117-156
+  f('--return-hidden-states-mode', 'str', null, { choices: ['last', 'full'] }),
   f('--enable-return-aux-hidden-states', 'bool', false),
   f('--return-aux-hidden-state-layer-ids', 'int-list'),
   f('--disable-piecewise-cuda-graph', 'bool', false),

@@ -14,6 +14,7 @@ import type { SimLog } from './log.js';
 import type { ModelConfig } from './model.js';
 import { PLUGIN_GROUP, PLUGIN_VALUE, discoverPlugins, launchFixesMessage, runPluginStartup } from './plugin.js';
 import type { Resolved, SimEnv } from './settings.js';
+import { serverHsMode } from './stock.js';
 import { loadFrames, schedulerException } from './tracebacks.js';
 import { readTargetWeights } from './weights.js';
 
@@ -26,6 +27,8 @@ export interface CaptureStart {
   weights(): string | null;
   /** The writer, once both steps passed with the plugin installed. */
   writer: CaptureWriter | null;
+  /** The model's states, when the plugin or the stock return_hidden_states path needs them. */
+  states: HiddenStates | null;
 }
 
 // The launcher's frames (sglang==0.5.23: launch_server.py:84,67; entrypoints/http_server.py:3156;
@@ -74,6 +77,7 @@ export function captureStart(o: {
   let installed = false;
   const state: CaptureStart = {
     writer: null,
+    states: null,
     plugins() {
       const found = discoverPlugins(procEnv.PYTHONPATH);
       if (found.length === 0) return null;
@@ -108,7 +112,7 @@ export function captureStart(o: {
       return null;
     },
     weights() {
-      if (!installed) return null;
+      if (!installed && serverHsMode(o.resolved.args) === null) return null;
       const dir = o.target.path;
       const w = readTargetWeights(dir);
       if (!w) {
@@ -122,10 +126,12 @@ export function captureStart(o: {
       }
       const draft = o.resolved.args.return_aux_hidden_state_layer_ids as number[] | null;
       const ids = captureIds(draft, o.target.numLayers);
+      state.states = new HiddenStates(w, o.lm, ids, o.target.numLayers);
+      if (!installed) return null;
       const dumpDir = procEnv.AERIE_HS_DUMP_DIR as string;
       state.writer = new CaptureWriter({
         dir: fs.realpathSync(dumpDir),
-        states: new HiddenStates(w, o.lm, ids, o.target.numLayers),
+        states: state.states,
         fault: o.env.hsFault,
         faultEvery: o.env.hsFaultEvery,
         logError: (msg) => log.error(msg, 0),

@@ -8,7 +8,7 @@ import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { randomUUID } from 'node:crypto';
-import type { CaptureWriter } from './capture.js';
+import type { CaptureWriter, HiddenStates } from './capture.js';
 import type { Engine } from './engine.js';
 import type { SimLM } from './lm.js';
 import type { SimLog } from './log.js';
@@ -31,6 +31,8 @@ export interface ServerContext {
   lm: SimLM;
   /** aerie's capture plugin, when it is loaded and installed (capture-start.ts). */
   capture: CaptureWriter | null;
+  /** The model's hidden states, once the weights are loaded (capture or stock return_hidden_states). */
+  states: HiddenStates | null;
   status: Status;
   startedAtSec: number;
 }

@@ -156,6 +156,7 @@ export async function runSglang(argv: string[]): Promise<number> {
     engine,
     lm,
     capture: null,
+    states: null,
     status: 'starting',
     startedAtSec: Math.floor(Date.now() / 1000),
   };

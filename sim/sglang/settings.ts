@@ -113,8 +113,6 @@ function handleAuxHiddenStateCapture(a: ServerArgs): void {
   }
   a.speculative_algorithm = null;
   a.aux_hidden_state_capture = method.toLowerCase();
-  // sglang==0.5.23:sglang/srt/arg_groups/serving_hook.py:712-727
-  a.return_hidden_states_mode ??= 'full';
 }
 
 /** Apply SGLang's post-init rules; throws PyError where SGLang would raise. */
@@ -132,6 +130,10 @@ export function resolveServerArgs(parsed: Parsed, target: ModelConfig, env: SimE
   a.random_seed ??= Math.floor(Math.random() * 2 ** 30);
 
   handleAuxHiddenStateCapture(a);
+  // sglang==0.5.23:sglang/srt/arg_groups/serving_hook.py:712-727
+  if ((a.return_hidden_states_mode ?? null) === null && (a.enable_return_hidden_states || a.enable_return_aux_hidden_states)) {
+    a.return_hidden_states_mode = 'full';
+  }
   let algorithm = (a.speculative_algorithm as string | null) ?? null;
   let spec: SpecShape | null = null;
   if (algorithm === 'NEXTN') algorithm = a.speculative_algorithm = 'EAGLE';

@@ -108,6 +108,7 @@ export async function runStartup(d: StartupDeps): Promise<void> {
   const weightsError = d.capture.weights();
   if (weightsError !== null) return d.fail(weightsError);
   ctx.capture = d.capture.writer;
+  ctx.states = d.capture.states;
   all(`Load weight end. type=${target.architectures[0] ?? 'LlamaForCausalLM'}, dtype=torch.bfloat16, avail mem=${gb(m.availAfterLoad)} GB, mem usage=${gb(m.weights)} GB.`);
 
   await wait(PHASE_SECONDS.memoryPool);

@@ -5,10 +5,11 @@
  * (tokens.py and selfcheck.py in .venv-specforge, the converter in plain python3).
  */
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BIN, MODEL, tempDir } from './sglang-harness.js';
+import { BIN, MODEL, type Sim, tempDir } from './sglang-harness.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const PY = path.join(ROOT, 'py');
@@ -92,4 +93,38 @@ export async function convert(dumps: string, ids: string, out: string): Promise<
   const r = await run('python3', ['-m', 'aerie_hs.ckpt', 'convert', '--dumps', dumps, '--ids', ids, '--out', out, '--file-group-size', '4', '--hidden-size', '512'],
     { env: { PYTHONPATH: PY } });
   return { ...r, lines: r.stdout.trim().split('\n') };
+}
+
+export interface Turn { role: string; content: string }
+
+export const PROMPTS = readFileSync(path.join(ROOT, 'examples', 'data', 'prompts.jsonl'), 'utf8').trim().split('\n').slice(0, 6)
+  .map((l) => JSON.parse(l) as { id: string; conversations: Turn[] });
+
+/** The demo's regeneration: each assistant turn answered by the server at temperature 0.7. */
+export async function regenerate(sim: Sim): Promise<{ id: string; conversations: Turn[] }[]> {
+  const out = [];
+  for (const p of PROMPTS) {
+    const conv: Turn[] = [];
+    for (const turn of p.conversations) {
+      if (turn.role !== 'assistant') { conv.push(turn); continue; }
+      const r = await sim.json('/v1/chat/completions', { model: 'x', messages: conv, temperature: 0.7, max_tokens: 96 });
+      if (r.status !== 200) throw new Error(`chat completion: ${r.status} ${JSON.stringify(r.body)}`);
+      conv.push({ role: 'assistant', content: r.body.choices[0].message.content as string });
+    }
+    out.push({ id: p.id, conversations: conv });
+  }
+  return out;
+}
+
+/** Extraction's requests: prefill by ids, rid = sample id, one greedy token. */
+export async function prefill(sim: Sim, rows: IdsRow[]): Promise<{ id: string; greedy_next: number }[]> {
+  const greedy = [];
+  for (const row of rows) {
+    const r = await sim.json('/generate', { input_ids: row.input_ids, rid: row.id, sampling_params: { max_new_tokens: 1, temperature: 0 } });
+    if (r.status !== 200 || r.body.meta_info.prompt_tokens !== row.input_ids.length || r.body.output_ids.length !== 1) {
+      throw new Error(`prefill of ${row.id}: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
+    }
+    greedy.push({ id: row.id, greedy_next: r.body.output_ids[0] as number });
+  }
+  return greedy;
 }

@@ -3,46 +3,11 @@
  * aerie's real host-side Python (tokens.py -> prefill by ids -> the converter and the
  * self-check), and the plugin's own start-up refusals.
  */
-import { readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CAPTURE_ARGS, type IdsRow, ROOT, captureEnv, convert, jsonl, makeTarget, selfcheck, stagePlugin, tokens } from './capture-harness.js';
+import { CAPTURE_ARGS, type IdsRow, PROMPTS, captureEnv, convert, jsonl, makeTarget, prefill, regenerate, selfcheck, stagePlugin, tokens } from './capture-harness.js';
 import { Sim, runToExit, tempDir } from './sglang-harness.js';
-
-interface Turn { role: string; content: string }
-
-const PROMPTS = readFileSync(path.join(ROOT, 'examples', 'data', 'prompts.jsonl'), 'utf8').trim().split('\n').slice(0, 6)
-  .map((l) => JSON.parse(l) as { id: string; conversations: Turn[] });
-
-/** The demo's regeneration: each assistant turn answered by the server at temperature 0.7. */
-async function regenerate(sim: Sim): Promise<{ id: string; conversations: Turn[] }[]> {
-  const out = [];
-  for (const p of PROMPTS) {
-    const conv: Turn[] = [];
-    for (const turn of p.conversations) {
-      if (turn.role !== 'assistant') { conv.push(turn); continue; }
-      const r = await sim.json('/v1/chat/completions', { model: 'x', messages: conv, temperature: 0.7, max_tokens: 96 });
-      expect(r.status).toBe(200);
-      conv.push({ role: 'assistant', content: r.body.choices[0].message.content as string });
-    }
-    out.push({ id: p.id, conversations: conv });
-  }
-  return out;
-}
-
-/** Extraction's requests: prefill by ids, rid = sample id, one greedy token. */
-async function prefill(sim: Sim, rows: IdsRow[]): Promise<{ id: string; greedy_next: number }[]> {
-  const greedy = [];
-  for (const row of rows) {
-    const r = await sim.json('/generate', { input_ids: row.input_ids, rid: row.id, sampling_params: { max_new_tokens: 1, temperature: 0 } });
-    expect(r.status).toBe(200);
-    expect(r.body.meta_info.prompt_tokens).toBe(row.input_ids.length);
-    expect(r.body.output_ids).toHaveLength(1);
-    greedy.push({ id: row.id, greedy_next: r.body.output_ids[0] as number });
-  }
-  return greedy;
-}
 
 let target: string;
 let plugin: string;
