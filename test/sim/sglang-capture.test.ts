@@ -3,11 +3,17 @@
  * aerie's real host-side Python (tokens.py -> prefill by ids -> the converter and the
  * self-check), and the plugin's own start-up refusals.
  */
+import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CAPTURE_ARGS, type IdsRow, PROMPTS, captureEnv, convert, jsonl, makeTarget, prefill, regenerate, selfcheck, stagePlugin, tokens } from './capture-harness.js';
 import { Sim, runToExit, tempDir } from './sglang-harness.js';
+
+async function dumpMeta(file: string): Promise<Record<string, string>> {
+  const b = await fs.readFile(file);
+  return JSON.parse(b.subarray(8, 8 + Number(b.readBigUInt64LE(0))).toString('utf8')).__metadata__;
+}
 
 let target: string;
 let plugin: string;
@@ -50,6 +56,11 @@ describe('the demo chain on the simulator: regenerate, tokenize on the host, cap
       const names = (await fs.readdir(dumps)).sort();
       for (const r of rows) expect(names).toContain(`${r.id}.safetensors`);
       expect(names.some((n) => n.endsWith('.tmp'))).toBe(false);
+      const meta = await dumpMeta(path.join(dumps, `${rows[0].id}.safetensors`));
+      expect(meta).toEqual({
+        format: 'aerie-hs/1', rid: rows[0].id, tokens: String(rows[0].input_ids.length), aux_layers: '[2, 8, 14]', tp_rank: '0',
+        input_ids_sha256: createHash('sha256').update(Buffer.from(new BigInt64Array(rows[0].input_ids.map(BigInt)).buffer)).digest('hex'),
+      });
       const { idsFile, greedyFile } = await writeInputs(work, rows, greedy);
       const { code, verdict } = await selfcheck(target, dumps, idsFile, greedyFile);
       expect(verdict.messages).toEqual([]);
@@ -193,6 +204,23 @@ describe('the plugin\'s own start-up decides the launch', () => {
       expect(sim.stderr).toContain('Failed to execute general plugin: aerie_hs_capture');
       expect(sim.stderr).toContain('JSONDecodeError');
       expect(await fs.readdir(dumps)).toEqual([]);
+    } finally {
+      await fs.rm(dumps, { recursive: true, force: true });
+    }
+  }, 30_000);
+
+  it('without --return-aux-hidden-state-layer-ids the dumps name the model\'s EAGLE3 default capture layers [2, L/2, L-3]', async () => {
+    const dumps = await tempDir('aerie-capture-default-');
+    try {
+      const args = ['--enable-return-aux-hidden-states', '--speculative-algorithm', 'EAGLE3', '--disable-radix-cache'];
+      const sim = await Sim.start(['--model-path', target, ...args], captureEnv(plugin, dumps));
+      try {
+        await sim.ready();
+        await prefill(sim, [{ id: 'd1', input_ids: [0, 5, 6], loss_mask: [0, 0, 1] }]);
+      } finally {
+        await sim.stop();
+      }
+      expect((await dumpMeta(path.join(dumps, 'd1.safetensors'))).aux_layers).toBe('[2, 8, 13]');
     } finally {
       await fs.rm(dumps, { recursive: true, force: true });
     }
