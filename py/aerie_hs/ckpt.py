@@ -10,7 +10,8 @@ keeps rising, and a sample already indexed with a good file is skipped. One stdo
 sample: `OK <i> <id> <tokens> <bytes>`, `SKIP <i> <id>`, `REDO <i> <id>\t<why>` (then OK or
 FAIL), `FAIL <id>\t<why>`, `MISSING <id>\t<why>`, `REJECTED <id>\t<why>`; then `END written=..
 skipped=.. missing=.. rejected=.. failed=..`. `--remove-dumps` deletes a dump once its sample is
-written and indexed, or skipped; a FAIL keeps it.
+written and indexed, or skipped; a FAIL keeps it. `--threads N` (default min(4, CPUs)) files
+are written at once; stdout and index.jsonl still come in `--ids` order (see _Converter).
 
 Each file is what `torch.save(record, "data_<i>.ckpt")` writes with torch 2.13's defaults, byte
 for byte (py/aerie_hs/torch_save.py says how).
