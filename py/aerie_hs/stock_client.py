@@ -115,6 +115,7 @@ class Client(object):
     def __init__(self, a, log):
         self.a, self.log = a, log
         self.url = "http://127.0.0.1:%d/generate" % a.port
+        self.other = "final" if a.which == "aux" else "aux"
         self.counts = {"parts": 0, "dumps": 0, "skipped": 0, "failed": 0, "rejected": 0}
 
     def path(self, rid, suffix):
@@ -142,9 +143,13 @@ class Client(object):
         except ValueError as e:
             raise SampleError("the response is not JSON: %s" % e)
 
+    def merge_only(self, rid, ids):
+        self.merge(rid, ids)
+        return "OK %s %d" % (rid, len(ids)), None
+
     def one(self, rid, ids):
         """Runs on a worker thread: one request, this pass's partial, and the merge if it can."""
-        which, other = self.a.which, "final" if self.a.which == "aux" else "aux"
+        which, other = self.a.which, self.other
         body = self.post(rid, ids)
         width, rows = rows_of(body, rid, ids, which)
         h = self.a.hidden_size
@@ -183,6 +188,9 @@ class Client(object):
                 "tp_rank": "0", "input_ids_sha256": want}
         write_safetensors(self.path(rid, ".safetensors"), {"aux_hidden_state": ("BF16", list(aux_shape), aux),
                                                            "hidden_state": ("BF16", list(fin_shape), fin)}, meta)
+        self.drop_partials(rid)
+
+    def drop_partials(self, rid):
         for which in PASSES:
             try:
                 os.unlink(self.path(rid, ".%s.partial" % which))
@@ -228,11 +236,18 @@ class Client(object):
                 if not _RID.match(rid):
                     self.fail(rid, "sample id %r cannot name a file (letters, digits, . _ - only)" % rid)
                     continue
-                if os.path.exists(self.path(rid, ".safetensors")) or os.path.exists(self.path(rid, ".%s.partial" % a.which)):
+                mine, theirs = (os.path.exists(self.path(rid, ".%s.partial" % w)) for w in (a.which, self.other))
+                if os.path.exists(self.path(rid, ".safetensors")):
+                    self.drop_partials(rid)  # a merge that died before its clean-up
                     self.counts["skipped"] += 1
-                    self.log("SKIP %s" % rid if os.path.exists(self.path(rid, ".safetensors")) else "SKIP %s %s" % (rid, a.which))
+                    self.log("SKIP %s" % rid)
                     continue
-                pending.append((rid, pool.submit(self.one, rid, ids)))
+                if mine and not theirs:
+                    self.counts["skipped"] += 1
+                    self.log("SKIP %s %s" % (rid, a.which))
+                    continue
+                # both partials there: an earlier merge failed or died; no request needed
+                pending.append((rid, pool.submit(self.merge_only if mine else self.one, rid, ids)))
                 while pending and (len(pending) > 2 * a.concurrency or pending[0][1].done()):
                     settle(*pending.popleft())
             while pending:

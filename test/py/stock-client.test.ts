@@ -9,7 +9,7 @@
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -167,6 +167,23 @@ describe('stock_client: two passes, one per 0.5.23 server launch, merged into ae
     expect((await client('--port', String(await fake('final')), '--ids', s.ids, '--dumps', s.dumps, '--pass', 'final')).lines[0]).toBe('PART x final 4');
     expect((await client('--port', String(await fake('aux')), '--ids', s.ids, '--dumps', s.dumps, '--pass', 'aux', '--aux-layers', '[2,8,14]')).lines[0]).toBe('OK x 4');
     expect(readDump(join(s.dumps, 'x.safetensors')).hidden.vals).toEqual(expected('final', s.rows[0]!.input_ids));
+  });
+
+  it('finishes a merge that died (both partials, no dump) without a request, and clears partials a finished merge left', async () => {
+    const a = setup('merge-a', [['x', 4]]);
+    const b = setup('merge-b', [['x', 4]]);
+    const auxPort = await fake('aux');
+    const finPort = await fake('final');
+    await client('--port', String(auxPort), '--ids', a.ids, '--dumps', a.dumps, '--pass', 'aux', '--aux-layers', '[2, 8, 14]');
+    await client('--port', String(finPort), '--ids', b.ids, '--dumps', b.dumps, '--pass', 'final');
+    copyFileSync(join(b.dumps, 'x.final.partial'), join(a.dumps, 'x.final.partial'));
+    const sent = (await record(finPort)).bodies.length;
+    expect((await client('--port', String(finPort), '--ids', a.ids, '--dumps', a.dumps, '--pass', 'final')).lines[0]).toBe('OK x 4');
+    expect((await record(finPort)).bodies.length).toBe(sent);
+    expect(readdirSync(a.dumps)).toEqual(['x.safetensors']);
+    copyFileSync(join(b.dumps, 'x.final.partial'), join(a.dumps, 'x.final.partial'));
+    expect((await client('--port', String(auxPort), '--ids', a.ids, '--dumps', a.dumps, '--pass', 'aux', '--aux-layers', '[2, 8, 14]')).lines[0]).toBe('SKIP x');
+    expect(readdirSync(a.dumps)).toEqual(['x.safetensors']);
   });
 
   it('fails a sample whose rows are short, miscounted or last-only, naming the fix, writes its error file, and goes on', async () => {
