@@ -87,7 +87,9 @@ export async function runAeriePy(
   const r = await host.exec(argv, { timeoutMs: 10 * 60_000, ...exec, cwd: py.root });
   if (r.code === null || !okCodes.includes(r.code)) {
     const missing = r.code === 127 ? ` — ${py.python} is not on ${host.name}; set stages.extract.python to the target environment's interpreter` : '';
-    throw new AeriePyError(module, r.code, `python -m aerie_hs.${module} on ${host.name} failed (exit ${r.code}): ${r.stderr.trim().slice(-800)}${missing}`);
+    // The modules print their refusal as JSON on stdout (selfcheck's exit 2) or text on stderr.
+    const said = [r.stderr.trim(), r.stdout.trim()].filter(Boolean).join(' | ').slice(-800);
+    throw new AeriePyError(module, r.code, `python -m aerie_hs.${module} on ${host.name} failed (exit ${r.code}): ${said}${missing}`);
   }
   return r;
 }

@@ -6,9 +6,10 @@
  * commits to the rest, and on a spread of samples before it counts as good.
  *
  * Kept under `<out>/selfcheck/`: `dumps/<id>.safetensors` (copies made before conversion, in
- * `pending/` until the sample converted), `ids.jsonl` ({id, input_ids, loss_mask}) and
- * `greedy.jsonl` ({id, greedy_next}), appended as samples finish, so a resumed run checks what
- * earlier attempts kept too.
+ * `pending/` until the sample converted) and `rows/<id>.json` ({id, input_ids, loss_mask,
+ * greedy_next}), one file per sample written atomically, so a write repeated after a dropped
+ * connection changes nothing and a resumed run checks what earlier attempts kept too. Each
+ * check assembles `ids.jsonl` and `greedy.jsonl` from them.
  */
 import type { Host } from '../hosts/host.js';
 import { runAeriePy, type AeriePy } from './aerie-py.js';
@@ -50,9 +51,28 @@ export async function keepForSelfCheck(host: Host, outDir: string, dumpPath: str
 export async function commitKept(host: Host, outDir: string, row: TokenRow, greedyNext: number): Promise<void> {
   const dir = selfCheckDir(outDir);
   await host.mkdirp(`${dir}/dumps`);
-  await host.rename(`${dir}/pending/${row.id}.safetensors`, `${dir}/dumps/${row.id}.safetensors`);
-  await host.appendFile(`${dir}/ids.jsonl`, JSON.stringify(row) + '\n');
-  await host.appendFile(`${dir}/greedy.jsonl`, JSON.stringify({ id: row.id, greedy_next: greedyNext }) + '\n');
+  await host.mkdirp(`${dir}/rows`);
+  const kept = `${dir}/dumps/${row.id}.safetensors`;
+  // Done already when the copy is in place and the pending one gone (a call repeated after a drop).
+  if ((await host.stat(`${dir}/pending/${row.id}.safetensors`)) || !(await host.stat(kept))) {
+    await host.rename(`${dir}/pending/${row.id}.safetensors`, kept);
+  }
+  await host.writeFileAtomic(`${dir}/rows/${row.id}.json`, JSON.stringify({ ...row, greedy_next: greedyNext }));
+}
+
+/** ids.jsonl and greedy.jsonl for the check, from the kept rows (a few dozen files of ids). */
+async function assembleInputs(host: Host, dir: string): Promise<number> {
+  const files = (await host.list(`${dir}/rows`).catch(() => [])).filter((f) => f.path.endsWith('.json')).sort((a, b) => a.path.localeCompare(b.path));
+  const ids: string[] = [];
+  const greedy: string[] = [];
+  for (const f of files) {
+    const { greedy_next, ...row } = JSON.parse((await host.readFile(f.path)).toString('utf8')) as TokenRow & { greedy_next: number };
+    ids.push(JSON.stringify(row));
+    greedy.push(JSON.stringify({ id: row.id, greedy_next }));
+  }
+  await host.writeFileAtomic(`${dir}/ids.jsonl`, ids.map((l) => l + '\n').join(''));
+  await host.writeFileAtomic(`${dir}/greedy.jsonl`, greedy.map((l) => l + '\n').join(''));
+  return files.length;
 }
 
 export async function dropKept(host: Host, outDir: string, id: string): Promise<void> {
@@ -86,14 +106,20 @@ export interface SelfCheckJob {
 
 export async function runSelfCheck(job: SelfCheckJob): Promise<SelfCheckVerdict> {
   const dir = selfCheckDir(job.outDir);
+  if ((await assembleInputs(job.host, dir)) === 0) {
+    throw new Error(`the extraction self-check (${job.when}) has no kept samples in ${dir}/rows: every sample it was to check failed or was done before the check's files were kept; rerun with a fresh output folder`);
+  }
   const args = ['--model', job.modelPath, '--dumps', `${dir}/dumps`, '--ids', `${dir}/ids.jsonl`, '--greedy', `${dir}/greedy.jsonl`, '--min-agreement', String(job.minAgreement)];
   if (job.samples !== undefined) args.push('--samples', String(job.samples));
-  const r = await runAeriePy(job.host, job.py, 'selfcheck', args, { okCodes: [0, 1], timeoutMs: 60 * 60_000 });
+  const r = await runAeriePy(job.host, job.py, 'selfcheck', args, { okCodes: [0, 1, 2], timeoutMs: 60 * 60_000 });
   let verdict: SelfCheckVerdict;
   try {
     verdict = JSON.parse(r.stdout) as SelfCheckVerdict;
   } catch {
     throw new Error(`python -m aerie_hs.selfcheck on ${job.host.name} printed no verdict (exit ${r.code}): ${r.stderr.trim().slice(-500)}`);
+  }
+  if (r.code === 2) {
+    throw new Error(`python -m aerie_hs.selfcheck on ${job.host.name} refused its inputs: ${(verdict as { error?: string }).error ?? r.stdout.trim().slice(-500)}`);
   }
   if (!verdict.ok || r.code !== 0) {
     const failed = Object.entries(verdict.checks ?? {}).filter(([, c]) => !c.ok).map(([k]) => k);

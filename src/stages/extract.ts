@@ -137,15 +137,26 @@ interface Done {
   bytes: number;
 }
 
+/** The ids the capture can name a file after (py/aerie_hs/capture.py `_RID`); it writes nothing for any other. */
+const CAPTURE_RID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
+
 /** ids.jsonl's rows: what to extract and what tokens.py refused, by line. */
 async function readRefs(host: Host, idsPath: string): Promise<{ refs: Ref[]; errors: ExtractError[] }> {
   const refs: Ref[] = [];
   const errors: ExtractError[] = [];
+  const seen = new Set<string>();
   for await (const { lineNo, text } of streamLines(host, idsPath)) {
     const row = JSON.parse(text) as { id: string | null; input_ids?: number[]; error?: string };
     if (row.error !== undefined || !Array.isArray(row.input_ids) || typeof row.id !== 'string') {
       errors.push({ ...(typeof row.id === 'string' ? { id: row.id } : {}), line: lineNo, error: `tokens: ${row.error ?? 'no input_ids'}` });
-    } else refs.push({ id: row.id, line: lineNo, tokens: row.input_ids.length });
+    } else if (!CAPTURE_RID.test(row.id)) {
+      errors.push({ id: row.id, line: lineNo, error: 'id: the capture names each dump after the sample id, which must be 1-200 of [A-Za-z0-9._-] starting with a letter or digit' });
+    } else if (seen.has(row.id)) {
+      errors.push({ id: row.id, line: lineNo, error: 'id: a second sample with this id (one feature file per id)' });
+    } else {
+      seen.add(row.id);
+      refs.push({ id: row.id, line: lineNo, tokens: row.input_ids.length });
+    }
   }
   return { refs, errors };
 }
@@ -309,6 +320,7 @@ export async function runExtract(job: ExtractJob): Promise<ExtractSummary> {
       await converter.drain().finally(async () => {
         for (const id of abandoned.splice(0)) await removeIfPresent(host, dumpPathFor(job.dumpDir, id)).catch(() => undefined);
         await Promise.all(keeping.splice(0));
+        await sweepForeign(host, job.dumpDir, lineOf);
       });
     }
   };
@@ -331,6 +343,19 @@ export async function runExtract(job: ExtractJob): Promise<ExtractSummary> {
   report({ phase: 'self-check' });
   const final = await runSelfCheck({ host, py: job.py, outDir: job.outDir, modelPath: job.modelPath, minAgreement: job.selfCheck.minAgreement, when: 'before the stage counts as good' });
   return finish(job, tokens, total, refs, finished, [...tokenErrors, ...runErrors], resumed, early, final);
+}
+
+/**
+ * The capture also dumps requests that are not ours: SGLang's start-up warm-up (a uuid rid)
+ * and each generating health probe (`HEALTH_CHECK_<uuid>`, sglang==0.5.23:srt/entrypoints/http_server.py:751-760).
+ * They are RAM nobody converts: removed after each pass over the samples.
+ */
+async function sweepForeign(host: Host, dumpDir: string, ours: Map<string, number>): Promise<void> {
+  for (const f of await host.list(dumpDir).catch(() => [])) {
+    const name = f.path.slice(f.path.lastIndexOf('/') + 1);
+    const id = name.replace(/\.(safetensors|error\.json)$/, '');
+    if (!f.isDirectory && id !== name && !ours.has(id)) await removeIfPresent(host, f.path).catch(() => undefined);
+  }
 }
 
 function aborted(job: ExtractJob, ok: number, total: number): StageAbortedError {

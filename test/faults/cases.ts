@@ -30,8 +30,9 @@ export interface CaseCtx {
 export interface FaultCase {
   name: string;
   /**
-   * Which demo the case runs: the default (prepare_hidden_states + the specforge CLI) or the
-   * legacy drivers (patched-server dumps + the v0.2 scripts' trainer), each against its own reference.
+   * Which demo the case runs: the default (aerie's capture in the extraction server + the
+   * specforge CLI) or the legacy drivers (prepare_hidden_states v0.2.0 + the v0.2 scripts'
+   * trainer), each against its own reference.
    */
   variant?: 'cli' | 'legacy';
   tweak?: (c: Config) => void;
@@ -118,11 +119,7 @@ const killWorkerDuring = ({ stage, activity, ready, variant, detached, name }: K
   tweak: (c) => {
     // Slow the interrupted stage down enough to land the kill inside it.
     if (stage === 'generate' || stage === 'benchmark') c.server.env.AERIE_SIM_DECODE_SCALE = '1';
-    if (stage === 'extract' && c.stages.extract.driver === 'specforge-offline') {
-      // prepare_hidden_states at ~20 s start-up + ~10 s of files: the worker dies early in it,
-      // its successor is noticed after the 10 s heartbeat timeout and finds it still running.
-      c.stages.extract.env.AERIE_SIM_TIME_SCALE = '2';
-    }
+    if (stage === 'extract') slowExtract(c);
     // v0.2 and CLI trainers alike: ~30 s (6 s start-up, 192 steps), so the re-attach comes before its end.
     if (stage === 'train') c.stages.train.env.AERIE_SIM_TIME_SCALE = '0.3';
     if (stage === 'deploy') c.server.env.AERIE_SIM_TIME_SCALE = '0.3';
@@ -149,6 +146,21 @@ const killWorkerDuring = ({ stage, activity, ready, variant, detached, name }: K
     }
   },
 });
+
+/**
+ * Extraction long enough to land a fault inside it. prepare_hidden_states: ~20 s start-up +
+ * ~10 s of files, so the worker dies early in it and its successor (after the 10 s heartbeat
+ * timeout) finds it still running. The capture server: slower prefills (the simulator's
+ * AERIE_SIM_PREFILL_SCALE), so the 96 samples take ~30 s.
+ */
+function slowExtract(c: Config): void {
+  if (c.stages.extract.driver === 'specforge-offline') c.stages.extract.env.AERIE_SIM_TIME_SCALE = '2';
+  else c.server.env.AERIE_SIM_PREFILL_SCALE = PREFILL_SCALE;
+}
+const PREFILL_SCALE = '40';
+
+/** The extract activity of the case's driver. */
+const extractActivity = (c: Config): string => (c.stages.extract.driver === 'specforge-offline' ? 'extractOffline' : 'extractHiddenStates');
 
 /** generateData's pending attempt as one describe() saw it, with when Temporal recorded its last failure. */
 async function pendingGenerate(handle: WorkflowHandle): Promise<{ attempt: number; lastFailure: string; phase?: unknown; failedAtMs?: number } | undefined> {
@@ -271,7 +283,8 @@ export function faultCases(env: SuiteEnv): FaultCase[] {
   return [
     killWorkerDuring({ stage: 'generate', activity: 'generateData', ready: (d) => Number(d.done ?? 0) > 0 }),
     // prepare_hidden_states.py runs detached: launched, then followed from its log.
-    killWorkerDuring({ stage: 'extract', activity: 'extractOffline', ready: (d) => d.phase === 'extracting' && Number(d.pid ?? 0) > 0, detached: 'extract.0' }),
+    // The capture server launched before the kill is re-attached, never launched again.
+    killWorkerDuring({ stage: 'extract', activity: 'extractHiddenStates', ready: (d) => d.phase === 'extracting' && Number(d.ok ?? 0) > 0, detached: 'server-extract.0' }),
     killWorkerDuring({ stage: 'train', activity: 'trainDrafter', ready: (d) => Number(d.step ?? 0) > 0, detached: 'train.0' }),
     killWorkerDuring({ stage: 'deploy', activity: 'awaitServerReady' }),
     killWorkerDuring({ stage: 'benchmark', activity: 'benchmarkSweep', ready: (d) => d.concurrency !== undefined }),
@@ -299,38 +312,46 @@ export function faultCases(env: SuiteEnv): FaultCase[] {
         detected();
       },
     },
-    {
-      name: 'SSH session cut during extract',
-      tweak: (c) => {
-        // The same pipeline, but the GPU host is reached through a real sshd on loopback.
-        const ssh = env.ssh();
-        const workdir = c.hosts.local!.workdir;
-        c.hosts = { gpu: { kind: 'ssh', ssh: { host: ssh.alias, 'config-file': ssh.sshConfig, 'strict-host-key-checking': 'yes' }, workdir } } as unknown as Config['hosts'];
-        c.target.host = 'gpu';
-        // prepare_hidden_states writes its files for ~10 s (after ~20 s of start-up): the cut lands among them.
-        if (c.stages.extract.driver === 'specforge-offline') c.stages.extract.env.AERIE_SIM_TIME_SCALE = '2';
-      },
-      async inject({ handle, markFault, detected }) {
-        const done = async () => Number(((await pendingActivities(handle)).find((a) => a.activityType === 'extractOffline')?.details as { done?: number })?.done ?? 0);
-        await activityRunning(handle, 'extractOffline', (d) => Number(d.done ?? 0) > 0);
-        const doneBefore = await done();
-        await markFault();
-        expect((await env.ssh().sshd.dropConnections()).length).toBeGreaterThan(0);
-        // Detected and recovered when progress moves again over the new connection (or the job's end is read there).
-        await waitUntil(
-          async () => !(await pendingActivities(handle)).some((x) => x.activityType === 'extractOffline') || (await done()) > doneBefore,
-          'extraction to progress over a new SSH connection',
-          120_000,
-          100,
-        );
-        detected();
-      },
-    },
+    sshCutDuringExtract(env, 'SSH session cut during extract', 'cli'),
     diskFull(env),
-    // The legacy drivers (patched-server dumps, the v0.2 scripts' trainer) stay in CI.
+    // The legacy drivers (prepare_hidden_states v0.2.0, the v0.2 scripts' trainer) stay in CI.
+    killWorkerDuring({ name: 'legacy: worker SIGKILL during offline extract', stage: 'extract', activity: 'extractOffline', ready: (d) => d.phase === 'extracting' && Number(d.pid ?? 0) > 0, detached: 'extract.0', variant: 'legacy' }),
     killWorkerDuring({ name: 'legacy: worker SIGKILL during v0.2 train', stage: 'train', activity: 'trainDrafter', ready: (d) => Number(d.step ?? 0) > 0, variant: 'legacy', detached: 'train.0' }),
     trainerCrash(env, 'legacy: v0.2 trainer crash mid-epoch', 'legacy'),
   ];
+}
+
+/** The GPU host reached through a real sshd on loopback; its connections cut while extraction runs. */
+function sshCutDuringExtract(env: SuiteEnv, name: string, variant: 'cli' | 'legacy'): FaultCase {
+  let activity = '';
+  return {
+    name,
+    variant,
+    tweak: (c) => {
+      // The same pipeline, but the GPU host is reached through a real sshd on loopback.
+      const ssh = env.ssh();
+      const workdir = c.hosts.local!.workdir;
+      c.hosts = { gpu: { kind: 'ssh', ssh: { host: ssh.alias, 'config-file': ssh.sshConfig, 'strict-host-key-checking': 'yes' }, workdir } } as unknown as Config['hosts'];
+      c.target.host = 'gpu';
+      slowExtract(c);
+      activity = extractActivity(c);
+    },
+    async inject({ handle, markFault, detected }) {
+      const done = async () => Number(((await pendingActivities(handle)).find((a) => a.activityType === activity)?.details as { done?: number })?.done ?? 0);
+      await activityRunning(handle, activity, (d) => Number(d.done ?? 0) > 0);
+      const doneBefore = await done();
+      await markFault();
+      expect((await env.ssh().sshd.dropConnections()).length).toBeGreaterThan(0);
+      // Detected and recovered when progress moves again over the new connection (or the job's end is read there).
+      await waitUntil(
+        async () => !(await pendingActivities(handle)).some((x) => x.activityType === activity) || (await done()) > doneBefore,
+        'extraction to progress over a new SSH connection',
+        120_000,
+        100,
+      );
+      detected();
+    },
+  };
 }
 
 /**

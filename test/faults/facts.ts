@@ -82,9 +82,21 @@ export async function gatherFacts(client: Client, workdir: string, runId: string
   }
   const outputs: Record<string, string> = {};
   const data = ['train.jsonl', 'train_error.jsonl', 'train_skipped.jsonl', 'train_rejected.jsonl'].map((f) => join(root, 'data', f));
-  const dumps = (await walk(join(root, 'hidden_states'))).filter((p) => /\.(hs|ckpt)$/.test(p));
-  for (const p of [...data, ...dumps]) {
+  for (const p of data) {
     if (await stat(p).catch(() => null)) outputs[relative(root, p)] = await sha(p);
+  }
+  // aerie's converter numbers files in the order samples finish, so a file is compared by the
+  // sample id its index gives it, and by its members (the archive inside is named data_<i>).
+  const index = await readFile(join(root, 'hidden_states', 'index.jsonl'), 'utf8').catch(() => null);
+  if (index !== null) {
+    const files = await walk(join(root, 'hidden_states'));
+    for (const line of index.split('\n').filter(Boolean)) {
+      const { i, id } = JSON.parse(line) as { i: number; id: string };
+      const g = files.find((p) => p.endsWith(`/data_${i}.ckpt`));
+      if (g) outputs[`hidden_states/<id ${id}>.ckpt`] = await torchZipDigest(g);
+    }
+  } else {
+    for (const p of (await walk(join(root, 'hidden_states'))).filter((f) => /\.ckpt$/.test(f))) outputs[relative(root, p)] = await sha(p);
   }
   const vocab = join(root, 'hidden_states', 'vocab_mapping', 'vocab_mapping.pt');
   if (await stat(vocab).catch(() => null)) outputs[relative(root, vocab)] = await torchZipDigest(vocab);

@@ -18,15 +18,23 @@ export function demoConfig(workdir: string, port: number, tweak: (c: Config) => 
 }
 
 /**
- * The demo on the legacy drivers, which the demo used before the current SpecForge CLI:
- * the patched server dumps hidden states (aerie's layout) and the v0.2 scripts' trainer
- * (`aerie-sim train`) trains on them. Pinned to the v0.2.0 release (73e6f808), the sim's
- * default, so neither preflight's detection nor the sim's default decides which v0.2 runs.
+ * The demo on the legacy drivers, which the demo used before aerie's capture and the current
+ * SpecForge CLI: SpecForge's prepare_hidden_states.py as the v0.2.0 release has it
+ * (`aerie-sim prepare-hidden-states`) and the v0.2 scripts' trainer (`aerie-sim train`) on its
+ * files. Pinned to the v0.2.0 release (73e6f808), the sim's default, so neither preflight's
+ * detection nor the sim's default decides which v0.2 runs.
  */
 export function legacyDemoConfig(workdir: string, port: number, tweak: (c: Config) => void = () => undefined): Config {
   const doc = YAML.parse(readFileSync(join(AERIE_HOME, 'examples', 'demo.yaml'), 'utf8')) as { stages: Record<string, Record<string, unknown>> };
   const train = doc.stages.train!;
-  doc.stages.extract = { driver: 'patched-server', 'dump-dir': join(workdir, 'shm'), concurrency: 8 };
+  doc.stages.extract = {
+    driver: 'specforge-offline',
+    launcher: ['${AERIE_HOME}/bin/aerie-sim.mjs', 'prepare-hidden-states'],
+    'draft-model-config': train['draft-model-config'],
+    'batch-size': 8,
+    'file-group-size': 64,
+    env: { AERIE_SIM_TIME_SCALE: '0.01', AERIE_SIM_SPECFORGE_REVISION: 'v0.2.0' },
+  };
   doc.stages.train = {
     driver: 'specforge-v0.2',
     'specforge-revision': 'v0.2.0',
