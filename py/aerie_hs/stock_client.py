@@ -114,7 +114,7 @@ def rows_of(body, rid, ids, which):
 class Client(object):
     def __init__(self, a, log):
         self.a, self.log = a, log
-        self.url = "http://127.0.0.1:%d/generate" % a.port
+        self.url = "http://%s:%d/generate" % (a.host, a.port)
         self.other = "final" if a.which == "aux" else "aux"
         self.counts = {"parts": 0, "dumps": 0, "skipped": 0, "failed": 0, "rejected": 0}
 
@@ -278,7 +278,8 @@ def samples(path):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m aerie_hs.stock_client")
-    ap.add_argument("--port", type=int, required=True, help="the SGLang server's port on 127.0.0.1")
+    ap.add_argument("--port", type=int, required=True, help="the SGLang server's port")
+    ap.add_argument("--host", default="127.0.0.1", help="the address the server listens on, as this host reaches it (its --host)")
     ap.add_argument("--ids", required=True, help='JSONL, one {"id", "input_ids"} per sample (aerie_hs.tokens writes it)')
     ap.add_argument("--dumps", required=True, help="folder for <id>.safetensors (exists)")
     ap.add_argument("--pass", dest="which", choices=sorted(PASSES), required=True,

@@ -10,7 +10,8 @@ import type { Config } from '../config/schema.js';
 import type { Host } from '../hosts/host.js';
 import { EarlySamplesFailedError, featureBytesPerToken, runExtract, InsufficientSpaceError } from '../stages/extract.js';
 import { AeriePyError, shipAeriePy } from '../stages/aerie-py.js';
-import { runDumpDir } from '../stages/capture-launch.js';
+import { extractDumpDir } from '../stages/capture-launch.js';
+import { runStockAux } from '../stages/extract-stock.js';
 import { SelfCheckFailedError } from '../stages/extract-selfcheck.js';
 import { tokenizeSamples, TokensDisagreeError } from '../stages/extract-tokens.js';
 import { streamLines } from '../stages/host-lines.js';
@@ -187,34 +188,58 @@ export function dataActivities({ hosts }: ActivityDeps) {
       return { neededBytes: needed, freeBytes: free, note: `~${formatBytes(needed)} needed, ${formatBytes(free)} free` };
     },
 
-    async extractHiddenStates(input: RunRef & { launch: ServerLaunch; dataPath: string }): Promise<ExtractOutcome> {
+    /**
+     * Extraction through a server: aerie's capture plugin (patched-server), or stock SGLang's
+     * two passes (stock-server: `pass` aux, then final, each on its own launch).
+     */
+    async extractHiddenStates(input: RunRef & { launch: ServerLaunch; dataPath: string; pass?: 'aux' | 'final' }): Promise<ExtractOutcome> {
       const { config, runId, launch } = input;
       const host = hosts.get(config);
       const e = config.stages.extract;
-      if (e.driver !== 'patched-server') throw fatal('ConfigError', `extractHiddenStates runs the patched-server driver, not ${e.driver}`);
+      if (e.driver === 'specforge-offline') throw fatal('ConfigError', 'extractHiddenStates runs a server driver, not specforge-offline');
       const outDir = runPaths(host, runId).hidden;
       let progress: unknown = { phase: 'starting' };
       const stopBeat = keepHeartbeating(() => progress);
       try {
         const hiddenSize = e['hidden-size'] ?? (await modelHiddenSize(host, config.target['model-path']));
         const py = await shipAeriePy(host, e.python);
+        // Stock SGLang: aerie's client on the host talks to the server where the host reaches it.
+        const stock =
+          e.driver === 'stock-server'
+            ? { address: config.server['listen-host'] === '0.0.0.0' ? '127.0.0.1' : config.server['listen-host'], port: launch.port, concurrency: e.concurrency, captureIds: (launch.captureLayers ?? []).map((x) => x + 1) }
+            : undefined;
+        const dumpDir = extractDumpDir(config, runId, outDir);
+        const common = {
+          host,
+          baseUrl: await host.httpBase(launch.port),
+          py,
+          samplesPath: input.dataPath,
+          dumpDir,
+          outDir,
+          modelPath: config.target['model-path'],
+          hiddenSize,
+          chatTemplate: e['chat-template'],
+          maxLength: e['max-length'],
+          fileGroupSize: e['file-group-size'],
+          crossCheck: e['cross-check'],
+          trustRemoteCode: config.server['extra-args'].includes('--trust-remote-code'),
+          concurrency: e.concurrency,
+          selfCheck: { samples: e['self-check'].samples, finalSamples: e['self-check']['final-samples'], minAgreement: e['self-check']['min-agreement'] },
+        };
+        if (stock && input.pass === 'aux') {
+          const aux = await whileServerLives(host, launch, (signal) => runStockAux({ ...common, stock, signal, onProgress: (p) => (progress = { ...p, pass: 'aux' }) }));
+          return {
+            hidden: { dir: outDir, layout: 'specforge' },
+            count: aux.ready,
+            bytes: 0,
+            outputs: [dumpDir],
+            note: `stock aux pass: ${aux.ready} of ${aux.samples} samples ready for the final pass${aux.errors ? `, ${aux.errors} errors (stock-aux-errors.jsonl)` : ''}`,
+          };
+        }
         const summary = await whileServerLives(host, launch, async (signal) =>
           runExtract({
-            host,
-            baseUrl: await host.httpBase(launch.port),
-            py,
-            samplesPath: input.dataPath,
-            dumpDir: runDumpDir(e['dump-dir'], runId),
-            outDir,
-            modelPath: config.target['model-path'],
-            hiddenSize,
-            chatTemplate: e['chat-template'],
-            maxLength: e['max-length'],
-            fileGroupSize: e['file-group-size'],
-            crossCheck: e['cross-check'],
-            trustRemoteCode: config.server['extra-args'].includes('--trust-remote-code'),
-            concurrency: e.concurrency,
-            selfCheck: { samples: e['self-check'].samples, finalSamples: e['self-check']['final-samples'], minAgreement: e['self-check']['min-agreement'] },
+            ...common,
+            ...(stock ? { stock } : {}),
             signal,
             onProgress: (p) => (progress = p),
           }),
@@ -226,7 +251,7 @@ export function dataActivities({ hosts }: ActivityDeps) {
           bytes: summary.totalBytes,
           outputs: [outDir],
           note:
-            `${c.ok} of ${c.input} samples, ${(summary.totalBytes / 2 ** 20).toFixed(1)} MiB in SpecForge's layout (aerie's capture)` +
+            `${c.ok} of ${c.input} samples, ${(summary.totalBytes / 2 ** 20).toFixed(1)} MiB in SpecForge's layout (${stock ? 'stock SGLang, two passes' : "aerie's capture"})` +
             `${c.error ? `, ${c.error} errors (extract_error.jsonl)` : ''}${c.resumed ? `, ${c.resumed} from before a resume` : ''}; self-check: ${summary.manifest.selfCheck.final}`,
         };
       } catch (err) {

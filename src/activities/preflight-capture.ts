@@ -12,6 +12,7 @@ import { renderServerArgv } from '../sglang/launch-argv.js';
 import { AeriePyError } from '../stages/aerie-py.js';
 import { captureLaunchFixes, CaptureSetupError, resolveCapture } from '../stages/capture-launch.js';
 import { baseServerSpec } from '../stages/launch-specs.js';
+import { runDir } from '../shared.js';
 
 export interface CaptureReport {
   checks: string[];
@@ -23,7 +24,7 @@ const NEEDS = ['transformers', 'numpy'];
 
 export async function checkCapture(host: Host, config: Config, runId: string, out: CaptureReport): Promise<void> {
   const e = config.stages.extract;
-  if (e.driver !== 'patched-server') return;
+  if (e.driver === 'specforge-offline') return;
   const probe = `import importlib.util, sys\nmissing = [m for m in sys.argv[1:] if importlib.util.find_spec(m) is None]\nprint(" ".join(missing))\nsys.exit(3 if missing else 0)`;
   const r = await host.exec([e.python, '-c', probe, ...NEEDS], { timeoutMs: 60_000 }).catch((err: Error) => ({ code: -1, stdout: '', stderr: err.message }));
   if (r.code !== 0) {
@@ -47,12 +48,13 @@ export async function checkCapture(host: Host, config: Config, runId: string, ou
 
   let capture;
   try {
-    capture = await resolveCapture(host, config, runId);
+    capture = await resolveCapture(host, config, runId, `${runDir(host.workdir, runId)}/hidden_states`, e.driver === 'stock-server' ? 'stock-aux' : 'plugin');
   } catch (err) {
     if (err instanceof CaptureSetupError || err instanceof AeriePyError) return void out.problems.push(err.message);
     throw err;
   }
   out.checks.push(...capture.notes);
+  if (e.driver === 'stock-server') return void out.checks.push('stock SGLang 0.5.23 returns the states over HTTP to aerie\'s client on the host: two launches (aux, final)');
   const argv = renderServerArgv({ ...baseServerSpec(config, 'extract'), capture: capture.spec });
   try {
     const fixes = await captureLaunchFixes(host, capture.py, capture.spec.sglangVersion, argv.slice(config.server.launcher.length));

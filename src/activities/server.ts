@@ -38,6 +38,8 @@ export interface ServerLaunch {
   modelPath: string;
   tpSize: number;
   speculative?: { algorithm: string; draftModelPath: string };
+  /** An extraction launch's draft aux layer ids (what the capture or stock SGLang was told). */
+  captureLayers?: number[];
   reattached: boolean;
   /** Things the researcher should know about this launch (e.g. a flag aerie set). */
   notes: string[];
@@ -72,23 +74,24 @@ const GATE_TOKENS = 256;
 
 export function serverActivities({ hosts }: ActivityDeps) {
   return {
-    async launchServer(input: RunRef & { role: ServerRole; drafterDir?: string; maxConcurrency?: number }): Promise<ServerLaunch> {
+    async launchServer(input: RunRef & { role: ServerRole; drafterDir?: string; maxConcurrency?: number; extractPass?: 'aux' | 'final' }): Promise<ServerLaunch> {
       const { config, runId, role } = input;
       const host = hosts.get(config);
       const paths = runPaths(host, runId);
       const prefix = `${runId}.server-${role}.`;
       const notes: string[] = [];
       const extract = config.stages.extract;
-      if (role === 'extract' && extract.driver !== 'patched-server') {
+      if (role === 'extract' && extract.driver === 'specforge-offline') {
         throw fatal('ConfigError', `the ${extract.driver} extract driver starts its own engine; aerie launches no extraction server for it`);
       }
 
       const spec: ServerLaunchSpec = baseServerSpec(config, role);
       // aerie's capture rides on the extraction launch: its package on PYTHONPATH, its flags on the line.
       let capture: ResolvedCapture | undefined;
-      if (role === 'extract' && extract.driver === 'patched-server') {
+      if (role === 'extract') {
+        const mode = extract.driver === 'stock-server' ? (input.extractPass === 'final' ? 'stock-final' : 'stock-aux') : 'plugin';
         try {
-          capture = await resolveCapture(host, config, runId);
+          capture = await resolveCapture(host, config, runId, paths.hidden, mode);
         } catch (err) {
           if (err instanceof CaptureSetupError || err instanceof AeriePyError) throw fatal('ConfigError', err.message);
           throw err;
@@ -126,7 +129,7 @@ export function serverActivities({ hosts }: ActivityDeps) {
       } catch (err) {
         throw fatal('ConfigError', `cannot launch the ${role} server: ${(err as Error).message}`);
       }
-      if (capture) {
+      if (capture?.env) {
         // The plugin's own judge of the line (extra-args included): a launch it would refuse never starts.
         const fixes = await captureLaunchFixes(host, capture.py, capture.spec.sglangVersion, argv.slice(config.server.launcher.length));
         if (fixes.length > 0) throw fatal('ConfigError', `aerie's capture cannot run on this extraction launch: ${fixes.join('; ')}. Fix: change server.extra-args accordingly`);
@@ -143,6 +146,7 @@ export function serverActivities({ hosts }: ActivityDeps) {
         modelPath: spec.modelPath,
         tpSize: spec.tpSize,
         speculative,
+        ...(capture ? { captureLayers: capture.spec.draftLayerIds } : {}),
         reattached,
         notes,
         watchMs: config.server.readiness['poll-interval'],
@@ -180,7 +184,7 @@ export function serverActivities({ hosts }: ActivityDeps) {
         throw fatal('ConfigError', (err as Error).message);
       }
       // The plugin refuses a dump folder that does not exist (py/aerie_hs/sglang_hook.py).
-      if (capture) await host.mkdirp(capture.env.dumpDir);
+      if (capture) await host.mkdirp(capture.dumpDir);
       await host.mkdirp(paths.logs);
       const { record, reattached } = await host.spawnDetached(`${prefix}${gen}`, argv, {
         env,

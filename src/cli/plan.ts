@@ -38,7 +38,7 @@ function planPaths(workdir: string, runId: string): StagePaths & { data: string 
 type Role = 'generate' | 'extract' | 'deploy' | 'baseline';
 
 /** The server launch for a role, as activities/server.ts builds it. */
-function serverStep(config: Config, role: Role, stage: StageName, drafterDir?: string, runId = '<run-id>'): PlanStep {
+function serverStep(config: Config, role: Role, stage: StageName, drafterDir?: string, runId = '<run-id>', pass?: 'aux' | 'final'): PlanStep {
   const spec: ServerLaunchSpec = baseServerSpec(config, role);
   const notes: string[] = [];
   if (role === 'deploy') {
@@ -68,7 +68,11 @@ function serverStep(config: Config, role: Role, stage: StageName, drafterDir?: s
       "the draft config's eagle_aux_hidden_state_layer_ids replace [1, 2, 3] (shown); the plugin's own check (python -m aerie_hs.sglang_hook check) judges this line before launch",
     );
   }
-  return { host: config.target.host, stage, step: `launch ${role} server`, argv: renderServerArgv(spec), env, notes };
+  if (role === 'extract' && e.driver === 'stock-server') {
+    spec.capture = { sglangVersion: '0.5.23', draftLayerIds: [1, 2, 3], mode: pass === 'final' ? 'stock-final' : 'stock-aux' };
+    notes.push(pass === 'final' ? 'stock SGLang 0.5.23, final pass: returns the post-norm state of every prompt token' : "stock SGLang 0.5.23, aux pass: returns the draft's three aux layers (the draft config's ids replace [1, 2, 3]); no draft is loaded");
+  }
+  return { host: config.target.host, stage, step: `launch ${role} server${pass ? ` (${pass} pass)` : ''}`, argv: renderServerArgv(spec), env, notes };
 }
 
 export function planRun(config: Config, runId = '<run-id>'): PlanStep[] {
@@ -93,7 +97,7 @@ export function planRun(config: Config, runId = '<run-id>'): PlanStep[] {
 
   const e = config.stages.extract;
   const layout = extractLayout(config);
-  if (e.driver === 'patched-server') {
+  if (e.driver !== 'specforge-offline') {
     steps.push({
       host,
       stage: 'extract',
@@ -104,6 +108,33 @@ export function planRun(config: Config, runId = '<run-id>'): PlanStep[] {
         `refuse unless ${p.hidden} can hold Σ tokens × (8 × hidden_size + 16) bytes`,
       ],
     });
+  }
+  if (e.driver === 'stock-server') {
+    const dump = e['dump-dir'] ? runDumpDir(e['dump-dir'], runId) : `${p.hidden}/.stock`;
+    steps.push(serverStep(config, 'extract', 'extract', undefined, runId, 'aux'));
+    steps.push({
+      host,
+      stage: 'extract',
+      step: 'aux pass: aerie\'s client on the host',
+      argv: [e.python, '-m', 'aerie_hs.stock_client', '--host', config.server['listen-host'], '--port', String(config.server.port), '--ids', '<batch>', '--dumps', dump, '--pass', 'aux', '--concurrency', String(e.concurrency)],
+      notes: [
+        `POST /generate {input_ids, rid, return_hidden_states: true, max_new_tokens 1} from the host itself: every response carries T × 3H floats as JSON (~10× their bf16 size), so it never crosses the SSH link`,
+        `cost: a second launch of the target, and ${dump} holds 6 × hidden bytes a token of every sample until the final pass (on the output disk by default); for small targets and tests — large ones want patched-server`,
+      ],
+    });
+    steps.push(serverStep(config, 'extract', 'extract', undefined, runId, 'final'));
+    steps.push({
+      host,
+      stage: 'extract',
+      step: 'final pass, conversion and self-check',
+      argv: [e.python, '-m', 'aerie_hs.stock_client', '--host', config.server['listen-host'], '--port', String(config.server.port), '--ids', '<batch>', '--dumps', dump, '--pass', 'final', '--greedy', '<batch greedy>'],
+      notes: [
+        `each sample's final rows merged with its aux part into <id>.safetensors, then python -m aerie_hs.ckpt convert --remove-dumps → ${p.hidden}/rows_<g>-<g+${e['file-group-size']}>/data_<i>.ckpt`,
+        `self-check as for patched-server: the first ${e['self-check'].samples} samples, then ${e['self-check']['final-samples']} spread over the run`,
+      ],
+    });
+  }
+  if (e.driver === 'patched-server') {
     steps.push(serverStep(config, 'extract', 'extract', undefined, runId));
     steps.push({
       host,
@@ -117,7 +148,8 @@ export function planRun(config: Config, runId = '<run-id>'): PlanStep[] {
           `lm_head over the final states must predict the assistant tokens at ≥ ${e['self-check']['min-agreement']} and the server's greedy token`,
       ],
     });
-  } else {
+  }
+  if (e.driver === 'specforge-offline') {
     steps.push({ host, stage: 'extract', step: 'check free space', notes: [`refuse unless ${p.hidden} can hold ~tokens × 8 × hidden_size bytes`] });
     const launch = prepareSpec(config, dataPath, p.hidden, pinnedProfile(config));
     steps.push({

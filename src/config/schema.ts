@@ -130,11 +130,7 @@ export const generateSchema = z.strictObject({
  * launch's PYTHONPATH): aerie tokenizes every sample as SpecForge would, prefills it by ids,
  * and converts each dump into SpecForge's offline layout on the host.
  */
-export const patchedServerExtractSchema = z.strictObject({
-  driver: z.literal('patched-server'),
-  'dump-dir': nonEmpty
-    .default('/dev/shm/aerie-hs')
-    .describe("RAM-backed directory on the host the capture writes each request's dump into (the run's own subfolder); dumps leave it as SpecForge files."),
+const hostSideFields = {
   python: nonEmpty
     .default('python3')
     .describe("Interpreter on the host with transformers and numpy (the target's environment): it tokenizes, converts and self-checks. SGLang's own python works."),
@@ -155,6 +151,27 @@ export const patchedServerExtractSchema = z.strictObject({
       'min-agreement': z.number().gt(0).max(1).default(0.5).describe("Pooled rate at which the final states through lm_head predict the next assistant token."),
     })
     .prefault({}),
+};
+
+export const patchedServerExtractSchema = z.strictObject({
+  driver: z.literal('patched-server'),
+  'dump-dir': nonEmpty
+    .default('/dev/shm/aerie-hs')
+    .describe("RAM-backed directory on the host the capture writes each request's dump into (the run's own subfolder); dumps leave it as SpecForge files."),
+  ...hostSideFields,
+});
+
+/**
+ * Stock SGLang 0.5.23, no plugin: the states come back over HTTP to aerie's client on the host
+ * (py/aerie_hs/stock_client.py), in two server launches (aux states, then the final state).
+ * JSON floats are ~10× the states' bf16 size: for small targets and tests.
+ */
+export const stockServerExtractSchema = z.strictObject({
+  driver: z.literal('stock-server'),
+  'dump-dir': nonEmpty
+    .optional()
+    .describe("Where each sample's states wait between the two passes (aux 6·H bytes a token until the final pass); default: the run's hidden_states/.stock on the output disk."),
+  ...hostSideFields,
 });
 
 /** SGLANG_HS_DUMP_DIR is in no SGLang release (conformance.md S1): say so instead of "unrecognized key". */
@@ -206,8 +223,8 @@ export const extractSchema = z.preprocess(
     const rest = withoutDumpEnv(v, (message) => ctx.addIssue({ code: 'custom', path: ['dump-env'], message, input: v }));
     return 'driver' in rest ? rest : { ...rest, driver: defaultExtractDriver(rest) };
   },
-  z.discriminatedUnion('driver', [patchedServerExtractSchema, specforgeOfflineExtractSchema], {
-    error: () => 'driver must be "specforge-offline" or "patched-server" (the default when dump-dir is set)',
+  z.discriminatedUnion('driver', [patchedServerExtractSchema, stockServerExtractSchema, specforgeOfflineExtractSchema], {
+    error: () => 'driver must be "specforge-offline", "patched-server" (the default when dump-dir is set) or "stock-server"',
   }),
 );
 

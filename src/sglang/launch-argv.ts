@@ -31,11 +31,20 @@ export interface ServerLaunchSpec {
   extraArgs: string[];
 }
 
-/** What aerie's capture plugin needs from the launch line, per SGLang release. */
+/**
+ * Where an extraction launch's hidden states come from: aerie's capture plugin (`plugin`), or
+ * stock SGLang returning them over HTTP, one pass for the aux states and one for the final state
+ * (`stock-aux`, `stock-final`; py/aerie_hs/CAPTURE.md "Stock path").
+ */
+export type CaptureMode = 'plugin' | 'stock-aux' | 'stock-final';
+
+/** What the capture needs from the launch line, per SGLang release. */
 export interface CaptureSpec {
   sglangVersion: string;
   /** The draft config's eagle_aux_hidden_state_layer_ids; SGLang captures at id + 1. */
   draftLayerIds: number[];
+  /** plugin when absent. */
+  mode?: CaptureMode;
 }
 
 /** The SGLang releases aerie's capture is written and checked for (py/aerie_hs/sglang_hook.py TARGETS). */
@@ -137,6 +146,9 @@ export function validateLaunchSpec(spec: ServerLaunchSpec): void {
           'pin server.sglang-version to the host\'s release and run a supported one for extraction',
       );
     }
+    if (spec.capture.mode?.startsWith('stock') && spec.capture.sglangVersion !== '0.5.23') {
+      throw new Error(`stock SGLang returns aux hidden states without a draft only from 0.5.23 (--enable-return-aux-hidden-states); this host runs ${spec.capture.sglangVersion}: use stages.extract.driver: patched-server`);
+    }
     const ids = spec.capture.draftLayerIds;
     if (ids.length !== 3 || !ids.every((x) => Number.isInteger(x) && x >= 0)) {
       throw new Error(`the draft config's eagle_aux_hidden_state_layer_ids must be three layer ids, got ${JSON.stringify(ids)}`);
@@ -180,13 +192,19 @@ export function renderServerArgv(spec: ServerLaunchSpec): string[] {
     if (s.numDraftTokens !== undefined) argv.push('--speculative-num-draft-tokens', String(s.numDraftTokens));
   }
   if (spec.extraction) argv.push('--disable-cuda-graph', '--disable-radix-cache');
-  if (spec.capture?.sglangVersion === '0.5.23') {
+  const c = spec.capture;
+  if (c && c.mode !== 'stock-final' && c.sglangVersion === '0.5.23') {
     // sglang==0.5.23:srt/arg_groups/fields/exec_.py:130-156: aux capture on a target serving
     // no draft; --speculative-algorithm then only names the EAGLE3 convention and is reset
     // (arg_groups/validation_hook.py:697-760). The ids are the draft's: models/llama.py:938-941
     // adds 1. On 0.5.12 the plugin turns the capture on itself (AERIE_HS_AUX_LAYERS).
-    argv.push('--enable-return-aux-hidden-states', '--speculative-algorithm', 'EAGLE3', '--return-aux-hidden-state-layer-ids', ...spec.capture.draftLayerIds.map(String));
+    argv.push('--enable-return-aux-hidden-states', '--speculative-algorithm', 'EAGLE3', '--return-aux-hidden-state-layer-ids', ...c.draftLayerIds.map(String));
   }
+  // The final post-norm state comes back only from a server without the aux flag (exec_.py:112-116).
+  if (c?.mode === 'stock-final') argv.push('--enable-return-hidden-states');
+  // Stock processing stores only the last chunk's rows (scheduler_components/batch_result_processor.py:308-312,335);
+  // the plugin stitches every chunk and needs no such flag.
+  if (c?.mode?.startsWith('stock')) argv.push('--chunked-prefill-size', '-1');
   argv.push(...spec.extraArgs);
   return argv;
 }

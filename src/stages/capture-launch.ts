@@ -6,11 +6,19 @@
  */
 import type { Config } from '../config/schema.js';
 import type { Host } from '../hosts/host.js';
-import { CAPTURE_SGLANG_VERSIONS, type CaptureEnv, type CaptureSpec } from '../sglang/launch-argv.js';
+import { CAPTURE_SGLANG_VERSIONS, type CaptureEnv, type CaptureMode, type CaptureSpec } from '../sglang/launch-argv.js';
 import { runAeriePy, shipAeriePy, type AeriePy } from './aerie-py.js';
 
 /** The run's own dump folder under stages.extract.dump-dir: nothing else writes there. */
 export const runDumpDir = (dumpDir: string, runId: string): string => `${dumpDir.replace(/\/+$/, '')}/${runId}`;
+
+/** The run's dump folder for either capture driver: the stock one waits on the output disk by default. */
+export function extractDumpDir(config: Config, runId: string, hiddenDir: string): string {
+  const e = config.stages.extract;
+  if (e.driver === 'patched-server') return runDumpDir(e['dump-dir'], runId);
+  if (e.driver === 'stock-server') return e['dump-dir'] ? runDumpDir(e['dump-dir'], runId) : `${hiddenDir}/.stock`;
+  throw new Error(`extractDumpDir: the ${e.driver} driver has no dump folder`);
+}
 
 /** `[python, ..., -m, module, ...]` → the interpreter and module, else null. */
 export function moduleLaunch(launcher: readonly string[]): { interpreter: string; module: string } | null {
@@ -96,7 +104,9 @@ export class CaptureSetupError extends Error {
 export interface ResolvedCapture {
   py: AeriePy;
   spec: CaptureSpec;
-  env: CaptureEnv;
+  /** The plugin's environment; none for stock SGLang. */
+  env?: CaptureEnv;
+  dumpDir: string;
   /** Where each setting came from, for the launch notes. */
   notes: string[];
 }
@@ -110,9 +120,9 @@ async function readJsonOn(host: Host, path: string): Promise<unknown> {
 }
 
 /** Stage aerie's Python on the host and work out the capture's launch settings (no launch). */
-export async function resolveCapture(host: Host, config: Config, runId: string): Promise<ResolvedCapture> {
+export async function resolveCapture(host: Host, config: Config, runId: string, hiddenDir: string, mode: CaptureMode = 'plugin'): Promise<ResolvedCapture> {
   const e = config.stages.extract;
-  if (e.driver !== 'patched-server') throw new Error('resolveCapture: the extract driver is not patched-server');
+  if (e.driver === 'specforge-offline') throw new Error('resolveCapture: the extract driver starts no server');
   const v = await sglangVersion(host, config.server.launcher, config.server['sglang-version']);
   if (v.problem) throw new CaptureSetupError(v.problem);
   const draftPath = e['draft-model-config'] ?? config.stages.train['draft-model-config'];
@@ -120,13 +130,18 @@ export async function resolveCapture(host: Host, config: Config, runId: string):
   if (draft === undefined) throw new CaptureSetupError(`stages.extract.draft-model-config: ${draftPath} is not a readable JSON file on ${host.name}. Fix: point it (or stages.train.draft-model-config) at the draft config.json`);
   const layers = draftLayerIds(draft, targetLayers(await readJsonOn(host, `${config.target['model-path']}/config.json`)));
   if ('problem' in layers) throw new CaptureSetupError(`stages.extract.draft-model-config (${draftPath}): ${layers.problem}`);
+  if (mode !== 'plugin' && v.version !== '0.5.23') {
+    throw new CaptureSetupError(`stages.extract.driver: stock-server needs SGLang 0.5.23 (--enable-return-aux-hidden-states returns aux states without a draft), and the host runs ${v.version} (${v.how}). Fix: use stages.extract.driver: patched-server`);
+  }
   const py = await shipAeriePy(host, e.python);
-  const dumpDir = runDumpDir(e['dump-dir'], runId);
+  const dumpDir = extractDumpDir(config, runId, hiddenDir);
+  const what = mode === 'plugin' ? `aerie's capture plugin, aerie_hs ${py.version}` : `stock SGLang, ${mode === 'stock-aux' ? 'aux' : 'final'} pass (client aerie_hs ${py.version} on the host)`;
   return {
     py,
-    spec: { sglangVersion: v.version!, draftLayerIds: layers.ids },
-    env: { pythonPath: py.root, dumpDir, draftLayerIds: layers.ids },
-    notes: [`capture: SGLang ${v.version} (${v.how}), draft layers ${JSON.stringify(layers.ids)} (${layers.how}), aerie_hs ${py.version}, dumps in ${dumpDir}`],
+    spec: { sglangVersion: v.version!, draftLayerIds: layers.ids, mode },
+    ...(mode === 'plugin' ? { env: { pythonPath: py.root, dumpDir, draftLayerIds: layers.ids } } : {}),
+    dumpDir,
+    notes: [`capture: ${what}; SGLang ${v.version} (${v.how}), draft layers ${JSON.stringify(layers.ids)} (${layers.how}); dumps in ${dumpDir}`],
   };
 }
 

@@ -18,15 +18,17 @@
 import type { Host } from '../hosts/host.js';
 import type { AeriePy } from './aerie-py.js';
 import { ConvertQueue, type Converted } from './extract-convert.js';
-import { verifyOffline } from './extract-offline.js';
-import { formatBytes } from './extract-plan.js';
 import { BadDumpError, dumpPathFor, prefillOne, removeIfPresent, type TokenRow } from './extract-prefill.js';
 import { commitKept, describeVerdict, dropKept, keepForSelfCheck, runSelfCheck, type SelfCheckVerdict } from './extract-selfcheck.js';
 import { tokenizeSamples, type TokensSummary } from './extract-tokens.js';
+import { runStockBatch, type StockServer } from './extract-stock.js';
+import { checkSpace, finishedBefore, readRefs, selfCheckPicks, sweepForeign, type Done, type ExtractError, type Ref } from './extract-samples.js';
 import { ServerUnreachableError, withRetries } from './generate-http.js';
 import { runPoolAsync, StageAbortedError } from './generate-pool.js';
 import { streamLines } from './host-lines.js';
 import { writeJsonlFile, type FileEntry } from './jsonl.js';
+
+export { featureBytesPerToken, InsufficientSpaceError, selfCheckPicks, type ExtractError } from './extract-samples.js';
 
 export interface ExtractProgress {
   phase: 'tokenizing' | 'checking files' | 'extracting' | 'self-check';
@@ -65,14 +67,14 @@ export interface ExtractJob {
   requestTimeoutMs?: number;
   convertBatch?: number;
   convertLingerMs?: number;
+  /**
+   * Stock SGLang's final pass instead of the capture plugin: aerie's client on the host asks
+   * the server for the final states of each batch and completes the dumps the aux pass began
+   * (extract-stock.ts). The aux pass (runStockAux) must have run.
+   */
+  stock?: StockServer & { captureIds: number[] };
   signal?: AbortSignal;
   onProgress?: (p: ExtractProgress) => void;
-}
-
-export interface ExtractError {
-  id?: string;
-  line: number;
-  error: string;
 }
 
 export interface ExtractCounts {
@@ -102,109 +104,12 @@ export interface ExtractSummary {
   selfCheck: SelfCheckVerdict;
 }
 
-/** The destination cannot hold the extraction: retrying cannot help. */
-export class InsufficientSpaceError extends Error {
-  constructor(
-    readonly neededBytes: number,
-    readonly freeBytes: number,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'InsufficientSpaceError';
-  }
-}
-
 /** Every one of the first samples failed: the capture or the server is wrong, and retrying will not help. */
 export class EarlySamplesFailedError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'EarlySamplesFailedError';
   }
-}
-
-/** A feature file's size: the zip around 2 int64 [T] and bf16 [1,T,3H] + [1,T,H] (8·H + 16 bytes a token). */
-export const featureBytesPerToken = (hiddenSize: number): number => 8 * hiddenSize + 16;
-
-interface Ref {
-  id: string;
-  line: number;
-  tokens: number;
-}
-
-interface Done {
-  i: number;
-  tokens: number;
-  bytes: number;
-}
-
-/** The ids the capture can name a file after (py/aerie_hs/capture.py `_RID`); it writes nothing for any other. */
-const CAPTURE_RID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
-
-/** ids.jsonl's rows: what to extract and what tokens.py refused, by line. */
-async function readRefs(host: Host, idsPath: string): Promise<{ refs: Ref[]; errors: ExtractError[] }> {
-  const refs: Ref[] = [];
-  const errors: ExtractError[] = [];
-  const seen = new Set<string>();
-  for await (const { lineNo, text } of streamLines(host, idsPath)) {
-    const row = JSON.parse(text) as { id: string | null; input_ids?: number[]; error?: string };
-    if (row.error !== undefined || !Array.isArray(row.input_ids) || typeof row.id !== 'string') {
-      errors.push({ ...(typeof row.id === 'string' ? { id: row.id } : {}), line: lineNo, error: `tokens: ${row.error ?? 'no input_ids'}` });
-    } else if (!CAPTURE_RID.test(row.id)) {
-      errors.push({ id: row.id, line: lineNo, error: 'id: the capture names each dump after the sample id, which must be 1-200 of [A-Za-z0-9._-] starting with a letter or digit' });
-    } else if (seen.has(row.id)) {
-      errors.push({ id: row.id, line: lineNo, error: 'id: a second sample with this id (one feature file per id)' });
-    } else {
-      seen.add(row.id);
-      refs.push({ id: row.id, line: lineNo, tokens: row.input_ids.length });
-    }
-  }
-  return { refs, errors };
-}
-
-/** Earlier attempts' files that still hold: named by the index, structurally sound, same token count. */
-async function finishedBefore(job: ExtractJob, refs: Ref[]): Promise<Map<string, Done>> {
-  const { host } = job;
-  const done = new Map<string, Done>();
-  const indexPath = `${job.outDir}/index.jsonl`;
-  if (!(await host.stat(indexPath))) return done;
-  const report = await verifyOffline(host, job.py.python, job.outDir, job.hiddenSize);
-  // A file cut short or unreadable goes; the converter writes it again under its index.
-  for (const bad of report.bad) await removeIfPresent(host, bad.path);
-  const want = new Map(refs.map((r) => [r.id, r.tokens]));
-  for await (const { text } of streamLines(host, indexPath)) {
-    const row = JSON.parse(text) as { i: number; id: string; tokens: number };
-    const file = report.ok.get(row.i);
-    if (file && file.tokens === row.tokens && want.get(row.id) === row.tokens) done.set(row.id, { i: row.i, tokens: row.tokens, bytes: file.bytes });
-    else done.delete(row.id);
-  }
-  return done;
-}
-
-async function checkSpace(job: ExtractJob, todo: Ref[]): Promise<void> {
-  const tokens = todo.reduce((sum, r) => sum + r.tokens, 0);
-  const needed = tokens * featureBytesPerToken(job.hiddenSize);
-  const free = await job.host.freeBytes(job.outDir);
-  if (needed > free) {
-    throw new InsufficientSpaceError(
-      needed,
-      free,
-      `extract needs ${formatBytes(needed)} (${needed} bytes: ${todo.length} samples, ${tokens} tokens × (8 × hidden ${job.hiddenSize} + 16)) in ` +
-        `${job.outDir} on ${job.host.name}, but only ${formatBytes(free)} (${free} bytes) are free; free space or point the extraction at a larger disk`,
-    );
-  }
-}
-
-/** Which of the samples still to do are kept for the self-check: the first ones, then a spread. */
-export function selfCheckPicks(todo: readonly string[], early: number, total: number): { early: Set<string>; all: Set<string> } {
-  const first = todo.slice(0, early);
-  const all = new Set(first);
-  const rest = todo.length - first.length;
-  const more = Math.max(0, total - first.length);
-  if (rest > 0 && more > 0) {
-    const step = rest / Math.min(more, rest);
-    for (let k = 0; k < Math.min(more, rest); k++) all.add(todo[first.length + Math.floor(k * step)]!);
-  }
-  return { early: new Set(first), all };
 }
 
 export async function runExtract(job: ExtractJob): Promise<ExtractSummary> {
@@ -230,9 +135,10 @@ export async function runExtract(job: ExtractJob): Promise<ExtractSummary> {
   const resumed = finished.size;
   const todo = refs.filter((r) => !finished.has(r.id));
   await checkSpace(job, todo);
-  // The run's dump folder is its own: whatever is there is an earlier attempt's leftover in RAM.
+  // The run's dump folder is its own: whatever is there is an earlier attempt's leftover in RAM
+  // (the stock producer's folder holds the aux pass's parts: the client sorts those out).
   await host.mkdirp(job.dumpDir);
-  for (const f of await host.list(job.dumpDir)) if (!f.isDirectory) await removeIfPresent(host, f.path);
+  if (!job.stock) for (const f of await host.list(job.dumpDir)) if (!f.isDirectory) await removeIfPresent(host, f.path);
 
   const runErrors: ExtractError[] = [];
   const greedyOf = new Map<string, number>();
@@ -292,13 +198,33 @@ export async function runExtract(job: ExtractJob): Promise<ExtractSummary> {
       tally();
       return;
     }
-    if (picks.all.has(row.id)) {
-      await keepForSelfCheck(host, job.outDir, got.dumpPath, row.id);
-      greedyOf.set(row.id, got.greedyNext);
+    await landed(row, got.greedyNext);
+  };
+  /** A whole dump is in the folder: keep a copy if the self-check wants it, then queue its conversion. */
+  const landed = async (row: TokenRow, greedyNext: number | undefined): Promise<void> => {
+    if (picks.all.has(row.id) && greedyNext !== undefined) {
+      await keepForSelfCheck(host, job.outDir, dumpPathFor(job.dumpDir, row.id), row.id);
+      greedyOf.set(row.id, greedyNext);
     }
     // Bounds the dumps waiting in RAM; the slot goes back to the pool once the dump is queued.
     await converter.whenRoom();
     void converter.add(row).catch(() => undefined);
+  };
+  const extractBatch = async (batch: TokenRow[]): Promise<void> => {
+    const stock = job.stock!;
+    const { outcomes, greedy } = await runStockBatch({
+      host, py: job.py, server: stock, pass: 'final', rows: batch, dumpDir: job.dumpDir, hiddenSize: job.hiddenSize, captureIds: stock.captureIds, scratchDir: job.outDir,
+    });
+    for (const row of batch) {
+      const o = outcomes.get(row.id);
+      if (o?.ok && o.dump) await landed(row, greedy.get(row.id));
+      else {
+        const error = !o ? 'the stock client printed no line for this sample' : o.ok ? 'final pass done but no aux part to merge with (the aux pass failed for it)' : o.error;
+        runErrors.push({ id: row.id, line: lineOf.get(row.id) ?? 0, error: `stock: ${error}` });
+        thisRun++;
+        tally();
+      }
+    }
   };
 
   // Pass 2, streamed: the ids of the samples still to do, read as the workers pull them.
@@ -310,11 +236,21 @@ export async function runExtract(job: ExtractJob): Promise<ExtractSummary> {
       }
     }
   }
+  async function* batches(from: AsyncGenerator<TokenRow>, size: number): AsyncGenerator<TokenRow[]> {
+    let batch: TokenRow[] = [];
+    for await (const row of from) {
+      batch.push(row);
+      if (batch.length >= size) yield batch.splice(0);
+    }
+    if (batch.length > 0) yield batch;
+  }
   const stageSignal = job.signal;
   const pool = async (want: Set<string>): Promise<void> => {
     if (want.size === 0) return;
     try {
-      await runPoolAsync(rows(want), extract, { concurrency: job.concurrency, ...(stageSignal ? { signal: stageSignal } : {}) });
+      const signal = stageSignal ? { signal: stageSignal } : {};
+      if (job.stock) await runPoolAsync(batches(rows(want), job.stock.batch ?? 64), extractBatch, { concurrency: 1, ...signal });
+      else await runPoolAsync(rows(want), extract, { concurrency: job.concurrency, ...signal });
     } finally {
       // Dumps already captured still land (and count) even when the stage stops early.
       await converter.drain().finally(async () => {
@@ -343,19 +279,6 @@ export async function runExtract(job: ExtractJob): Promise<ExtractSummary> {
   report({ phase: 'self-check' });
   const final = await runSelfCheck({ host, py: job.py, outDir: job.outDir, modelPath: job.modelPath, minAgreement: job.selfCheck.minAgreement, when: 'before the stage counts as good' });
   return finish(job, tokens, total, refs, finished, [...tokenErrors, ...runErrors], resumed, early, final);
-}
-
-/**
- * The capture also dumps requests that are not ours: SGLang's start-up warm-up (a uuid rid)
- * and each generating health probe (`HEALTH_CHECK_<uuid>`, sglang==0.5.23:srt/entrypoints/http_server.py:751-760).
- * They are RAM nobody converts: removed after each pass over the samples.
- */
-async function sweepForeign(host: Host, dumpDir: string, ours: Map<string, number>): Promise<void> {
-  for (const f of await host.list(dumpDir).catch(() => [])) {
-    const name = f.path.slice(f.path.lastIndexOf('/') + 1);
-    const id = name.replace(/\.(safetensors|error\.json)$/, '');
-    if (!f.isDirectory && id !== name && !ours.has(id)) await removeIfPresent(host, f.path).catch(() => undefined);
-  }
 }
 
 function aborted(job: ExtractJob, ok: number, total: number): StageAbortedError {

@@ -208,13 +208,36 @@ export async function pipeline(input: PipelineInput): Promise<PipelineResult> {
           );
           return { result: r, outputs: r.outputs, note: r.note };
         }
-        return withServer('extract', async (srv) => {
-          const r = await acts.extractHiddenStates.executeWithOptions(
-            { ...longRunning, summary: `extract hidden states (aerie's capture in SGLang, dumps in ${extract['dump-dir']}, SpecForge files; ${space.note})` },
-            [{ ...base, launch: srv, dataPath: data.dataPath }],
+        // Stock SGLang returns either the aux states or the final one: one launch per pass.
+        if (extract.driver === 'stock-server') {
+          const aux = await withServer(
+            'extract',
+            (srv) =>
+              acts.extractHiddenStates.executeWithOptions(
+                { ...longRunning, summary: `extract hidden states, stock SGLang aux pass (aerie's client on the host; ${space.note})` },
+                [{ ...base, launch: srv, dataPath: data.dataPath, pass: 'aux' }],
+              ),
+            { extractPass: 'aux' },
           );
-          return { result: r, outputs: r.outputs, note: r.note };
-        });
+          sayRunning(aux.note);
+        }
+        const pass = extract.driver === 'stock-server' ? ('final' as const) : undefined;
+        return withServer(
+          'extract',
+          async (srv) => {
+            const r = await acts.extractHiddenStates.executeWithOptions(
+              {
+                ...longRunning,
+                summary: pass
+                  ? `extract hidden states, stock SGLang final pass, SpecForge files; ${space.note}`
+                  : `extract hidden states (aerie's capture in SGLang, dumps in ${extract['dump-dir']}, SpecForge files; ${space.note})`,
+              },
+              [{ ...base, launch: srv, dataPath: data.dataPath, ...(pass ? { pass } : {}) }],
+            );
+            return { result: r, outputs: r.outputs, note: r.note };
+          },
+          pass ? { extractPass: pass } : {},
+        );
       });
 
       const train = config.stages.train;

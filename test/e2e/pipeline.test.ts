@@ -53,14 +53,36 @@ describe('pipeline end to end on the simulator', () => {
     for (const r of eagle) expect(r.mean_accept_length_per_request ?? r.accept_length).toBeGreaterThan(1.3);
     const launchesAfterFirst = await launchRecords(workdir);
     expect(launchesAfterFirst).toEqual(
-      // prepare_hidden_states.py loads the target itself (no extraction server); the CLI trains, then exports.
-      [`${runId}.server-generate.0`, `${runId}.extract.0`, `${runId}.train.0`, `${runId}.train-export.0`, `${runId}.server-deploy.0`].sort(),
+      // The extraction server carries aerie's capture; the CLI trains, then exports.
+      [`${runId}.server-generate.0`, `${runId}.server-extract.0`, `${runId}.train.0`, `${runId}.train-export.0`, `${runId}.server-deploy.0`].sort(),
     );
 
     // Same run id again (what `aerie resume` does after a failure): every stage is a ledger hit.
     const again = (await t.withWorker(() => t.client.workflow.execute(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] }))) as PipelineResult;
     expect(again.stages.map((s) => s.state)).toEqual(['done', 'skipped', 'skipped', 'skipped', 'skipped', 'skipped']);
     expect(await launchRecords(workdir)).toEqual(launchesAfterFirst);
+  }, 300_000);
+
+  it('extracts with stock SGLang in two launches (aux, then final) and trains on the files', async () => {
+    const workdir = join(work, 'stock');
+    const config = demoConfig(workdir, await freePort(), (c) => {
+      const e = c.stages.extract;
+      if (e.driver !== 'patched-server') throw new Error('the demo extracts with patched-server');
+      const { 'dump-dir': _ram, ...rest } = e;
+      c.stages.extract = { ...rest, driver: 'stock-server' };
+      c.stages.benchmark.concurrencies = [1];
+    });
+    const runId = `e2e-stock-${Date.now()}`;
+    const input: PipelineInput = { runId, config, configPath: 'test' };
+    const result = (await t.withWorker(() => t.client.workflow.execute(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] }))) as PipelineResult;
+    expect(stageStates(result)).toEqual(ALL_STAGES_DONE);
+    expect(result.stages.find((s) => s.stage === 'extract')?.note).toMatch(/^96 of 96 samples, .* \(stock SGLang, two passes\).*self-check: 32 samples/);
+    const launches = await launchRecords(workdir);
+    expect(launches.filter((l) => l.includes('server-extract'))).toEqual([`${runId}.server-extract.0`, `${runId}.server-extract.1`]);
+    const argv = async (l: string) => (JSON.parse(await readFile(join(workdir, '.aerie', 'procs', `${l}.json`), 'utf8')) as { argv: string[] }).argv;
+    expect(await argv(`${runId}.server-extract.0`)).toContain('--enable-return-aux-hidden-states');
+    expect(await argv(`${runId}.server-extract.1`)).toContain('--enable-return-hidden-states');
+    expect((await readdir(join(workdir, 'runs', runId, 'hidden_states', 'rows_0-64'))).length).toBe(64);
   }, 300_000);
 
   it('refuses EAGLE with an EAGLE-3 drafter before any server starts', async () => {
