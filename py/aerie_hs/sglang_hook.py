@@ -189,6 +189,11 @@ def _write_error(dump_dir: str, rid: str, message: str) -> None:
     os.replace(path + ".tmp", path)
 
 
+# /health generates a token under rid "HEALTH_CHECK_<...>" (HEALTH_CHECK_RID_PREFIX,
+# sglang==0.5.12 and 0.5.23:srt/constants.py:12; used at 0.5.23:srt/entrypoints/http_server.py:754).
+_HEALTH_PREFIX = "HEALTH_CHECK"
+
+
 def _capture_batch(batch, result, final_attr: str) -> None:
     from sglang.srt.distributed.parallel_state import get_tensor_model_parallel_rank
 
@@ -224,6 +229,9 @@ def _capture_batch(batch, result, final_attr: str) -> None:
     aux, fin = aux.to("cpu"), fin.to("cpu")  # one transfer per batch, not per request
     row = 0
     for req, pre, ext in zip(reqs, pres, exts):
+        if str(req.rid).startswith(_HEALTH_PREFIX):
+            row += ext
+            continue  # SGLang's own health probes are no sample: nothing would ever convert them
         ids = req.origin_input_ids
         take = max(0, min(pre + ext, len(ids)) - pre)  # rows past the prompt are decode rows
         if take:
@@ -326,7 +334,18 @@ def plugin() -> None:
     if not dump_dir:
         return
     version = check_version(_installed_version())
-    draft_ids = _env_aux_layers()
+    try:
+        draft_ids = _env_aux_layers()
+    except ValueError as e:  # a JSON error would be logged and ignored by SGLang: stop instead
+        raise UnsupportedSGLang(f"AERIE_HS_AUX_LAYERS is not JSON: {e}")
+    # The launch line itself, where this process has it (launch_server's argv reaches the
+    # scheduler under multiprocessing spawn): a launch the capture cannot serve stops here
+    # rather than writing error files for every cached prefix.
+    if "--model-path" in sys.argv or "--model" in sys.argv:
+        fixes = check_launch_args(version, sys.argv[1:])
+        if fixes:
+            raise UnsupportedSGLang(f"aerie's hidden-state capture cannot work with this launch of SGLang {version}: "
+                                    + "; ".join(fixes))
     if not os.path.isdir(dump_dir):
         raise UnsupportedSGLang(f"AERIE_HS_DUMP_DIR={dump_dir} is not a directory: create it "
                                 "before the launch (on /dev/shm for speed)")

@@ -163,7 +163,6 @@ async function health(x: Exchange): Promise<void> {
   const tic = performance.now();
   // sglang==0.5.23:sglang/srt/entrypoints/http_server.py:751-760: input_ids [0], rid HEALTH_CHECK_<uuid hex>
   const rid = `HEALTH_CHECK_${randomUUID().replace(/-/g, '')}`;
-  const capture = ctx.capture;
   const probe = ctx.engine.submit({
     rid,
     key: 'health',
@@ -171,8 +170,8 @@ async function health(x: Exchange): Promise<void> {
     promptUnits: ['0'],
     context: [0],
     bareFirst: false,
-    // The capture sees every prefill, the probe's too: a HEALTH_CHECK_* dump per probe.
-    onPrefill: capture ? () => capture.capture(rid, [0], false) : undefined,
+    // aerie's capture skips SGLang's own health probes (py/aerie_hs/sglang_hook.py _HEALTH_PREFIX): no dump.
+    onPrefill: undefined,
     params: {
       max_new_tokens: 1, min_new_tokens: 0, temperature: 0, top_p: 1, top_k: -1, min_p: 0, frequency_penalty: 0,
       presence_penalty: 0, repetition_penalty: 1, stop: [], stop_token_ids: [], ignore_eos: false,

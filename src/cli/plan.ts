@@ -163,9 +163,10 @@ export function planRun(config: Config, runId = '<run-id>'): PlanStep[] {
   }
 
   // The CLI's prepare step writes the vocab mapping beside the features (from ca949555); the
-  // v0.2 scripts' does not, and the activity passes on only a mapping that is really there.
+  // v0.2 scripts' does not, nor does aerie's converter (SpecForge then builds it at the start of
+  // training), and the activity passes on only a mapping that is really there.
   const t0 = config.stages.train;
-  const mapping = layout === 'specforge' && t0.driver === 'specforge' ? { vocabMapping: vocabMappingPath(p.hidden) } : {};
+  const mapping = e.driver === 'specforge-offline' && t0.driver === 'specforge' ? { vocabMapping: vocabMappingPath(p.hidden) } : {};
   const hidden = hiddenForTrain(config, { dir: p.hidden, layout, ...mapping });
   const spec = trainSpec(config, p, dataPath, hidden, pinnedProfile(config));
   const t = config.stages.train;

@@ -74,11 +74,26 @@ export class ShellFiles {
     if (r.code !== 0) throw this.failed('write', path, r);
   }
 
-  async appendFile(path: string, data: string | Buffer): Promise<void> {
-    const before = (await this.stat(path))?.size ?? 0;
-    const r = await this.query(`append to ${path}`, APPEND_AT, [path, before], data);
-    if (r.code !== 0) throw this.failed('append to', path, r);
+  /**
+   * Appends at the size seen first, so a retried append replaces its own bytes instead of
+   * doubling them. Two appends to one path at once would both see the same size and overwrite
+   * each other: appends to a path are therefore queued, one after the other.
+   */
+  appendFile(path: string, data: string | Buffer): Promise<void> {
+    const prev = this.appending.get(path) ?? Promise.resolve();
+    const mine = prev.catch(() => undefined).then(async () => {
+      const before = (await this.stat(path))?.size ?? 0;
+      const r = await this.query(`append to ${path}`, APPEND_AT, [path, before], data);
+      if (r.code !== 0) throw this.failed('append to', path, r);
+    });
+    this.appending.set(path, mine);
+    void mine.finally(() => {
+      if (this.appending.get(path) === mine) this.appending.delete(path);
+    }).catch(() => undefined);
+    return mine;
   }
+
+  private readonly appending = new Map<string, Promise<void>>();
 
   async stat(path: string): Promise<FileStat | null> {
     const r = await this.query(`stat ${path}`, STAT, [path]);

@@ -76,7 +76,7 @@ describe('Temporal Web UI', () => {
       for (const summary of [
         'preflight: hosts, interpreter, ports, drafter config',
         'launch sglang target tp=1 on local:',
-        'extract hidden states (specforge-offline, tp 1;',
+        "extract hidden states (aerie's capture in SGLang, dumps in",
         'train EAGLE-3 drafter (specforge, 2 epochs)',
         'launch sglang EAGLE3 tp=1 on local:',
         'acceptance gate: accept length ≥ 1.3',

@@ -81,7 +81,7 @@ describe('worker SIGKILL during training', () => {
     expect(result.stages.every((s) => s.state === 'done')).toBe(true);
     // One trainer, one launch per server role: nothing launched twice.
     expect(await records(workdir)).toEqual(
-      [`${runId}.server-generate.0`, `${runId}.extract.0`, `${runId}.train.0`, `${runId}.train-export.0`, `${runId}.server-deploy.0`].map((r) => `${r}.json`).sort(),
+      [`${runId}.server-generate.0`, `${runId}.server-extract.0`, `${runId}.train.0`, `${runId}.train-export.0`, `${runId}.server-deploy.0`].map((r) => `${r}.json`).sort(),
     );
     const trainAfter = JSON.parse(await readFile(join(workdir, '.aerie', 'procs', `${runId}.train.0.json`), 'utf8')) as { pid: number };
     expect(trainAfter.pid).toBe(trainRecord.pid);
@@ -104,7 +104,7 @@ describe('worker SIGKILL during training', () => {
       if (started && typeById.get(String(started.scheduledEventId)) === 'trainDrafter') trainAttempts = started.attempt ?? 0;
     }
     expect(scheduled.get('generateData')).toBe(1);
-    expect(scheduled.get('extractOffline')).toBe(1);
+    expect(scheduled.get('extractHiddenStates')).toBe(1);
     expect(scheduled.get('trainDrafter')).toBe(1);
     expect(trainAttempts).toBeGreaterThanOrEqual(2);
   }, 420_000);

@@ -90,6 +90,10 @@ describe.each([
     expect(await h.tailFrom(`${dir}/nothing.log`, 0)).toEqual({ data: '', offset: 0 });
     await h.appendFile(`${dir}/a.txt`, 'more\n');
     expect((await h.readFile(`${dir}/a.txt`)).toString()).toBe('héllo\nmore\n');
+    // Appends to one path at once land one after the other, none overwriting another.
+    const lines = Array.from({ length: 12 }, (_, k) => `line ${k}\n`);
+    await Promise.all(lines.map((l) => h.appendFile(`${dir}/many.txt`, l)));
+    expect((await h.readFile(`${dir}/many.txt`)).toString()).toBe(lines.join(''));
     const binary = Buffer.from([0, 1, 2, 255, 10, 0]);
     await h.writeFileAtomic(`${dir}/b.bin`, binary);
     expect(Buffer.compare(await h.readFile(`${dir}/b.bin`), binary)).toBe(0);

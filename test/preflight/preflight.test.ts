@@ -43,7 +43,8 @@ describe('launcher analysis and the disk estimate', () => {
     const e = estimateDisk({ inputBytes: 4_000_000, inputLines: 1000, maxLength: 2048, hiddenSize: 4096, extractConcurrency: 8 });
     expect(e.tokens).toBe(1_000_000);
     expect(e.hiddenBytes).toBe(1_000_000 * 32 * 1024);
-    expect(e.dumpBytes).toBe(8 * 2048 * 3 * 4096 * 2);
+    // The capture's dump holds aux 3H + final H in bf16: 8·H bytes a token, max-length tokens each.
+    expect(e.dumpBytes).toBe(8 * 2048 * 8 * 4096);
     // num-samples takes a share of the file; max-length caps each sample.
     expect(estimateDisk({ inputBytes: 4_000_000, inputLines: 1000, numSamples: 100, maxLength: 2048, hiddenSize: 4096, extractConcurrency: 1 }).tokens).toBe(100_000);
     expect(estimateDisk({ inputBytes: 4_000_000, inputLines: 1000, maxLength: 16, hiddenSize: 4096, extractConcurrency: 1 }).tokens).toBe(16_000);

@@ -17,7 +17,7 @@ const step = (steps: PlanStep[], stage: string, name: string): PlanStep => {
 };
 const RUN = '/data/aerie/runs/r1';
 
-describe('examples/kimi-k2.5.yaml: patched-server extraction, command trainer, EAGLE3 topk 1 + spec v2', () => {
+describe("examples/kimi-k2.5.yaml: aerie's capture, the specforge CLI offline, EAGLE3 topk 1 + spec v2", () => {
   const config = load('kimi-k2.5.yaml');
   const steps = planRun(config, 'r1');
   const server = ['/opt/sglang/venv/bin/python', '-m', 'sglang.launch_server', '--model-path', '/models/Kimi-K2.5-INT4', '--host', '127.0.0.1', '--port', '30000', '--tp-size', '8', '--mem-fraction-static', '0.85'];
@@ -29,23 +29,34 @@ describe('examples/kimi-k2.5.yaml: patched-server extraction, command trainer, E
     expect(s.env).toEqual({ PYTHONUNBUFFERED: '1', SGLANG_ENABLE_SPEC_V2: 'True', HF_TOKEN: '${HF_TOKEN}' });
   });
 
-  it('launches the extraction profile: dump env, no CUDA graphs, no radix cache, no speculation', () => {
-    const s = step(steps, 'extract', 'launch extract server');
-    expect(s.argv).toEqual([...server, '--disable-cuda-graph', '--disable-radix-cache', '--trust-remote-code']);
-    expect(s.env).toEqual({ PYTHONUNBUFFERED: '1', SGLANG_ENABLE_SPEC_V2: 'True', HF_TOKEN: '${HF_TOKEN}', SGLANG_HS_DUMP_DIR: '/dev/shm/sglang_hs' });
+  it("tokenizes on the host as SpecForge does, with the target environment's python", () => {
+    expect(step(steps, 'extract', 'tokenize as SpecForge does, then check free space').argv).toEqual([
+      '/opt/sglang/venv/bin/python', '-m', 'aerie_hs.tokens', '--model', '/models/Kimi-K2.5-INT4', '--chat-template', 'kimi-k2-instruct', '--max-length', '4096', '--cross-check', 'auto',
+    ]);
   });
 
-  it('renders the command trainer with aerie-dump hidden states', () => {
-    const s = step(steps, 'train', 'trainer command (detached)');
+  it("launches the extraction profile with aerie's capture: its package on PYTHONPATH, the aux flags, no CUDA graphs, no radix cache", () => {
+    const s = step(steps, 'extract', 'launch extract server');
     expect(s.argv).toEqual([
-      '/opt/sglang/venv/bin/torchrun', '--standalone', '--nproc_per_node', '8', '/opt/eagle3/train_from_dumps.py',
-      '--target-model', '/models/Kimi-K2.5-INT4',
-      '--draft-config', '/data/aerie/configs/kimi-k25-eagle3.json',
-      '--data', `${RUN}/data/train.jsonl`,
-      '--hidden-states', `${RUN}/hidden_states`,
-      '--output-dir', `${RUN}/train/output`,
+      ...server, '--disable-cuda-graph', '--disable-radix-cache',
+      '--enable-return-aux-hidden-states', '--speculative-algorithm', 'EAGLE3', '--return-aux-hidden-state-layer-ids', '1', '2', '3',
+      '--trust-remote-code',
     ]);
-    expect(s.env).toEqual({ PYTORCH_CUDA_ALLOC_CONF: 'expandable_segments:True' });
+    expect(s.env).toEqual({
+      PYTHONUNBUFFERED: '1', SGLANG_ENABLE_SPEC_V2: 'True', HF_TOKEN: '${HF_TOKEN}',
+      AERIE_HS_DUMP_DIR: '/dev/shm/aerie-hs/r1', AERIE_HS_AUX_LAYERS: '[1,2,3]', PYTHONPATH: '/data/aerie/aerie-py/<version>',
+    });
+    expect(s.notes!.join('\n')).toContain("the draft config's eagle_aux_hidden_state_layer_ids replace [1, 2, 3] (shown)");
+  });
+
+  it('trains with `specforge train -c` offline from the converted files, with no vocab mapping file (SpecForge builds it)', () => {
+    const t = step(steps, 'train', 'specforge train (detached)');
+    expect(t.argv).toEqual(['/opt/specforge/venv/bin/specforge', 'train', '-c', `${RUN}/train/specforge.yaml`]);
+    const file = t.files![`${RUN}/train/specforge.yaml`]!;
+    expect(file).toContain(`\n  hidden_states_path: ${RUN}/hidden_states\n`);
+    expect(file).toContain('\n  chat_template: kimi-k2-instruct\n');
+    expect(file).not.toContain('vocab_mapping_path');
+    expect(step(steps, 'train', 'specforge export (detached)').argv).not.toContain('--vocab-mapping');
   });
 
   it('deploys EAGLE3 3/1/4 on the drafter the trainer leaves, sized for the sweep', () => {
@@ -54,7 +65,7 @@ describe('examples/kimi-k2.5.yaml: patched-server extraction, command trainer, E
       ...server,
       '--max-running-requests', '250',
       '--speculative-algorithm', 'EAGLE3',
-      '--speculative-draft-model-path', `${RUN}/train/output/final`,
+      '--speculative-draft-model-path', `${RUN}/train/drafter`,
       '--speculative-num-steps', '3',
       '--speculative-eagle-topk', '1',
       '--speculative-num-draft-tokens', '4',
@@ -87,14 +98,30 @@ describe('examples/kimi-k2.5.yaml: patched-server extraction, command trainer, E
   });
 });
 
-describe('examples/llama3.1-8b.yaml: SpecForge offline extraction, current specforge CLI', () => {
+describe("examples/llama3.1-8b.yaml: aerie's capture, current specforge CLI", () => {
   const config = load('llama3.1-8b.yaml');
   const steps = planRun(config, 'r1');
   const run = '/scratch/aerie/runs/r1';
 
-  it('launches prepare_hidden_states.py with the v0.2 flags, no model server', () => {
-    expect(steps.some((s) => s.step === 'launch extract server')).toBe(false);
-    expect(step(steps, 'extract', 'prepare_hidden_states (detached)').argv).toEqual([
+  it("launches the target with aerie's capture for extraction, prepare_hidden_states.py not at all", () => {
+    expect(steps.some((x) => x.step === 'prepare_hidden_states (detached)')).toBe(false);
+    expect(step(steps, 'extract', 'launch extract server').argv).toEqual([
+      '/opt/venv/bin/python', '-m', 'sglang.launch_server', '--model-path', '/models/Meta-Llama-3.1-8B-Instruct', '--host', '127.0.0.1', '--port', '30000', '--tp-size', '1',
+      '--disable-cuda-graph', '--disable-radix-cache',
+      '--enable-return-aux-hidden-states', '--speculative-algorithm', 'EAGLE3', '--return-aux-hidden-state-layer-ids', '1', '2', '3',
+    ]);
+  });
+
+  it('with the offline driver instead: prepare_hidden_states.py with the CLI-era flags, no model server', () => {
+    const c = load('llama3.1-8b.yaml');
+    (c.stages as { extract: unknown }).extract = {
+      driver: 'specforge-offline', launcher: ['/opt/venv/bin/torchrun', '--standalone', '--nproc_per_node', '8', '/opt/SpecForge/scripts/prepare_hidden_states.py'],
+      'chat-template': 'llama3', 'max-length': 2048, 'tp-size': 1, 'batch-size': 32, 'file-group-size': 2000, compress: false, 'is-preformatted': false,
+      'dist-timeout': 2000, python: '/opt/venv/bin/python', env: {}, 'extra-args': [], 'crash-retries': 3,
+    };
+    const planned = planRun(c, 'r1');
+    expect(planned.some((x) => x.step === 'launch extract server')).toBe(false);
+    expect(step(planned, 'extract', 'prepare_hidden_states (detached)').argv).toEqual([
       '/opt/venv/bin/torchrun', '--standalone', '--nproc_per_node', '8', '/opt/SpecForge/scripts/prepare_hidden_states.py',
       '--target-model-path', '/models/Meta-Llama-3.1-8B-Instruct',
       '--draft-model-config', '/opt/SpecForge/configs/llama3-8B-eagle3.json',
@@ -107,6 +134,8 @@ describe('examples/llama3.1-8b.yaml: SpecForge offline extraction, current specf
       '--file-group-size', '2000',
       '--dist-timeout', '2000',
     ]);
+    // Its prepare step writes the vocab mapping, which train and export are then given (D9).
+    expect(step(planned, 'train', 'specforge export (detached)').argv).toContain('--vocab-mapping');
   });
 
   it('writes the specforge config (offline data source) and runs `specforge train -c`, then export', () => {
@@ -121,7 +150,6 @@ describe('examples/llama3.1-8b.yaml: SpecForge offline extraction, current specf
         '  target_model_path: /models/Meta-Llama-3.1-8B-Instruct',
         '  draft_model_config: /opt/SpecForge/configs/llama3-8B-eagle3.json',
         '  target_backend: sglang',
-        `  vocab_mapping_path: ${run}/hidden_states/vocab_mapping/vocab_mapping.pt`,
         'data:',
         `  hidden_states_path: ${run}/hidden_states`,
         '  max_length: 2048',
@@ -145,8 +173,6 @@ describe('examples/llama3.1-8b.yaml: SpecForge offline extraction, current specf
       '--checkpoint', `${run}/train/output/llama31-8b-step<N>`,
       '--draft-config', '/opt/SpecForge/configs/llama3-8B-eagle3.json',
       '--output-dir', `${run}/train/drafter`,
-      // D9: the mapping prepare_hidden_states.py writes (SpecForge@a6b6b023:scripts/prepare_hidden_states.py:238-239)
-      '--vocab-mapping', `${run}/hidden_states/vocab_mapping/vocab_mapping.pt`,
     ]);
   });
 
@@ -170,19 +196,19 @@ describe('examples/llama3.1-8b.yaml: SpecForge offline extraction, current specf
   });
 });
 
-describe('the demo (simulator): the current CLI offline, as on a real host today', () => {
+describe("the demo (simulator): aerie's capture, then the current CLI offline, as on a real host today", () => {
   const config = load('demo.yaml');
   const steps = planRun(config, 'r1');
 
-  it('extracts with the simulated prepare_hidden_states.py and trains with `specforge train -c` from its features', () => {
-    expect(steps.some((s) => s.step === 'launch extract server')).toBe(false);
-    expect(step(steps, 'extract', 'prepare_hidden_states (detached)').argv?.slice(1, 2)).toEqual(['prepare-hidden-states']);
+  it("extracts through the simulated server with aerie's capture and trains with `specforge train -c` from the converted files", () => {
+    expect(step(steps, 'extract', 'launch extract server').argv).toContain('--enable-return-aux-hidden-states');
+    expect(step(steps, 'extract', 'tokenize as SpecForge does, then check free space').argv?.[0]).toMatch(/\.venv-specforge\/bin\/python$/);
     const t = step(steps, 'train', 'specforge train (detached)');
     expect(t.argv?.slice(1, 4)).toEqual(['specforge', 'train', '-c']);
     const file = Object.values(t.files ?? {})[0]!;
     expect(file).toMatch(/\n {2}hidden_states_path: .*\/hidden_states\n/);
     expect(file).not.toContain('train_data_path');
-    expect(step(steps, 'train', 'specforge export (detached)').argv).toContain('--vocab-mapping');
+    expect(step(steps, 'train', 'specforge export (detached)').argv).not.toContain('--vocab-mapping');
   });
 
   it('a pinned revision is printed as pinned, with its behaviours', () => {
