@@ -5,9 +5,10 @@
  * SpecForge: every verdict comes from SpecForge's own code or from Python's argparse.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll } from 'vitest';
 import { AERIE_HOME } from '../../src/config/load.js';
 
 export const SPECFORGE_PYTHON = join(AERIE_HOME, '.venv-specforge', 'bin', 'python');
@@ -27,6 +28,11 @@ export interface SchemaVerdict {
 }
 
 let scratch: string | undefined;
+// The checks of one test file share one folder; it goes when the file's tests are done.
+afterAll(() => {
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
+  scratch = undefined;
+});
 
 /** `specforge train -c <file> <overrides>` up to the point where the Config is built and validated. */
 export function specforgeSchemaCheck(configYaml: string, overrides: string[] = []): SchemaVerdict {
