@@ -1,0 +1,305 @@
+#!/usr/bin/env python3
+"""SGLang's own argument parser as a judge of the launch lines aerie renders. Parse only.
+
+    .venv-sglang-0.5.23/bin/python scripts/real/sglang_argparse.py < {"argvs": [[...], ...]}
+
+Each argv is what follows `python -m sglang.launch_server`. For each one this prints (one JSON
+document on stdout, {"sglang": version, "verdicts": [...]}) {"ok", "exit", "stderr",
+"warnings", "standins_touched"}: the release's parser is built and run exactly as
+launch_server builds it (see PARSE below), argparse's exit status and message are kept, and
+every warning the parser logs or raises (the deprecation notes) is listed without ANSI colour.
+No server is started, no model is read and nothing touches a GPU.
+
+The venv (scripts/setup-sglang.sh) holds the release's PyPI wheel without its dependencies.
+Importing `sglang.srt.server_args` pulls in torch and other heavy packages at module level; the
+parser never calls them, so STANDINS lists, per release, exactly which top-level modules are
+answered by a permissive placeholder instead (every other import is real or fails). That the
+parser never calls them is checked on every run, not assumed: while an argv is parsed (and the
+post-parse steps below run) any attribute read or call on a stand-in is recorded in
+`standins_touched`, and the parser's actions are scanned for a stand-in value in their type,
+choices, default or const. The test requires both to be empty.
+"""
+from __future__ import annotations
+
+import abc
+import argparse
+import contextlib
+import importlib.abc
+import importlib.machinery
+import importlib.metadata
+import io
+import json
+import logging
+import re
+import sys
+import types
+import warnings
+
+# Top-level modules answered by a placeholder, per release, with the first import that needs it
+# (the module path is inside the wheel, under sglang/). Why the parser never calls them:
+# add_cli_args only declares flags (strings, ints, its own argparse.Action subclasses and choice
+# lists built from sglang's own registries), and parse_args only runs argparse; all of these
+# modules are imported for the server's runtime. The run-time check above enforces it.
+STANDINS: dict[str, dict[str, str]] = {
+    "0.5.23": {
+        "torch": "srt/utils/common.py:89 (module level; runtime tensors, devices, platform probes)",
+        "triton": "srt/utils/common.py:91 (GPU kernels)",
+        "PIL": "srt/utils/common.py:93 (image loading for multimodal requests)",
+        "starlette": "srt/utils/common.py:94 (HTTP responses of the server)",
+        "pydantic_core": "srt/utils/msgspec_utils.py:9 (request schema interop)",
+        "pydantic": "TODO",
+        "zmq": "TODO",
+        "tqdm": "TODO",
+        "IPython": "TODO",
+        "aiohttp": "TODO",
+    },
+}
+
+
+class _Record:
+    armed = False
+    touched: list[str] = []
+
+    @classmethod
+    def note(cls, what: str) -> None:
+        if cls.armed and what not in cls.touched:
+            cls.touched.append(what)
+
+
+class _Meta(abc.ABCMeta):
+    """A placeholder is a class, so that it can also be subclassed, decorated with and called."""
+
+    def __new__(mcls, name, bases, ns, **_kw):
+        return super().__new__(mcls, name, bases, ns)
+
+    def __init__(cls, name, bases, ns, **_kw):
+        super().__init__(name, bases, ns)
+
+    def __getattr__(cls, name):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        _Record.note(f"{cls.__qualname__}.{name}")
+        return _placeholder(f"{cls.__qualname__}.{name}")
+
+    def __call__(cls, *args, **kwargs):
+        _Record.note(f"{cls.__qualname__}()")
+        # A decorator (torch.compile, custom_op, ...) leaves sglang's own function in place.
+        if len(args) == 1 and not kwargs and (isinstance(args[0], (types.FunctionType, type))):
+            return args[0]
+        return _placeholder(f"{cls.__qualname__}()")
+
+    def __getitem__(cls, _key):
+        return cls
+
+    def __iter__(cls):
+        return iter(())
+
+    def __len__(cls):
+        return 0
+
+    def __bool__(cls):
+        return False
+
+    def __or__(cls, _other):
+        return cls
+
+    __ror__ = __or__
+
+    def __eq__(cls, other):
+        return cls is other
+
+    def __hash__(cls):
+        return id(cls)
+
+    def __lt__(cls, _other):
+        return False
+
+    __le__ = __gt__ = __ge__ = __lt__
+
+    def __int__(cls):
+        return 0
+
+    def __index__(cls):
+        return 0
+
+    def __float__(cls):
+        return 0.0
+
+
+class _Base:
+    def __init_subclass__(cls, **_kw):
+        pass
+
+
+def _placeholder(name: str) -> type:
+    return _Meta(name, (_Base,), {"__module__": "aerie_standin", "__qualname__": name})
+
+
+def is_standin(value) -> bool:
+    return isinstance(value, _Meta) or isinstance(value, _StandinModule)
+
+
+# Device back-ends other than CUDA and ROCm register themselves as torch attributes
+# (torch.npu from torch_npu, torch.musa, ...): sglang's platform probes test hasattr(torch, ...)
+# at import (sglang==0.5.23:srt/utils/common.py:188-197), so the stand-in has none of them.
+_ABSENT = {"npu", "musa", "hpu", "mlu"}
+
+
+class _StandinModule(types.ModuleType):
+    def __getattr__(self, name):
+        if (name.startswith("__") and name.endswith("__")) or (self.__name__ == "torch" and name in _ABSENT):
+            raise AttributeError(name)
+        _Record.note(f"{self.__name__}.{name}")
+        value = _placeholder(f"{self.__name__}.{name}")
+        setattr(self, name, value)
+        return value
+
+
+class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def __init__(self, names):
+        self.names = set(names)
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname.split(".")[0] in self.names:
+            return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+        return None
+
+    def create_module(self, spec):
+        module = _StandinModule(spec.name)
+        module.__path__ = []
+        module.__version__ = "0.0.0+aerie.standin"
+        return module
+
+    def exec_module(self, module):
+        pass
+
+
+def install_standins(version: str) -> list[str]:
+    names = sorted(STANDINS.get(version, {}))
+    sys.meta_path.insert(0, _Finder(names))
+    return names
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class _Warnings(logging.Handler):
+    """Collects the parser's warnings: sglang logs its deprecation notes at WARNING."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record):
+        self.messages.append(_ANSI.sub("", record.getMessage()))
+
+
+def _import_parser(version: str):
+    """What launch_server imports before it parses, for this release."""
+    # sglang==0.5.23:launch_server.py:8-12 and :84-86 (load_plugins() then prepare_server_args);
+    # sglang==0.5.12:launch_server.py:7-10 and :59-65; sglang==0.5.4:launch_server.py:7,11.
+    # launch_server itself is not imported: its module-level suppress_noisy_warnings()
+    # (0.5.23 :14, 0.5.12 :12) only quietens third-party loggers and needs huggingface_hub.
+    # load_plugins finds no plugin in this venv; aerie's capture plugin declares no flags
+    # (py/aerie_hs/sglang_hook.py), so the parser is the same with it.
+    server_args = importlib.import_module("sglang.srt.server_args")
+    if version in ("0.5.23", "0.5.12"):
+        importlib.import_module("sglang.srt.plugins").load_plugins()
+    if version == "0.5.23":
+        # prepare_server_args imports this lazily after from_cli_args (sglang==0.5.23:
+        # srt/server_args.py:714-719); it imports torch at module level (core.py:8), so it is
+        # imported here, before the stand-ins are watched: redact_watermark_command_line itself
+        # (core.py:110-130) only walks the argv strings.
+        importlib.import_module("sglang.srt.sampling.watermarking.core")
+    return server_args
+
+
+def _parser_carries_standin(parser: argparse.ArgumentParser) -> list[str]:
+    found = []
+    for action in parser._actions:
+        values = [action.type, action.default, action.const, *(action.choices or [])]
+        if any(is_standin(v) for v in values) or any(is_standin(b) for b in type(action).__mro__):
+            found.append(f"parser action {'/'.join(action.option_strings) or action.dest}")
+    return found
+
+
+def _parse(server_args, version: str, argv: list[str]) -> dict:
+    """One argv through the release's own parse, as prepare_server_args runs it."""
+    handler = _Warnings()
+    sglang_logger = logging.getLogger("sglang")
+    sglang_logger.addHandler(handler)
+    err = io.StringIO()
+    code = 0
+    _Record.touched = []
+    _Record.armed = True
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(err), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                if version == "0.5.23":
+                    # The whole of it (sglang==0.5.23:srt/server_args.py:668-720): parser, --config
+                    # merge, parse_args, from_cli_args. ServerArgs.__post_init__ is empty on purpose
+                    # (server_args.py:241-242); resolution (resolve_once, server_args.py:244, called by
+                    # launch_server.py:29) needs the model's config and the device, and is not run.
+                    server_args.prepare_server_args(argv)
+                else:
+                    # prepare_server_args (sglang==0.5.12:srt/server_args.py:7723-7757,
+                    # sglang==0.5.4:srt/server_args.py:3643-3678) line for line, except that
+                    # from_cli_args' dataclass __post_init__ (0.5.12 :856, 0.5.4 :525) reads the model
+                    # config and probes GPU memory: only its deprecation handler runs
+                    # (_handle_deprecated_args, 0.5.12 :1111, 0.5.4 :608), which needs neither.
+                    parser = argparse.ArgumentParser(prog="sglang serve") if version == "0.5.12" else argparse.ArgumentParser()
+                    if version == "0.5.4" and "--config" in argv:
+                        from sglang.srt.server_args_config_parser import ConfigArgumentMerger
+
+                        probe = argparse.ArgumentParser()
+                        server_args.ServerArgs.add_cli_args(probe)
+                        booleans = [a.dest for a in probe._actions if getattr(a, "action", None) in ("store_true", "store_false")]
+                        argv = ConfigArgumentMerger(boolean_actions=booleans).merge_config_with_args(argv)
+                    server_args.ServerArgs.add_cli_args(parser)
+                    if version == "0.5.12" and "--config" in argv:
+                        from sglang.srt.server_args_config_parser import ConfigArgumentMerger
+
+                        argv = ConfigArgumentMerger(parser).merge_config_with_args(argv)
+                    raw_args = parser.parse_args(argv)
+                    cls = server_args.ServerArgs
+                    original = cls.__post_init__
+                    cls.__post_init__ = lambda self: self._handle_deprecated_args()
+                    try:
+                        cls.from_cli_args(raw_args)
+                    finally:
+                        cls.__post_init__ = original
+            except SystemExit as e:
+                code = e.code if isinstance(e.code, int) else 1
+    finally:
+        _Record.armed = False
+        sglang_logger.removeHandler(handler)
+    touched = list(_Record.touched)
+    probe = argparse.ArgumentParser()
+    server_args.ServerArgs.add_cli_args(probe)
+    touched += _parser_carries_standin(probe)
+    stderr = _ANSI.sub("", err.getvalue())
+    return {
+        "ok": code == 0,
+        "exit": code,
+        # argparse prints its usage (hundreds of flags) before the message: keep the message.
+        "error": next((line.split(": error: ", 1)[1] for line in stderr.splitlines() if ": error: " in line), None),
+        "stderr": "\n".join(stderr.strip().splitlines()[-3:]),
+        "warnings": handler.messages + [_ANSI.sub("", str(w.message)) for w in caught],
+        "standins_touched": touched,
+    }
+
+
+def main() -> int:
+    version = importlib.metadata.version("sglang")
+    standins = install_standins(version)
+    request = json.load(sys.stdin)
+    server_args = _import_parser(version)
+    verdicts = [_parse(server_args, version, list(argv)) for argv in request["argvs"]]
+    json.dump({"sglang": version, "standins": standins, "verdicts": verdicts}, sys.stdout)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
