@@ -24,6 +24,9 @@
 #   pydantic (+ pydantic_core annotated_types typing_inspection): sglang/utils.py:26
 #   openai==1.99.1 (0.5.4's own pin, METADATA Requires-Dist openai==1.99.1) (+ anyio distro
 #     httpx httpcore h11 jiter sniffio): not for bench_serving; test/real/openai-client.test.ts
+#   jinja2 (+ markupsafe): transformers' apply_chat_template, which bench_serving calls only with
+#     --apply-chat-template (sglang==0.5.4:sglang/bench_serving.py:1148-1153; aerie does not pass it)
+#     and test/real/openai-client.test.ts calls to count the chat prompt's tokens
 #
 # Stand-ins (tiny modules written into the venv, each raising if ever called):
 #   IPython.display (HTML, display): sglang/utils.py:25 imports it at module level; only
@@ -42,7 +45,8 @@ requests==2.34.2 urllib3==2.8.0 charset_normalizer==3.5.3 certifi==2026.10.19.po
 pillow==11.3.0 tqdm==4.70.1 \
 transformers==4.57.1 tokenizers==0.22.1 huggingface_hub==0.36.0 filelock==4.3.1 fsspec==2026.9.0 packaging==26.4 pyyaml==6.0.4 regex==2026.11.19 safetensors==0.8.0 typing_extensions==4.16.0 \
 pydantic==2.14.4 pydantic_core==2.50.5 annotated_types==0.8.0 typing_inspection==0.4.5 \
-openai==1.99.1 anyio==4.16.0 distro==1.9.0 httpx==0.28.1 httpcore==1.0.9 h11==0.16.0 jiter==0.19.0 sniffio==1.3.1"
+openai==1.99.1 anyio==4.16.0 distro==1.9.0 httpx==0.28.1 httpcore==1.0.9 h11==0.16.0 jiter==0.19.0 sniffio==1.3.1 \
+jinja2==3.1.6 markupsafe==3.0.4"
 STANDINS=1
 STAMP="$(echo $PINS) | stand-ins $STANDINS"
 MARKER="$VENV/.aerie-pins"
