@@ -17,7 +17,7 @@ COMMON_PINS="numpy==2.2.6 orjson==3.13.0 psutil==7.2.2 pybase64==1.5.1 packaging
 pins_for() {
   case "$1" in
     0.5.23) echo "sglang==0.5.23 msgspec==0.23.0 ${COMMON_PINS}" ;;
-    0.5.12) echo "sglang==0.5.12 msgspec==0.23.0 ${COMMON_PINS}" ;;
+    0.5.12) echo "sglang==0.5.12 dill==0.4.1 ${COMMON_PINS}" ;;
     0.5.4) echo "sglang==0.5.4 ${COMMON_PINS}" ;;
     *) echo "setup-sglang: no pins for SGLang $1 (known: 0.5.4 0.5.12 0.5.23)" >&2; return 1 ;;
   esac
@@ -33,8 +33,10 @@ for v in "${versions[@]}"; do
   echo "setup: installing SGLang ${v}'s argument parser (sglang==${v}, no deps, no torch) into ${venv}"
   rm -rf "${venv}"
   python3 -m venv "${venv}"
+  # --no-compile: byte-compiling the wheel's ~3,000 modules is most of the install time, and
+  # the parser imports a few hundred of them (compiled on first use).
   # shellcheck disable=SC2086 # the pins are words on purpose
-  "${venv}/bin/pip" install --quiet --disable-pip-version-check --no-deps ${pins}
+  "${venv}/bin/pip" install --quiet --disable-pip-version-check --no-compile --no-deps ${pins}
   # The parser imports and judges an argv with nothing but these pins and the stand-ins.
   echo '{"argvs": [["--model-path", "/m"]]}' | "${venv}/bin/python" scripts/real/sglang_argparse.py \
     | "${venv}/bin/python" -c "import json, sys; d = json.load(sys.stdin); v = d['verdicts'][0]; sys.exit(0 if v['ok'] and not v['standins_touched'] else f'setup-sglang: SGLang ${v} parser self-test failed: {v}')"

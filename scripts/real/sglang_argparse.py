@@ -42,16 +42,55 @@ import warnings
 # modules are imported for the server's runtime. The run-time check above enforces it.
 STANDINS: dict[str, dict[str, str]] = {
     "0.5.23": {
-        "torch": "srt/utils/common.py:89 (module level; runtime tensors, devices, platform probes)",
-        "triton": "srt/utils/common.py:91 (GPU kernels)",
-        "PIL": "srt/utils/common.py:93 (image loading for multimodal requests)",
-        "starlette": "srt/utils/common.py:94 (HTTP responses of the server)",
-        "pydantic_core": "srt/utils/msgspec_utils.py:9 (request schema interop)",
-        "pydantic": "TODO",
-        "zmq": "TODO",
-        "tqdm": "TODO",
-        "IPython": "TODO",
-        "aiohttp": "TODO",
+        "torch": "srt/utils/common.py:89",
+        "triton": "srt/utils/common.py:91",
+        "PIL": "srt/utils/common.py:93",
+        "starlette": "srt/utils/common.py:94",
+        "pydantic_core": "srt/utils/msgspec_utils.py:9",
+        "zmq": "srt/utils/network.py:14",
+        "tqdm": "lang/interpreter.py:15",
+        "IPython": "utils.py:25",
+        "pydantic": "utils.py:26",
+        "aiohttp": "lang/backend/runtime_endpoint.py:8",
+    },
+    "0.5.4": {
+        "tqdm": "lang/interpreter.py:15",
+        "IPython": "utils.py:25",
+        "pydantic": "utils.py:26",
+        "aiohttp": "lang/backend/runtime_endpoint.py:7",
+        "torch": "srt/connector/base_connector.py:10",
+        "safetensors": "srt/connector/serde/safe_serde.py:6",
+        "triton": "srt/utils/common.py:82",
+        "zmq": "srt/utils/common.py:83",
+        "fastapi": "srt/utils/common.py:84",
+        "PIL": "srt/utils/common.py:86",
+        "starlette": "srt/utils/common.py:87",
+        "openai": "srt/entrypoints/openai/protocol.py:22",
+        "xgrammar": "srt/entrypoints/openai/protocol.py:40",
+        "partial_json_parser": "srt/function_call/base_format_detector.py:7",
+        "huggingface_hub": "srt/utils/hf_transformers_utils.py:25",
+        "transformers": "srt/utils/hf_transformers_utils.py:26",
+        "torchvision": "srt/configs/deepseek_ocr.py:3",
+        "regex": "srt/configs/nemotron_h.py:18",
+        "sentencepiece": "srt/configs/internvl.py:6",
+    },
+    "0.5.12": {
+        "torch": "srt/utils/common.py:81",
+        "triton": "srt/utils/common.py:83",
+        "PIL": "srt/utils/common.py:85",
+        "starlette": "srt/utils/common.py:86",
+        "torchvision": "srt/utils/common.py:90",
+        "transformers": "srt/utils/hf_transformers_patches.py:50; srt/configs/__init__.py:1 (model config classes)",
+        "tqdm": "lang/interpreter.py:15",
+        "IPython": "utils.py:26",
+        "pydantic": "utils.py:27",
+        "aiohttp": "lang/backend/runtime_endpoint.py:8",
+        "zmq": "srt/utils/network.py:12",
+        "safetensors": "srt/connector/serde/safe_serde.py:6",
+        "openai": "srt/entrypoints/openai/protocol.py:32",
+        "partial_json_parser": "srt/function_call/base_format_detector.py:7",
+        "huggingface_hub": "srt/utils/hf_transformers/common.py:22",
+        "sentencepiece": "srt/configs/internvl.py:6",
     },
 }
 
@@ -76,7 +115,9 @@ class _Meta(abc.ABCMeta):
         super().__init__(name, bases, ns)
 
     def __getattr__(cls, name):
-        if name.startswith("__") and name.endswith("__"):
+        # __func__: sglang's transformers patches unwrap classmethods at import
+        # (sglang==0.5.12:srt/utils/hf_transformers_patches.py:157).
+        if (name.startswith("__") and name.endswith("__") and name != "__func__") or f"{cls.__qualname__}.{name}" in _ABSENT:
             raise AttributeError(name)
         _Record.note(f"{cls.__qualname__}.{name}")
         return _placeholder(f"{cls.__qualname__}.{name}")
@@ -88,8 +129,28 @@ class _Meta(abc.ABCMeta):
             return args[0]
         return _placeholder(f"{cls.__qualname__}()")
 
+    def __instancecheck__(cls, _instance):
+        _Record.note(f"isinstance(..., {cls.__qualname__})")
+        return False
+
+    def __subclasscheck__(cls, sub):
+        _Record.note(f"issubclass(..., {cls.__qualname__})")
+        return type.__subclasscheck__(cls, sub)
+
+    def register(cls, *args, **kwargs):
+        # AutoConfig.register(name, Config) at import (sglang==0.5.12:srt/configs/deepseekvl2.py:687),
+        # not ABCMeta.register.
+        _Record.note(f"{cls.__qualname__}.register()")
+        return args[-1] if args else None
+
     def __getitem__(cls, _key):
         return cls
+
+    def __setitem__(cls, _key, _value):
+        pass
+
+    def __contains__(cls, _item):
+        return False
 
     def __iter__(cls):
         return iter(())
@@ -139,25 +200,41 @@ def is_standin(value) -> bool:
     return isinstance(value, _Meta) or isinstance(value, _StandinModule)
 
 
-# Device back-ends other than CUDA and ROCm register themselves as torch attributes
-# (torch.npu from torch_npu, torch.musa, ...): sglang's platform probes test hasattr(torch, ...)
-# at import (sglang==0.5.23:srt/utils/common.py:188-197), so the stand-in has none of them.
-_ABSENT = {"npu", "musa", "hpu", "mlu"}
+# What a machine without an accelerator answers: no torch.npu etc. (device back-ends register
+# themselves as torch attributes; sglang probes hasattr(torch, ...) at import,
+# sglang==0.5.23:srt/utils/common.py:188-197) and no active triton driver (fla's device probe
+# catches the failure and picks "cpu", sglang==0.5.12:srt/layers/attention/fla/utils.py:240-265).
+# A torch.library.Library whose handle has no name: sglang then asks torch.ops under its own
+# library name (sglang==0.5.4:srt/utils/common.py:1947-1950) instead of a placeholder's.
+_ABSENT = {"torch.npu", "torch.musa", "torch.hpu", "torch.mlu", "triton.runtime.driver", "torch.library.Library().m.name"}
 
 
 class _StandinModule(types.ModuleType):
     def __getattr__(self, name):
-        if (name.startswith("__") and name.endswith("__")) or (self.__name__ == "torch" and name in _ABSENT):
+        if (name.startswith("__") and name.endswith("__")) or f"{self.__name__}.{name}" in _ABSENT:
             raise AttributeError(name)
         _Record.note(f"{self.__name__}.{name}")
-        value = _placeholder(f"{self.__name__}.{name}")
-        setattr(self, name, value)
-        return value
+        # Kept out of the module's __dict__, so that every later read comes here and is seen.
+        cache = self.__dict__.setdefault("_aerie_standin_cache", {})
+        if name not in cache:
+            cache[name] = _placeholder(f"{self.__name__}.{name}")
+        return cache[name]
+
+
+# A stand-in's __version__ is the one the release's wheel pins (its METADATA Requires-Dist), so
+# import-time version gates take the branch they take on a real install
+# (e.g. sglang==0.5.12:srt/layers/attention/fla/utils.py:320 on torch_release).
+PINNED_VERSIONS = {
+    "0.5.4": {"torch": "2.8.0", "transformers": "4.57.1", "openai": "1.99.1", "xgrammar": "0.1.25", "torchvision": "0.23.0"},
+    "0.5.12": {"torch": "2.11.0", "transformers": "5.6.0", "openai": "2.6.1", "torchvision": "0.26.0"},
+    "0.5.23": {"torch": "2.14.1", "transformers": "5.19.0", "openai": "2.8.0"},
+}
 
 
 class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    def __init__(self, names):
+    def __init__(self, names, versions=None):
         self.names = set(names)
+        self.versions = versions or {}
 
     def find_spec(self, fullname, path, target=None):
         if fullname.split(".")[0] in self.names:
@@ -167,7 +244,7 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def create_module(self, spec):
         module = _StandinModule(spec.name)
         module.__path__ = []
-        module.__version__ = "0.0.0+aerie.standin"
+        module.__version__ = self.versions.get(spec.name, "0.0.0")
         return module
 
     def exec_module(self, module):
@@ -176,7 +253,7 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 def install_standins(version: str) -> list[str]:
     names = sorted(STANDINS.get(version, {}))
-    sys.meta_path.insert(0, _Finder(names))
+    sys.meta_path.insert(0, _Finder(names, PINNED_VERSIONS.get(version)))
     return names
 
 
@@ -290,13 +367,34 @@ def _parse(server_args, version: str, argv: list[str]) -> dict:
     }
 
 
+def _watch_self_test(name: str) -> list[str]:
+    """Proof that the watch sees a stand-in being used: touch one while armed."""
+    module = importlib.import_module(name)
+    _Record.touched = []
+    _Record.armed = True
+    try:
+        getattr(module, "cuda").is_available()
+    finally:
+        _Record.armed = False
+    return list(_Record.touched)
+
+
 def main() -> int:
     version = importlib.metadata.version("sglang")
     standins = install_standins(version)
     request = json.load(sys.stdin)
-    server_args = _import_parser(version)
+    # argparse names itself after sys.argv[0] where prepare_server_args gives no prog (0.5.4):
+    # under `python -m sglang.launch_server` that is launch_server.py.
+    sys.argv[0] = "launch_server.py"
+    with warnings.catch_warnings():
+        # Import-time notes (fla: "Triton is not supported on current platform") are not the parser's.
+        warnings.simplefilter("ignore")
+        server_args = _import_parser(version)
     verdicts = [_parse(server_args, version, list(argv)) for argv in request["argvs"]]
-    json.dump({"sglang": version, "standins": standins, "verdicts": verdicts}, sys.stdout)
+    out = {"sglang": version, "standins": standins, "verdicts": verdicts}
+    if "watch_self_test" in request:
+        out["watch_self_test"] = _watch_self_test(request["watch_self_test"])
+    json.dump(out, sys.stdout)
     sys.stdout.write("\n")
     return 0
 
