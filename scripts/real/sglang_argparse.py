@@ -4,11 +4,12 @@
     .venv-sglang-0.5.23/bin/python scripts/real/sglang_argparse.py < {"argvs": [[...], ...]}
 
 Each argv is what follows `python -m sglang.launch_server`. For each one this prints (one JSON
-document on stdout, {"sglang": version, "verdicts": [...]}) {"ok", "exit", "stderr",
-"warnings", "standins_touched"}: the release's parser is built and run exactly as
-launch_server builds it (see PARSE below), argparse's exit status and message are kept, and
-every warning the parser logs or raises (the deprecation notes) is listed without ANSI colour.
-No server is started, no model is read and nothing touches a GPU.
+document on stdout, {"sglang", "standins", "verdicts": [...]}) {"ok", "exit", "error",
+"stderr", "warnings", "standins_touched", "validation_error"}: the release's parser is built and
+run as launch_server builds it (_parse), argparse's exit status and message are kept, every
+warning the parser logs or raises (the deprecation notes) is listed without ANSI colour, and on
+0.5.23 the model-independent validation steps that follow run too (_validate_0523). "ok" means
+both passed. No server is started, no model is read and nothing touches a GPU.
 
 The venv (scripts/setup-sglang.sh) holds the release's PyPI wheel without its dependencies.
 Importing `sglang.srt.server_args` pulls in torch and other heavy packages at module level; the
@@ -291,6 +292,30 @@ def _import_parser(version: str):
     return server_args
 
 
+def _validate_0523(record) -> str | None:
+    """The model-independent checks of 0.5.23's resolution that the capture lines depend on.
+
+    resolve_once (sglang==0.5.23:srt/server_args.py:244) runs the whole pipeline
+    (arg_groups/pipeline.py:20), whose module imports the model configs (transformers) and whose
+    later steps read the model's config.json and the device; so only these steps run, in the
+    pipeline's order (pipeline.py:90-94), through run_hook as the pipeline calls them. They read
+    the record's own fields: the prefill/decode interval, the response store, the sampling mask
+    and --enable-return-aux-hidden-states with its --speculative-algorithm, draft path, pp size and
+    layer ids (validation_hook.py:697-749). The hooks before them (pipeline.py:42-80: deprecated
+    DP attention, mega MoE, hidden-states mode, media URLs, watermark, HiCache ratio, offload)
+    write declarations none of these read. Returns the ValueError's message, or None.
+    """
+    from sglang.srt.arg_groups import validation_hook as v
+    from sglang.srt.arg_groups.resolution_hooks import run_hook
+
+    try:
+        for step in (v.validate_prefill_decode_interval, v.validate_response_store, v.validate_sampling_mask_max_tokens, v.handle_aux_hidden_state_capture):
+            run_hook(step, record)
+    except ValueError as e:
+        return str(e)
+    return None
+
+
 def _parser_carries_standin(parser: argparse.ArgumentParser) -> list[str]:
     found = []
     for action in parser._actions:
@@ -302,6 +327,7 @@ def _parser_carries_standin(parser: argparse.ArgumentParser) -> list[str]:
 
 def _parse(server_args, version: str, argv: list[str]) -> dict:
     """One argv through the release's own parse, as prepare_server_args runs it."""
+    validation = None
     handler = _Warnings()
     sglang_logger = logging.getLogger("sglang")
     sglang_logger.addHandler(handler)
@@ -318,7 +344,8 @@ def _parse(server_args, version: str, argv: list[str]) -> dict:
                     # merge, parse_args, from_cli_args. ServerArgs.__post_init__ is empty on purpose
                     # (server_args.py:241-242); resolution (resolve_once, server_args.py:244, called by
                     # launch_server.py:29) needs the model's config and the device, and is not run.
-                    server_args.prepare_server_args(argv)
+                    record = server_args.prepare_server_args(argv)
+                    validation = _validate_0523(record)
                 else:
                     # prepare_server_args (sglang==0.5.12:srt/server_args.py:7723-7757,
                     # sglang==0.5.4:srt/server_args.py:3643-3678) line for line, except that
@@ -357,13 +384,15 @@ def _parse(server_args, version: str, argv: list[str]) -> dict:
     touched += _parser_carries_standin(probe)
     stderr = _ANSI.sub("", err.getvalue())
     return {
-        "ok": code == 0,
+        "ok": code == 0 and validation is None,
         "exit": code,
         # argparse prints its usage (hundreds of flags) before the message: keep the message.
         "error": next((line.split(": error: ", 1)[1] for line in stderr.splitlines() if ": error: " in line), None),
         "stderr": "\n".join(stderr.strip().splitlines()[-3:]),
         "warnings": handler.messages + [_ANSI.sub("", str(w.message)) for w in caught],
         "standins_touched": touched,
+        # 0.5.23 only: the model-independent validation steps run after the parse (None: not run).
+        "validation_error": validation,
     }
 
 
