@@ -37,10 +37,16 @@ import types
 import warnings
 
 # Top-level modules answered by a placeholder, per release, with the first import that needs it
-# (the module path is inside the wheel, under sglang/). Why the parser never calls them:
-# add_cli_args only declares flags (strings, ints, its own argparse.Action subclasses and choice
-# lists built from sglang's own registries), and parse_args only runs argparse; all of these
-# modules are imported for the server's runtime. The run-time check above enforces it.
+# (`sglang==<release>:<path>:<line>`, the path inside the wheel under sglang/). Why the parser
+# never calls them: add_cli_args only declares flags (str/int/float/JSON types, sglang's own
+# argparse.Action subclasses, and choice lists that are sglang's own literals and registry keys,
+# e.g. FunctionCallParser.ToolCallParserEnum), and parse_args only runs argparse. These modules
+# serve the running server: tensors, kernels and devices (torch, triton, torchvision), image
+# and tokenizer back-ends (PIL, sentencepiece), model config classes and downloads
+# (transformers, huggingface_hub, safetensors, regex in Nemotron-H's config), the HTTP and IPC
+# stack (fastapi, starlette, zmq, aiohttp), the OpenAI protocol and tool-call/grammar parsing
+# (pydantic, pydantic_core, openai, partial_json_parser, xgrammar), and the frontend
+# language's notebook and progress helpers (IPython, tqdm). The watch above enforces it.
 STANDINS: dict[str, dict[str, str]] = {
     "0.5.23": {
         "torch": "srt/utils/common.py:89",
@@ -81,7 +87,7 @@ STANDINS: dict[str, dict[str, str]] = {
         "PIL": "srt/utils/common.py:85",
         "starlette": "srt/utils/common.py:86",
         "torchvision": "srt/utils/common.py:90",
-        "transformers": "srt/utils/hf_transformers_patches.py:50; srt/configs/__init__.py:1 (model config classes)",
+        "transformers": "srt/utils/hf_transformers_patches.py:50 (optional there); srt/configs/afmoe.py:3 (model config classes)",
         "tqdm": "lang/interpreter.py:15",
         "IPython": "utils.py:26",
         "pydantic": "utils.py:27",
@@ -226,8 +232,8 @@ class _StandinModule(types.ModuleType):
 # import-time version gates take the branch they take on a real install
 # (e.g. sglang==0.5.12:srt/layers/attention/fla/utils.py:320 on torch_release).
 PINNED_VERSIONS = {
-    "0.5.4": {"torch": "2.8.0", "transformers": "4.57.1", "openai": "1.99.1", "xgrammar": "0.1.25", "torchvision": "0.23.0"},
-    "0.5.12": {"torch": "2.11.0", "transformers": "5.6.0", "openai": "2.6.1", "torchvision": "0.26.0"},
+    "0.5.4": {"torch": "2.8.0", "transformers": "4.57.1", "openai": "1.99.1", "xgrammar": "0.1.25"},
+    "0.5.12": {"torch": "2.11.0", "transformers": "5.6.0", "openai": "2.6.1"},
     "0.5.23": {"torch": "2.14.1", "transformers": "5.19.0", "openai": "2.8.0"},
 }
 
@@ -274,8 +280,8 @@ class _Warnings(logging.Handler):
 
 def _import_parser(version: str):
     """What launch_server imports before it parses, for this release."""
-    # sglang==0.5.23:launch_server.py:8-12 and :84-86 (load_plugins() then prepare_server_args);
-    # sglang==0.5.12:launch_server.py:7-10 and :59-65; sglang==0.5.4:launch_server.py:7,11.
+    # sglang==0.5.23:launch_server.py:9-10 and :79-81 (load_plugins() then prepare_server_args);
+    # sglang==0.5.12:launch_server.py:8 and :62-66; sglang==0.5.4:launch_server.py:7 and :11.
     # launch_server itself is not imported: its module-level suppress_noisy_warnings()
     # (0.5.23 :14, 0.5.12 :12) only quietens third-party loggers and needs huggingface_hub.
     # load_plugins finds no plugin in this venv; aerie's capture plugin declares no flags
@@ -320,7 +326,9 @@ def _parser_carries_standin(parser: argparse.ArgumentParser) -> list[str]:
     found = []
     for action in parser._actions:
         values = [action.type, action.default, action.const, *(action.choices or [])]
-        if any(is_standin(v) for v in values) or any(is_standin(b) for b in type(action).__mro__):
+        # An empty choice list would be one built by iterating a stand-in (it iterates as empty).
+        empty = action.choices is not None and len(list(action.choices)) == 0
+        if empty or any(is_standin(v) for v in values) or any(is_standin(b) for b in type(action).__mro__):
             found.append(f"parser action {'/'.join(action.option_strings) or action.dest}")
     return found
 

@@ -40,6 +40,10 @@ function python(version: Version): string {
   if (!existsSync(py)) {
     throw new Error(`${py} is missing: run \`bash scripts/setup-sglang.sh\` (it installs SGLang ${version}'s PyPI wheel, no deps, into .venv-sglang-${version})`);
   }
+  // setup-sglang.sh writes the marker last: a venv without it is half-built.
+  if (!existsSync(join(AERIE_HOME, `.venv-sglang-${version}`, '.aerie-pins'))) {
+    throw new Error(`.venv-sglang-${version} is incomplete (no .aerie-pins): run \`bash scripts/setup-sglang.sh ${version}\``);
+  }
   return py;
 }
 
@@ -206,6 +210,15 @@ describe('the judge can say no', () => {
     for (const v of ['0.5.4', '0.5.12'] as const) {
       const [verdict] = judge(v, [line]).verdicts;
       expect([verdict!.exit, verdict!.error]).toEqual([2, 'unrecognized arguments: --enable-return-aux-hidden-states --return-aux-hidden-state-layer-ids 1 15 28']);
+    }
+  });
+
+  it("the replacement 0.5.23 names for --disable-cuda-graph parses clean on 0.5.23 only: the fix is per release", () => {
+    const line = ['--model-path', '/m', '--cuda-graph-backend-decode', 'disabled', '--cuda-graph-backend-prefill', 'disabled', '--disable-radix-cache'];
+    const [v23] = judge('0.5.23', [line]).verdicts;
+    expect([v23!.ok, v23!.warnings]).toEqual([true, []]);
+    for (const v of ['0.5.4', '0.5.12'] as const) {
+      expect(judge(v, [line]).verdicts[0]!.error).toBe('unrecognized arguments: --cuda-graph-backend-decode disabled --cuda-graph-backend-prefill disabled');
     }
   });
 
