@@ -3,7 +3,7 @@
 # release's PyPI wheel without its dependencies (they pull torch, CUDA kernels and ~100
 # packages) plus the few small packages that importing its argument parser needs. Used by
 # test/real/sglang-argparse.test.ts through scripts/real/sglang_argparse.py, which stands in
-# for the heavy modules the parser never calls (its STANDINS table says which, and checks on
+# for the heavy modules the parser never calls (scripts/real/sglang_standins.py says which; it checks on
 # every run that none of them is touched while parsing). Nothing here starts a server.
 #
 #   bash scripts/setup-sglang.sh            # every release below
