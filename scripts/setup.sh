@@ -58,6 +58,10 @@ node bin/aerie-sim.mjs make-target examples/models/sim-llama-8b
 # Tests drive real parts: Debian's OpenSSH server (SSH hosts), Chromium (Web UI and report
 # rendering, driven by playwright-core; no browser download) and iproute2.
 if [ "${1:-}" = "--test" ]; then
+  # SGLang's own code as the judge (test/real/): each release's argument parser (.venv-sglang-<v>,
+  # wheels without deps, no torch) and bench_serving 0.5.4 with the openai client (.venv-sglang-bench).
+  bash scripts/setup-sglang.sh
+  bash scripts/setup-sglang-client.sh
   missing=()
   [ -x /usr/sbin/sshd ] || missing+=(openssh-server openssh-client)
   [ -x /usr/bin/chromium ] || missing+=(chromium)

@@ -91,6 +91,9 @@ const FLAGS: readonly FlagSpec[] = [
   f('--cuda-graph-max-bs', 'int'),
   f('--cuda-graph-bs', 'int-list'),
   f('--disable-cuda-graph', 'bool', false),
+  // sglang==0.5.23:srt/arg_groups/fields/exec_.py:613-628 (Backend.ALL: full, breakable, disabled)
+  f('--cuda-graph-backend-decode', 'str', null, { choices: ['full', 'breakable', 'disabled'] }),
+  f('--cuda-graph-backend-prefill', 'str', null, { choices: ['full', 'breakable', 'disabled'] }),
   f('--disable-custom-all-reduce', 'bool', false),
   f('--disable-overlap-schedule', 'bool', false),
   f('--enable-mixed-chunk', 'bool', false),

@@ -191,7 +191,14 @@ export function renderServerArgv(spec: ServerLaunchSpec): string[] {
     if (s.eagleTopk !== undefined) argv.push('--speculative-eagle-topk', String(s.eagleTopk));
     if (s.numDraftTokens !== undefined) argv.push('--speculative-num-draft-tokens', String(s.numDraftTokens));
   }
-  if (spec.extraction) argv.push('--disable-cuda-graph', '--disable-radix-cache');
+  if (spec.extraction) {
+    // sglang==0.5.23:srt/server_args.py:408-415 deprecates --disable-cuda-graph for the per-phase
+    // backends (arg_groups/fields/exec_.py:613-628), which 0.5.4 and 0.5.12 do not know: each
+    // release gets its own spelling (judged by its parser: test/real/sglang-argparse.test.ts).
+    if (spec.capture?.sglangVersion === '0.5.23') argv.push('--cuda-graph-backend-decode', 'disabled', '--cuda-graph-backend-prefill', 'disabled');
+    else argv.push('--disable-cuda-graph');
+    argv.push('--disable-radix-cache');
+  }
   const c = spec.capture;
   if (c && c.mode !== 'stock-final' && c.sglangVersion === '0.5.23') {
     // sglang==0.5.23:srt/arg_groups/fields/exec_.py:130-156: aux capture on a target serving

@@ -134,9 +134,9 @@ async function cases(): Promise<Case[]> {
 const DISABLE_CUDA_GRAPH_DEPRECATED =
   "'--disable-cuda-graph' is deprecated and will be removed in a future release. Use '--cuda-graph-backend-{decode,prefill}=disabled' instead.";
 
-/** The warnings each release prints for a line aerie renders today (recorded, not wished for). */
-function expectedWarnings(version: Version, argv: string[]): string[] {
-  return version === '0.5.23' && argv.includes('--disable-cuda-graph') ? [DISABLE_CUDA_GRAPH_DEPRECATED] : [];
+/** The warnings each release prints for a line aerie renders: none (0.5.23 gets the per-phase backends instead). */
+function expectedWarnings(_version: Version, _argv: string[]): string[] {
+  return [];
 }
 
 describe("SGLang's own parser accepts every launch line aerie renders, on the release it is for", () => {
@@ -178,11 +178,12 @@ describe("SGLang's own parser accepts every launch line aerie renders, on the re
     });
   }
 
-  it('on 0.5.23, the extraction lines aerie renders today are the ones that print the --disable-cuda-graph deprecation (S9)', () => {
+  it('on 0.5.23, the extraction lines use the per-phase CUDA-graph backends, which print no deprecation (S9)', () => {
     const { cases: mine, verdicts } = judged.get('0.5.23')!;
-    const warned = mine.filter((_, i) => verdicts[i]!.warnings.length > 0).map((c) => c.name);
-    expect(warned.length).toBeGreaterThan(0);
-    for (const name of warned) expect(name).toMatch(/extract/);
+    const extraction = mine.filter((c) => c.argv.includes('--disable-radix-cache'));
+    expect(extraction.length).toBeGreaterThan(0);
+    for (const c of extraction) expect(c.argv).not.toContain('--disable-cuda-graph');
+    expect(mine.filter((_, i) => verdicts[i]!.warnings.length > 0).map((c) => c.name)).toEqual([]);
   });
 });
 
@@ -209,8 +210,15 @@ describe('the judge can say no', () => {
     const line = flags(renderServerArgv({ launcher: ['python3', '-m', 'sglang.launch_server'], modelPath: '/m', port: 30000, tpSize: 1, extraction: true, extraArgs: [], capture: { sglangVersion: '0.5.23', draftLayerIds: [1, 15, 28] } }));
     for (const v of ['0.5.4', '0.5.12'] as const) {
       const [verdict] = judge(v, [line]).verdicts;
-      expect([verdict!.exit, verdict!.error]).toEqual([2, 'unrecognized arguments: --enable-return-aux-hidden-states --return-aux-hidden-state-layer-ids 1 15 28']);
+      expect([verdict!.exit, verdict!.error]).toEqual([
+        2,
+        'unrecognized arguments: --cuda-graph-backend-decode disabled --cuda-graph-backend-prefill disabled --enable-return-aux-hidden-states --return-aux-hidden-state-layer-ids 1 15 28',
+      ]);
     }
+  });
+
+  it('0.5.23 prints its deprecation for the old --disable-cuda-graph spelling (which aerie renders only for older releases)', () => {
+    expect(judge('0.5.23', [['--model-path', '/m', '--disable-cuda-graph']]).verdicts[0]!.warnings).toEqual([DISABLE_CUDA_GRAPH_DEPRECATED]);
   });
 
   it("the replacement 0.5.23 names for --disable-cuda-graph parses clean on 0.5.23 only: the fix is per release", () => {

@@ -168,11 +168,15 @@ describe('the capture on an extraction launch', () => {
     const argv = extraction('0.5.23');
     const at = argv.indexOf('--disable-radix-cache');
     expect(argv.slice(at + 1)).toEqual(['--enable-return-aux-hidden-states', '--speculative-algorithm', 'EAGLE3', '--return-aux-hidden-state-layer-ids', '1', '7', '13']);
+    // 0.5.23 deprecates --disable-cuda-graph for the per-phase backends (server_args.py:408-415).
+    expect(argv.slice(at - 4, at)).toEqual(['--cuda-graph-backend-decode', 'disabled', '--cuda-graph-backend-prefill', 'disabled']);
+    expect(argv).not.toContain('--disable-cuda-graph');
   });
 
   it('adds no flag on 0.5.12, where the plugin turns the capture on itself', () => {
     const argv = extraction('0.5.12');
     expect(argv).toContain('--disable-radix-cache');
+    expect(argv).toContain('--disable-cuda-graph');
     expect(argv.some((a) => a.startsWith('--speculative') || a.includes('aux'))).toBe(false);
   });
 

@@ -38,7 +38,7 @@ describe("examples/kimi-k2.5.yaml: aerie's capture, the specforge CLI offline, E
   it("launches the extraction profile with aerie's capture: its package on PYTHONPATH, the aux flags, no CUDA graphs, no radix cache", () => {
     const s = step(steps, 'extract', 'launch extract server');
     expect(s.argv).toEqual([
-      ...server, '--disable-cuda-graph', '--disable-radix-cache',
+      ...server, '--cuda-graph-backend-decode', 'disabled', '--cuda-graph-backend-prefill', 'disabled', '--disable-radix-cache',
       '--enable-return-aux-hidden-states', '--speculative-algorithm', 'EAGLE3', '--return-aux-hidden-state-layer-ids', '1', '2', '3',
       '--trust-remote-code',
     ]);
@@ -107,7 +107,7 @@ describe("examples/llama3.1-8b.yaml: aerie's capture, current specforge CLI", ()
     expect(steps.some((x) => x.step === 'prepare_hidden_states (detached)')).toBe(false);
     expect(step(steps, 'extract', 'launch extract server').argv).toEqual([
       '/opt/venv/bin/python', '-m', 'sglang.launch_server', '--model-path', '/models/Meta-Llama-3.1-8B-Instruct', '--host', '127.0.0.1', '--port', '30000', '--tp-size', '1',
-      '--disable-cuda-graph', '--disable-radix-cache',
+      '--cuda-graph-backend-decode', 'disabled', '--cuda-graph-backend-prefill', 'disabled', '--disable-radix-cache',
       '--enable-return-aux-hidden-states', '--speculative-algorithm', 'EAGLE3', '--return-aux-hidden-state-layer-ids', '1', '2', '3',
     ]);
   });
