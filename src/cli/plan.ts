@@ -102,7 +102,11 @@ export function planRun(config: Config, runId = '<run-id>'): PlanStep[] {
       host,
       stage: 'extract',
       step: 'tokenize as SpecForge does, then check free space',
-      argv: [e.python, '-m', 'aerie_hs.tokens', '--model', config.target['model-path'], '--chat-template', e['chat-template'], '--max-length', String(e['max-length']), '--cross-check', e['cross-check']],
+      argv: [
+        e.python, '-m', 'aerie_hs.tokens', '--model', config.target['model-path'], '--chat-template', e['chat-template'], '--max-length', String(e['max-length']), '--cross-check', e['cross-check'],
+        // The tokenizer loads as the server loads the model (extract-tokens.ts reads the same flag).
+        ...(config.server['extra-args'].includes('--trust-remote-code') ? ['--trust-remote-code'] : []),
+      ],
       notes: [
         `stdin ${dataPath}, stdout ${p.hidden}/ids.jsonl ({id, input_ids, loss_mask}); run in aerie's staged package; SpecForge's own preprocess_conversations cross-checks where importable (${e['cross-check']})`,
         `refuse unless ${p.hidden} can hold Σ tokens × (8 × hidden_size + 16) bytes`,

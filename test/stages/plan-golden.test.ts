@@ -32,6 +32,7 @@ describe("examples/kimi-k2.5.yaml: aerie's capture, the specforge CLI offline, E
   it("tokenizes on the host as SpecForge does, with the target environment's python", () => {
     expect(step(steps, 'extract', 'tokenize as SpecForge does, then check free space').argv).toEqual([
       '/opt/sglang/venv/bin/python', '-m', 'aerie_hs.tokens', '--model', '/models/Kimi-K2.5-INT4', '--chat-template', 'kimi-k2-instruct', '--max-length', '4096', '--cross-check', 'auto',
+      '--trust-remote-code',
     ]);
   });
 
