@@ -96,7 +96,8 @@ export function shareGptDataset(prompts: readonly string[]): string {
 }
 
 /** Keys a bench_serving line may lack and still be used: accept_length and concurrency came later. */
-const OPTIONAL_KEYS = new Set(['accept_length', 'concurrency', 'total_output_tokens_retokenized', 'sharegpt_output_len', 'random_range_ratio']);
+// The text/vision split of input tokens is written by 0.5.4 (sglang==0.5.4:sglang/bench_serving.py:2004-2005), not by every release.
+const OPTIONAL_KEYS = new Set(['accept_length', 'concurrency', 'total_output_tokens_retokenized', 'sharegpt_output_len', 'random_range_ratio', 'total_input_text_tokens', 'total_input_vision_tokens']);
 
 export class BenchServingOutputError extends Error {
   override readonly name = 'BenchServingOutputError';

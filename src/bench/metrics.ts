@@ -28,7 +28,7 @@ const hdr = (): typeof Hdr => (hdrLib ??= createRequire(import.meta.url)('hdr-hi
 export const BENCH_SERVING_KEYS = [
   'backend', 'dataset_name', 'request_rate', 'max_concurrency', 'sharegpt_output_len',
   'random_input_len', 'random_output_len', 'random_range_ratio', 'duration', 'completed',
-  'total_input_tokens', 'total_output_tokens', 'total_output_tokens_retokenized',
+  'total_input_tokens', 'total_input_text_tokens', 'total_input_vision_tokens', 'total_output_tokens', 'total_output_tokens_retokenized',
   'request_throughput', 'input_throughput', 'output_throughput',
   'mean_e2e_latency_ms', 'median_e2e_latency_ms', 'std_e2e_latency_ms', 'p99_e2e_latency_ms',
   'mean_ttft_ms', 'median_ttft_ms', 'std_ttft_ms', 'p99_ttft_ms',
@@ -46,7 +46,7 @@ export const AERIE_EXTRA_KEYS = [
 
 type BenchServingNumberKey = Exclude<
   (typeof BENCH_SERVING_KEYS)[number],
-  'backend' | 'dataset_name' | 'max_concurrency' | 'sharegpt_output_len' | 'accept_length'
+  'backend' | 'dataset_name' | 'max_concurrency' | 'sharegpt_output_len' | 'accept_length' | 'total_input_text_tokens' | 'total_input_vision_tokens'
 >;
 
 export type BenchServingCore = { [K in BenchServingNumberKey]: number } & {
@@ -58,6 +58,9 @@ export type BenchServingCore = { [K in BenchServingNumberKey]: number } & {
   sharegpt_output_len: number | null;
   /** From /server_info after the level (what bench_serving reports), null when unknown. */
   accept_length: number | null;
+  /** bench_serving 0.5.4's split of total_input_tokens (bench_serving.py:2004-2005); null where a release writes none. */
+  total_input_text_tokens: number | null;
+  total_input_vision_tokens: number | null;
 };
 
 /** Figures aerie adds; null where a source (an ingested bench_serving line) does not have them. */
@@ -178,6 +181,9 @@ export function summarizeLevel(run: LevelRun, meta: SummaryMeta): BenchServingRe
     duration: durationS,
     completed: ok.length,
     total_input_tokens: totalIn,
+    // aerie's load generator sends text only.
+    total_input_text_tokens: totalIn,
+    total_input_vision_tokens: 0,
     total_output_tokens: totalOut,
     // bench_serving retokenizes the text client-side; aerie has no tokenizer, so it
     // repeats the server's count.

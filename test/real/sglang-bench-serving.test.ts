@@ -116,8 +116,8 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-/** Keys bench_serving 0.5.4 writes that aerie's ingest does not keep (observed; see the test below). */
-const DROPPED_BY_INGEST_054 = ['total_input_text_tokens', 'total_input_vision_tokens'];
+/** Keys bench_serving 0.5.4 writes that aerie's ingest does not keep: none since its input split is kept. */
+const DROPPED_BY_INGEST_054: string[] = [];
 
 describe('real sglang.bench_serving 0.5.4 through driver: bench-serving', () => {
   it('ran cleanly: every request completed, from the local tokenizer, without torch', () => {
@@ -131,7 +131,7 @@ describe('real sglang.bench_serving 0.5.4 through driver: bench-serving', () => 
     expect(benchLog).not.toMatch(/Traceback|huggingface\.co/);
   });
 
-  it("keeps every key bench_serving wrote, with its value, in the stored level and in results.jsonl — except the two it drops (issue 13 item 4 must fix)", async () => {
+  it('keeps every key bench_serving wrote, with its value, in the stored level and in results.jsonl', async () => {
     const rawKeys = Object.keys(rawLine);
     // Stored as the stage stores it, read back, and written to results.jsonl after the
     // workflow's JSON round trip (where Infinity becomes null and the report restores it).
@@ -145,10 +145,8 @@ describe('real sglang.bench_serving 0.5.4 through driver: bench-serving', () => 
     for (const [name, kept] of [['ingested', ingested], ['stored', stored], ['results.jsonl', reported]] as const) {
       const rec = kept as unknown as Record<string, unknown>;
       const missing = rawKeys.filter((k) => !(k in rec));
-      // issue 13 item 4 must fix: aerie's BENCH_SERVING_KEYS lacks 0.5.4's input split
-      // (sglang==0.5.4:sglang/bench_serving.py:2004-2005, total_input_text_tokens and
-      // total_input_vision_tokens), so ingestBenchServingLine drops both. When the fix lands
-      // this expectation fails: make it `toEqual([])`.
+      // 0.5.4's input split (sglang==0.5.4:sglang/bench_serving.py:2004-2005) was dropped until
+      // BENCH_SERVING_KEYS named total_input_text_tokens and total_input_vision_tokens.
       expect(missing, `${name}: keys bench_serving wrote that aerie lost`).toEqual(DROPPED_BY_INGEST_054);
       for (const k of rawKeys) {
         if (DROPPED_BY_INGEST_054.includes(k)) continue;
