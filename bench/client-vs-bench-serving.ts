@@ -3,7 +3,7 @@
  * scripts/setup-sglang-client.sh makes), side by side in one run, on the same simulator at
  * zero model delay (AERIE_SIM_DECODE_SCALE=0), at the same levels, with the same prompts:
  *
- *   npx tsx bench/client-vs-bench-serving.ts [--levels 1,64,250] [--output-len 128] [--input-len 48] [--rounds 3]
+ *   npx tsx bench/client-vs-bench-serving.ts [--levels 1,64,250] [--output-len 256] [--input-len 48] [--rounds 4] [--c1-requests 200]
  *
  * Each client runs as its own child process per level, so CPU and peak RSS are that client's:
  *   - achieved concurrency: Σ client E2E / (first measured send → last measured completion),
@@ -28,6 +28,7 @@ import { benchServingArgv, shareGptDataset } from '../src/bench/bench-serving.js
 import { runLevel } from '../src/bench/loadgen.js';
 import { distribution } from '../src/bench/metrics.js';
 import { randomPrompts } from '../src/bench/prompts.js';
+import { referenceLevel } from './reference-client.js';
 import { SIM_MODEL, SimServer } from './sim-process.js';
 
 const SELF = fileURLToPath(import.meta.url);
@@ -45,9 +46,10 @@ interface Req {
   ok: boolean;
   outputTokens: number;
 }
-/** What each client child writes to its result file. */
+/** What each client child writes to its result file (the reference client has no per-request records, only its gaps). */
 interface ChildResult {
-  reqs: Req[];
+  reqs?: Req[];
+  summary?: { gapsMs: number[]; sumE2eMs: number; tokens: number };
   windowMs: number;
   cpuUs: number;
   vmHwmKb: number;
@@ -144,6 +146,24 @@ async function aerieChild(a: { url: string; dataset: string; concurrency: number
   writeFileSync(a.result, JSON.stringify(out));
 }
 
+/** Child mode: the do-nothing reference client (reference-client.ts), the floor any client meets at this level. */
+async function referenceChild(a: { port: number; dataset: string; concurrency: number; outputLen: number; result: string }): Promise<void> {
+  const rows = JSON.parse(readFileSync(a.dataset, 'utf8')) as { conversations: { value: string }[] }[];
+  const prompts = rows.map((r) => r.conversations[0]!.value);
+  await referenceLevel(a.port, prompts.slice(0, WARMUP), WARMUP, Math.min(a.outputLen, 32));
+  const cpu0 = process.cpuUsage();
+  const run = await referenceLevel(a.port, prompts, a.concurrency, a.outputLen);
+  const cpu = process.cpuUsage(cpu0);
+  const out: ChildResult = {
+    // It sends ignore_eos requests and checks only the last frame, so every request made outputLen tokens.
+    summary: { gapsMs: run.gapsMs, sumE2eMs: run.sumE2eMs, tokens: prompts.length * a.outputLen },
+    windowMs: run.durationMs,
+    cpuUs: cpu.user + cpu.system,
+    vmHwmKb: vmHwmKb(),
+  };
+  writeFileSync(a.result, JSON.stringify(out));
+}
+
 /** Run a child in its own process group; kill that group by its recorded pgid if it overruns. */
 function runChild(argv: string[], env: Record<string, string>): Promise<{ code: number | null; log: string }> {
   return new Promise((resolve, reject) => {
@@ -182,18 +202,21 @@ interface Figures {
 }
 
 function figures(r: ChildResult): Figures {
-  const ok = r.reqs.filter((q) => q.ok);
-  const gaps = ok.filter((q) => q.serverE2eMs !== null).map((q) => Math.max(0, q.e2eMs - q.serverE2eMs!));
-  const tokens = ok.reduce((s, q) => s + q.outputTokens, 0);
+  const reqs = r.reqs ?? [];
+  const ok = reqs.filter((q) => q.ok);
+  // Clocks differ by a few µs between processes; a negative gap is measurement noise.
+  const gaps = r.summary?.gapsMs.map((g) => Math.max(0, g)) ?? ok.filter((q) => q.serverE2eMs !== null).map((q) => Math.max(0, q.e2eMs - q.serverE2eMs!));
+  const tokens = r.summary?.tokens ?? ok.reduce((s, q) => s + q.outputTokens, 0);
+  const sumE2e = r.summary?.sumE2eMs ?? ok.reduce((s, q) => s + q.e2eMs, 0);
   const d = distribution(gaps);
   return {
-    achieved: r.windowMs > 0 ? ok.reduce((s, q) => s + q.e2eMs, 0) / r.windowMs : 0,
+    achieved: r.windowMs > 0 ? sumE2e / r.windowMs : 0,
     overheadP50: d.median,
     overheadP99: d.p99,
     cpuUsPerToken: tokens > 0 ? r.cpuUs / tokens : 0,
     rssMb: r.vmHwmKb / 1024,
-    failed: r.reqs.length - ok.length,
-    unreported: ok.length - gaps.length,
+    failed: reqs.length - ok.length,
+    unreported: r.summary ? 0 : ok.length - gaps.length,
     tokens,
     windowS: r.windowMs / 1000,
   };
@@ -203,12 +226,14 @@ async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
       levels: { type: 'string', default: '1,64,250' },
-      'output-len': { type: 'string', default: '128' },
+      'output-len': { type: 'string', default: '256' },
       'input-len': { type: 'string', default: '48' },
-      rounds: { type: 'string', default: '3' },
-      'c1-requests': { type: 'string', default: '48' },
+      rounds: { type: 'string', default: '4' },
+      'c1-requests': { type: 'string', default: '200' },
       // Child mode (internal).
       'aerie-child': { type: 'boolean', default: false },
+      'reference-child': { type: 'boolean', default: false },
+      port: { type: 'string' },
       url: { type: 'string' },
       dataset: { type: 'string' },
       concurrency: { type: 'string' },
@@ -218,6 +243,9 @@ async function main(): Promise<void> {
   const outputLen = Number(values['output-len']);
   if (values['aerie-child']) {
     return aerieChild({ url: values.url!, dataset: values.dataset!, concurrency: Number(values.concurrency), outputLen, result: values.result! });
+  }
+  if (values['reference-child']) {
+    return referenceChild({ port: Number(values.port), dataset: values.dataset!, concurrency: Number(values.concurrency), outputLen, result: values.result! });
   }
   if (!existsSync(join(REPO, '.venv-sglang-bench', '.aerie-pins'))) throw new Error('.venv-sglang-bench is missing: run `bash scripts/setup-sglang-client.sh`');
   const levels = values.levels!.split(',').map(Number);
@@ -229,7 +257,7 @@ async function main(): Promise<void> {
   const maxC = Math.max(...levels);
   // No radix cache: the second client at a level must not find the first one's prefixes cached.
   const sim = await SimServer.start({ decodeScale: 0, args: ['--max-running-requests', String(maxC), '--disable-radix-cache'] });
-  const rowsOut: { c: number; n: number; aerie: Figures; bs: Figures; order: string }[] = [];
+  const rowsOut: Row[] = [];
   let failed = false;
   try {
     for (const [li, c] of levels.entries()) {
@@ -243,6 +271,15 @@ async function main(): Promise<void> {
           {},
         );
         if (res.code !== 0 || !existsSync(result)) throw new Error(`aerie child at C=${c} exited ${res.code}:\n${res.log}`);
+        return figures(JSON.parse(readFileSync(result, 'utf8')) as ChildResult);
+      };
+      const runRef = async (): Promise<Figures> => {
+        const result = join(dir, `c${c}.ref.json`);
+        const res = await runChild(
+          [process.execPath, '--import', 'tsx', SELF, '--reference-child', '--port', String(sim.port), '--dataset', dataset, '--concurrency', String(c), '--output-len', String(outputLen), '--result', result],
+          {},
+        );
+        if (res.code !== 0 || !existsSync(result)) throw new Error(`reference child at C=${c} exited ${res.code}:\n${res.log}`);
         return figures(JSON.parse(readFileSync(result, 'utf8')) as ChildResult);
       };
       const runBs = async (): Promise<Figures> => {
@@ -279,7 +316,9 @@ async function main(): Promise<void> {
         bs = await runBs();
         aerie = await runAerie();
       }
-      rowsOut.push({ c, n, aerie, bs, order: aerieFirst ? 'aerie first' : 'bench_serving first' });
+      // The floor last: it is context for the overhead figures, not one of the compared clients.
+      const ref = await runRef();
+      rowsOut.push({ c, n, aerie, bs, ref, order: aerieFirst ? 'aerie, bench_serving, reference' : 'bench_serving, aerie, reference' });
       if (aerie.failed > 0 || bs.failed > 0) failed = true;
     }
   } finally {
@@ -290,7 +329,16 @@ async function main(): Promise<void> {
   process.exit(failed ? 1 : 0);
 }
 
-function report(rows: { c: number; n: number; aerie: Figures; bs: Figures; order: string }[], outputLen: number, inputLen: number): string {
+interface Row {
+  c: number;
+  n: number;
+  aerie: Figures;
+  bs: Figures;
+  ref: Figures;
+  order: string;
+}
+
+function report(rows: Row[], outputLen: number, inputLen: number): string {
   const f2 = (v: number): string => v.toFixed(2);
   const ratio = (a: number, b: number): string => (b > 0 ? (a / b).toFixed(2) : a === 0 ? '1.00' : '∞');
   const lines = [
@@ -300,7 +348,7 @@ function report(rows: { c: number; n: number; aerie: Figures; bs: Figures; order
   ];
   for (const r of rows) {
     lines.push(`C=${r.c}: ${r.n} requests each (${r.order})`);
-    for (const [name, f] of [['aerie', r.aerie], ['bench_serving', r.bs]] as const) {
+    for (const [name, f] of [['aerie', r.aerie], ['bench_serving', r.bs], ['reference', r.ref]] as const) {
       lines.push(
         `  ${name.padEnd(13)} achieved ${f2(f.achieved)}  overhead p50 ${f2(f.overheadP50)} ms p99 ${f2(f.overheadP99)} ms  CPU ${f2(f.cpuUsPerToken)} µs/token  peak RSS ${f.rssMb.toFixed(0)} MB  (${f.tokens} tokens in ${f2(f.windowS)} s, ${f.failed} failed, ${f.unreported} without e2e_latency)`,
       );
@@ -313,6 +361,8 @@ function report(rows: { c: number; n: number; aerie: Figures; bs: Figures; order
       `| ${c} | ${ratio(a.achieved, b.achieved)} (${f2(a.achieved)} / ${f2(b.achieved)}) | ${ratio(a.overheadP50, b.overheadP50)} (${f2(a.overheadP50)} / ${f2(b.overheadP50)} ms) | ${ratio(a.overheadP99, b.overheadP99)} (${f2(a.overheadP99)} / ${f2(b.overheadP99)} ms) | ${ratio(a.cpuUsPerToken, b.cpuUsPerToken)} (${f2(a.cpuUsPerToken)} / ${f2(b.cpuUsPerToken)} µs) | ${ratio(a.rssMb, b.rssMb)} (${a.rssMb.toFixed(0)} / ${b.rssMb.toFixed(0)} MB) |`,
     );
   }
+  lines.push('', 'floor: the do-nothing reference client (bench/reference-client.ts) at the same level, overhead p50 / p99', '');
+  for (const { c, ref } of rows) lines.push(`  C=${c}: ${f2(ref.overheadP50)} / ${f2(ref.overheadP99)} ms, achieved ${f2(ref.achieved)}, CPU ${f2(ref.cpuUsPerToken)} µs/token`);
   return lines.join('\n') + '\n';
 }
 
