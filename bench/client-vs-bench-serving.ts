@@ -58,7 +58,7 @@ interface ChildResult {
 // Runs sglang.bench_serving's own __main__ block in its own module namespace after wrapping
 // the sglang backend's request function (sglang==0.5.4:sglang/bench_serving.py:506, looked up
 // through ASYNC_REQUEST_FUNCS at :810 / :1712) and json.loads, which it calls once per frame
-// (:553): the per-request latency it computes (:592) is kept, plus meta_info.e2e_latency of
+// (:557): the per-request latency it computes (:553, stored at :587) is kept, plus meta_info.e2e_latency of
 // the frame that carries it. Nothing in how it sends, reads or times requests changes.
 const BENCH_SERVING_WRAPPER = String.raw`
 import contextvars, json, os, resource, sys, time
