@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from aerie_hs.safetensors_dump import DumpError, check_dump, read_header  # noqa: E402
+from aerie_hs.safetensors_dump import DumpError, check_dump, ids_rows, read_header  # noqa: E402
 from aerie_hs.torch_save import ALIGN, TorchZip, feature_pickle  # noqa: E402
 
 # Files written at once, one per worker thread, each copying through a 1 MiB buffer of its own
@@ -137,23 +137,13 @@ def _load_index(path):
 
 
 def _samples(path):
-    with open(path, "rb") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                if isinstance(row, dict) and "error" in row:  # aerie_hs.tokens' line for a sample it could not tokenize
-                    yield row.get("id"), None, None, ("rejected", "tokenization failed (%s line %d): %s" % (path, n, row["error"]))
-                    continue
-                sid, ids, mask = str(row["id"]), [int(x) for x in row["input_ids"]], [int(x) for x in row["loss_mask"]]
-            except (ValueError, KeyError, TypeError) as e:
-                yield None, None, None, "%s line %d: not {\"id\", \"input_ids\", \"loss_mask\"}: %s" % (path, n, e)
-                continue
-            if len(ids) != len(mask) or not ids:
-                yield sid, None, None, "%s line %d: %d input_ids but %d loss_mask values" % (path, n, len(ids), len(mask))
-                continue
-            yield sid, ids, mask, None
+    for n, sid, got, problem in ids_rows(path, ("input_ids", "loss_mask")):
+        if problem is not None:
+            yield sid, None, None, problem
+        elif len(got["input_ids"]) != len(got["loss_mask"]) or not got["input_ids"]:
+            yield sid, None, None, "%s line %d: %d input_ids but %d loss_mask values" % (path, n, len(got["input_ids"]), len(got["loss_mask"]))
+        else:
+            yield sid, got["input_ids"], got["loss_mask"], None
 
 
 def _remove(path):

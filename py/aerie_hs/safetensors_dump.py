@@ -138,3 +138,24 @@ def check_dump(dump, ids, hidden=None):
         raise DumpError("%s: __metadata__.input_ids_sha256 %s is not the sha256 of the sample's ids %s (the dump is of another prompt)"
                         % (p, meta.get("input_ids_sha256"), want))
     return h
+
+
+def ids_rows(path, fields):
+    """Each non-blank line of an ids.jsonl (aerie_hs.tokens' output) as (line number, id, {field: [int]}, problem).
+
+    problem is None for a usable row, ("rejected", why) for a sample the tokenizer refused (its
+    {"id", "error"} line), or a string for a line that is no such row at all (id None then).
+    """
+    with open(path, "rb") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                if isinstance(row, dict) and "error" in row:
+                    yield n, row.get("id"), None, ("rejected", "tokenization failed (%s line %d): %s" % (path, n, row["error"]))
+                    continue
+                yield n, str(row["id"]), {k: [int(x) for x in row[k]] for k in fields}, None
+            except (ValueError, KeyError, TypeError) as e:
+                keys = ", ".join('"%s"' % k for k in ("id",) + tuple(fields))
+                yield n, None, None, "%s line %d: not {%s}: %s" % (path, n, keys, e)

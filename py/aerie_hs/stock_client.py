@@ -46,7 +46,7 @@ from concurrent.futures import ThreadPoolExecutor
 if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from aerie_hs.capture import _RID, FORMAT, write_safetensors  # noqa: E402
-from aerie_hs.safetensors_dump import DumpError, ids_sha256, read_header  # noqa: E402
+from aerie_hs.safetensors_dump import DumpError, ids_rows, ids_sha256, read_header  # noqa: E402
 
 PASSES = {"aux": "aux_hidden_state", "final": "hidden_state"}
 PART_FORMAT = FORMAT + "-part"
@@ -262,18 +262,13 @@ class Client(object):
 
 def samples(path):
     """(id, input_ids, None) per line, or (id, None, why): a tokenizer's error line is (id, None, why)."""
-    with open(path, "rb") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                if isinstance(row, dict) and "error" in row:
-                    yield str(row.get("id")), None, "tokenization failed (%s line %d): %s" % (path, n, row["error"])
-                    continue
-                yield str(row["id"]), [int(x) for x in row["input_ids"]], None
-            except (ValueError, KeyError, TypeError) as e:
-                yield None, None, "%s line %d: not {\"id\", \"input_ids\"}: %s" % (path, n, e)
+    for _, sid, got, problem in ids_rows(path, ("input_ids",)):
+        if problem is None:
+            yield sid, got["input_ids"], None
+        elif isinstance(problem, tuple):
+            yield str(sid), None, problem[1]
+        else:
+            yield None, None, problem
 
 
 def main(argv=None):
