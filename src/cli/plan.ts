@@ -224,11 +224,10 @@ export function revisionNotes(driver: SpecforgeDriver, pin: SpecforgeRevisionPin
 function trainNotes(config: Config, layout: string, offline: boolean): string[] {
   const t = config.stages.train;
   const revision = t.driver === 'command' ? [] : revisionNotes(t.driver, t['specforge-revision']);
-  return [...revision, ...dataNotes(config, layout, offline)];
+  return [...revision, ...dataNotes(layout, offline)];
 }
 
-function dataNotes(config: Config, layout: string, offline: boolean): string[] {
-  const t = config.stages.train;
+function dataNotes(layout: string, offline: boolean): string[] {
   if (offline) return [`offline: reads the extract stage's ${layout} hidden states`];
   return ['online: the trainer runs the target itself'];
 }

@@ -1,5 +1,4 @@
 import fs from 'node:fs/promises';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countPromptTokens, naturalLength, renderChat, seedKey } from '../../sim/sglang/text.js';
 import { MODEL, Sim, tempDir, until } from './sglang-harness.js';

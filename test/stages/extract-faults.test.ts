@@ -4,15 +4,14 @@
  * fails with an error that names what disagrees, and loses nothing (no dump left in RAM, no
  * feature file counted that is not whole, good samples kept).
  */
-import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalHost } from '../../src/hosts/local.js';
 import { shipAeriePy, type AeriePy } from '../../src/stages/aerie-py.js';
 import { runExtract, type ExtractJob } from '../../src/stages/extract.js';
-import { runGenerate } from '../../src/stages/generate.js';
-import { CAPTURE_FLAGS, captureSimEnv, ensureSimTarget, readJsonl, VENV_PY } from '../support/capture-sim.js';
+import { CAPTURE_FLAGS, captureSimEnv, ensureSimTarget, readJsonl, regenerated, VENV_PY } from '../support/capture-sim.js';
 import { startSim, stopSim, type Sim } from '../support/sim.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -28,15 +27,7 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'aerie-extfault-'));
   host = new LocalHost({ name: 'local', workdir: dir });
   py = await shipAeriePy(host, VENV_PY);
-  const prompts = (await readFile(join(ROOT, 'examples/data/prompts.jsonl'), 'utf8')).split('\n').filter(Boolean).slice(0, 6);
-  await writeFile(join(dir, 'prompts.jsonl'), prompts.join('\n') + '\n');
-  const plain = await startSim();
-  try {
-    await runGenerate({ host, baseUrl: plain.baseUrl, model: MODEL, inputPath: join(dir, 'prompts.jsonl'), outDir: join(dir, 'data'), temperature: 0.7, maxTokens: 40, concurrency: 3, retries: 1 });
-  } finally {
-    await stopSim(plain);
-  }
-  samples = join(dir, 'data', 'train.jsonl');
+  samples = await regenerated(host, dir, 6, { concurrency: 3 });
 }, 180_000);
 afterAll(async () => {
   await host?.close();

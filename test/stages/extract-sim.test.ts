@@ -4,15 +4,14 @@
  * aerie's package staged on the host, tokens from the target's real tokenizer, prefills by
  * ids, the real converter, and the real self-check on the simulator's states.
  */
-import { mkdir, mkdtemp, readFile, readdir, rm, truncate, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, truncate } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalHost } from '../../src/hosts/local.js';
 import { shipAeriePy, type AeriePy } from '../../src/stages/aerie-py.js';
 import { runExtract, type ExtractJob } from '../../src/stages/extract.js';
-import { runGenerate } from '../../src/stages/generate.js';
-import { CAPTURE_FLAGS, captureSimEnv, ensureSimTarget, readJsonl, VENV_PY } from '../support/capture-sim.js';
+import { CAPTURE_FLAGS, captureSimEnv, ensureSimTarget, readJsonl, regenerated, VENV_PY } from '../support/capture-sim.js';
 import { startSim, stopSim, type Sim } from '../support/sim.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -35,10 +34,7 @@ beforeAll(async () => {
   await mkdir(dumpDir, { recursive: true }); // as the launch does: the plugin refuses a missing folder
   sim = await startSim(captureSimEnv(py.root, dumpDir), CAPTURE_FLAGS);
   // The simulator's own regenerated answers: the states must predict them.
-  const prompts = (await readFile(join(ROOT, 'examples/data/prompts.jsonl'), 'utf8')).split('\n').filter(Boolean).slice(0, 12);
-  await writeFile(join(dir, 'prompts.jsonl'), prompts.join('\n') + '\n');
-  await runGenerate({ host, baseUrl: sim.baseUrl, model: MODEL, inputPath: join(dir, 'prompts.jsonl'), outDir: join(dir, 'data'), temperature: 0.7, maxTokens: 48, concurrency: 4, retries: 1 });
-  samples = join(dir, 'data', 'train.jsonl');
+  samples = await regenerated(host, dir, 12, { baseUrl: sim.baseUrl, maxTokens: 48 });
 }, 180_000);
 afterAll(async () => {
   if (sim) await stopSim(sim);

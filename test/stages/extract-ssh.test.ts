@@ -5,14 +5,13 @@
  * the host, and the SSH session is cut in the middle of the run: every sample still lands
  * once, whole, and the dump folder ends empty.
  */
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SshHost } from '../../src/hosts/ssh.js';
 import { shipAeriePy, type AeriePy } from '../../src/stages/aerie-py.js';
 import { runExtract } from '../../src/stages/extract.js';
-import { runGenerate } from '../../src/stages/generate.js';
-import { CAPTURE_FLAGS, captureSimEnv, ensureSimTarget, readJsonl, VENV_PY } from '../support/capture-sim.js';
+import { CAPTURE_FLAGS, captureSimEnv, ensureSimTarget, readJsonl, regenerated, VENV_PY } from '../support/capture-sim.js';
 import { startSim, stopSim, type Sim } from '../support/sim.js';
 import { startSshFixture, type SshFixture } from '../support/ssh-fixture.js';
 import { mountTmpfs, type Tmpfs } from '../support/tmpfs.js';
@@ -44,14 +43,12 @@ afterAll(async () => {
 
 describe('runExtract over SSH, dumps on tmpfs, output on disk', () => {
   it('lands every sample once and whole across a cut SSH session, and leaves the dump folder empty', async () => {
-    const prompts = (await readFile(join(ROOT, 'examples/data/prompts.jsonl'), 'utf8')).split('\n').filter(Boolean).slice(0, 24);
-    await writeFile(join(fx.dir, 'prompts.jsonl'), prompts.join('\n') + '\n');
-    await runGenerate({ host, baseUrl: sim.baseUrl, model: MODEL, inputPath: join(fx.dir, 'prompts.jsonl'), outDir: join(fx.dir, 'data'), temperature: 0.7, maxTokens: 40, concurrency: 6, retries: 1 });
+    const samples = await regenerated(host, fx.dir, 24, { baseUrl: sim.baseUrl, concurrency: 6 });
     const outDir = join(fx.dir, 'hs');
     const drops = host.link.stats.drops;
     let cutting: Promise<number[]> | null = null;
     const summary = await runExtract({
-      host, baseUrl: sim.baseUrl, py, samplesPath: join(fx.dir, 'data', 'train.jsonl'), dumpDir: ram.path, outDir, modelPath: MODEL,
+      host, baseUrl: sim.baseUrl, py, samplesPath: samples, dumpDir: ram.path, outDir, modelPath: MODEL,
       hiddenSize: 512, chatTemplate: 'llama3', maxLength: 512, fileGroupSize: 2000, crossCheck: 'auto', trustRemoteCode: false,
       concurrency: 6, selfCheck: { samples: 4, finalSamples: 8, minAgreement: 0.5 }, convertBatch: 4, convertLingerMs: 200,
       onProgress: (p) => {

@@ -4,7 +4,7 @@
  * running on the host, then the same converter and self-check as the capture's. The feature
  * files must hold the same states the capture plugin writes for the same ids.
  */
-import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,8 +13,7 @@ import { renderServerArgv } from '../../src/sglang/launch-argv.js';
 import { shipAeriePy, type AeriePy } from '../../src/stages/aerie-py.js';
 import { runExtract, type ExtractJob } from '../../src/stages/extract.js';
 import { runStockAux } from '../../src/stages/extract-stock.js';
-import { runGenerate } from '../../src/stages/generate.js';
-import { DRAFT_IDS, ensureSimTarget, readJsonl, VENV_PY } from '../support/capture-sim.js';
+import { DRAFT_IDS, ensureSimTarget, readJsonl, regenerated, VENV_PY } from '../support/capture-sim.js';
 import { startSim, stopSim } from '../support/sim.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -34,15 +33,7 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'aerie-extstock-'));
   host = new LocalHost({ name: 'local', workdir: dir });
   py = await shipAeriePy(host, VENV_PY);
-  const prompts = (await readFile(join(ROOT, 'examples/data/prompts.jsonl'), 'utf8')).split('\n').filter(Boolean).slice(0, 8);
-  await writeFile(join(dir, 'prompts.jsonl'), prompts.join('\n') + '\n');
-  const plain = await startSim();
-  try {
-    await runGenerate({ host, baseUrl: plain.baseUrl, model: MODEL, inputPath: join(dir, 'prompts.jsonl'), outDir: join(dir, 'data'), temperature: 0.7, maxTokens: 40, concurrency: 4, retries: 1 });
-  } finally {
-    await stopSim(plain);
-  }
-  samples = join(dir, 'data', 'train.jsonl');
+  samples = await regenerated(host, dir, 8);
 }, 180_000);
 afterAll(async () => {
   await host?.close();
