@@ -3,6 +3,7 @@
  * specforge==0.2.0 = SpecForge@a6b6b023's CLI: `specforge train -c` calls load_config at
  * specforge/cli.py:242), not by aerie's idea of it. Part (c) proves the judge can say no.
  */
+import { TRAIN_HYPER } from '../support/train-hyper.js';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -65,12 +66,7 @@ const base: SpecforgeRun = {
   targetBackend: 'sglang',
   trainDataPath: '/r/data/train.jsonl',
   hiddenStatesPath: '/r/hidden_states',
-  chatTemplate: 'llama3',
-  maxLength: 2048,
-  numEpochs: 2,
-  batchSize: 1,
-  learningRate: 1e-4,
-  tttLength: 7,
+  ...TRAIN_HYPER,
   saveInterval: 50,
   overrides: {},
 };

@@ -5,6 +5,7 @@
  * The scripts themselves cannot be imported here (torch, sglang, CUDA), and CI cannot reach
  * GitHub, so the recorded calls are the judge; argparse (stdlib) does the parsing.
  */
+import { TRAIN_HYPER } from '../support/train-hyper.js';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -25,12 +26,7 @@ const fresh: TrainLaunch = {
   draftModelConfig: '/models/draft.json',
   trainDataPath: '/r/data/train.jsonl',
   outputDir: '/r/train/output',
-  chatTemplate: 'llama3',
-  maxLength: 2048,
-  numEpochs: 2,
-  batchSize: 1,
-  learningRate: 1e-4,
-  tttLength: 7,
+  ...TRAIN_HYPER,
   tpSize: 1,
   saveInterval: 50,
   extraArgs: [],

@@ -1,3 +1,4 @@
+import { TRAIN_HYPER } from '../support/train-hyper.js';
 import { describe, expect, it } from 'vitest';
 import { SPECFORGE_PROFILES } from '../../src/stages/specforge-revision.js';
 import { renderTrainArgv, TrainLaunchError, type TrainLaunch } from '../../src/stages/train.js';
@@ -8,12 +9,7 @@ const base: TrainLaunch = {
   draftModelConfig: '/cfg/llama3-8B-eagle3.json',
   trainDataPath: '/runs/r1/generate/regen.jsonl',
   outputDir: '/runs/r1/train/out',
-  chatTemplate: 'llama3',
-  maxLength: 2048,
-  numEpochs: 2,
-  batchSize: 1,
-  learningRate: 1e-4,
-  tttLength: 7,
+  ...TRAIN_HYPER,
   tpSize: 1,
   saveInterval: 500,
   extraArgs: [],

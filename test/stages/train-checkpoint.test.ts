@@ -1,3 +1,4 @@
+import { TRAIN_HYPER } from '../support/train-hyper.js';
 import { describe, expect, it } from 'vitest';
 import { SPECFORGE_PROFILES } from '../../src/stages/specforge-revision.js';
 import { dividingInterval, quarantineDir } from '../../src/stages/train-checkpoint.js';
@@ -60,12 +61,7 @@ const original: TrainLaunch = {
   draftModelConfig: '/c.json',
   trainDataPath: '/d.jsonl',
   outputDir: '/o',
-  chatTemplate: 'llama3',
-  maxLength: 2048,
-  numEpochs: 2,
-  batchSize: 1,
-  learningRate: 1e-4,
-  tttLength: 7,
+  ...TRAIN_HYPER,
   tpSize: 1,
   saveInterval: 40,
   extraArgs: [],

@@ -3,6 +3,7 @@
  * processes through LocalHost): a crash mid-run is relaunched from the newest checkpoint aerie
  * found itself, the result is verified before it counts, and an OOM is not retried.
  */
+import { TRAIN_HYPER } from '../support/train-hyper.js';
 import { mkdir, mkdtemp, readdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -66,12 +67,7 @@ const v02 = (over: Partial<TrainLaunch> = {}): TrainLaunch => ({
   draftModelConfig: DRAFT,
   trainDataPath: data,
   outputDir: join(dir, 'out'),
-  chatTemplate: 'llama3',
-  maxLength: 2048,
-  numEpochs: 2,
-  batchSize: 1,
-  learningRate: 1e-4,
-  tttLength: 7,
+  ...TRAIN_HYPER,
   tpSize: 1,
   saveInterval: 4,
   extraArgs: [],
@@ -93,12 +89,7 @@ describe('trainer drivers on the simulator', () => {
       targetBackend: 'sglang',
       trainDataPath: data,
       hiddenStatesPath: features,
-      chatTemplate: 'llama3',
-      maxLength: 2048,
-      numEpochs: 2,
-      batchSize: 1,
-      learningRate: 1e-4,
-      tttLength: 7,
+      ...TRAIN_HYPER,
       saveInterval: 4,
       overrides: { 'training.log_interval': 2 },
     };
