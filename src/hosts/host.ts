@@ -88,14 +88,6 @@ export interface FileStat {
   mtimeMs: number;
 }
 
-/** One file to move: `to` is replaced when it exists (rename semantics), never moved into. */
-export interface FileMove {
-  from: string;
-  to: string;
-}
-
-export type MoveOutcome = { ok: true } | { ok: false; error: string };
-
 export interface GpuInfo {
   index: number;
   uuid: string;
@@ -152,15 +144,6 @@ export interface Host {
   list(dir: string): Promise<FileStat[]>;
   mkdirp(path: string): Promise<void>;
   rename(from: string, to: string): Promise<void>;
-  /**
-   * Move files, each like rename(2) even across filesystems: `to` appears whole or not at
-   * all (across filesystems the bytes are copied to a temp name in to's directory, fsynced,
-   * then renamed into place) and `from` is removed only once `to` is in place. One outcome
-   * per move, in order; a failed move leaves `from` as it was. A move whose `from` is gone
-   * while `to` exists counts as done: that is what running a batch again after a dropped
-   * connection finds. Rejects only when the host cannot be reached at all.
-   */
-  moveFiles(moves: readonly FileMove[]): Promise<MoveOutcome[]>;
   remove(path: string): Promise<void>;
   /** Bytes of path from offset on (at most maxBytes), plus the new offset. */
   tailFrom(path: string, offset: number, maxBytes?: number): Promise<{ data: string; offset: number }>;

@@ -7,13 +7,12 @@ import { spawn } from 'node:child_process';
 import { mkdir, readdir, readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type {
-  ExecOptions, ExecResult, FileMove, FileStat, GpuInventory, Host, KillResult, MoveOutcome, ProcRecord, ProcStatus, SpawnOptions, SpawnResult,
+  ExecOptions, ExecResult, FileStat, GpuInventory, Host, KillResult, ProcRecord, ProcStatus, SpawnOptions, SpawnResult,
 } from './host.js';
 import { execLocal } from './local-exec.js';
 import {
   appendFile, freeBytes, listDir, removePath, renamePath, statPath, tailFrom, writeFileAtomic,
 } from './local-fs.js';
-import { moveFiles } from './local-move.js';
 import { pidOfSocketInode, readCmdline, readProcStat, scanLaunchProcs, scanProcStats, signalProcessIfSame } from './local-proc.js';
 import { renderLaunchScript, wrapperArgv } from './launch-script.js';
 import { killGroupWith, type GroupSignal } from './kill-group.js';
@@ -228,9 +227,6 @@ export class LocalHost implements Host {
   }
   rename(from: string, to: string): Promise<void> {
     return renamePath(from, to);
-  }
-  moveFiles(moves: readonly FileMove[]): Promise<MoveOutcome[]> {
-    return moveFiles(moves);
   }
   remove(path: string): Promise<void> {
     return removePath(path);

@@ -7,8 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { SFTPWrapper, Stats } from 'ssh2';
-import type { FileMove, FileStat, MoveOutcome } from './host.js';
-import { chunkMoves, MOVE_FILES, MOVE_INTO_DIR, parseIntoDirOutput, parseMoveOutput, planMoves } from './ssh-move.js';
+import type { FileStat } from './host.js';
 import { ConnectionLostError, type Conn, type SshLink } from './ssh-link.js';
 import {
   APPEND_AT, CAT_IF_PRESENT, EXIT_ABSENT, EXIT_IS_DIR, FREE_BYTES, LIST, MKDIR_P, READ_FILE, REMOVE, RENAME, STAT, TAIL_FROM, WRITE_ATOMIC,
@@ -118,33 +117,6 @@ export class ShellFiles {
     if (r.code !== 0) throw this.failed(`rename to ${to}:`, from, r);
   }
 
-  /**
-   * Moves sharing a destination directory and their names in one script run per chunk
-   * (MOVE_INTO_DIR); the rest, and any that run could not finish, one script run per chunk
-   * of pairs (MOVE_FILES). See ssh-move.ts for why re-running either after a drop is safe.
-   */
-  async moveFiles(moves: readonly FileMove[]): Promise<MoveOutcome[]> {
-    const out: (MoveOutcome | undefined)[] = new Array(moves.length);
-    const { groups, singles } = planMoves(moves);
-    const alone = [...singles];
-    for (const g of groups) {
-      for (const chunk of chunkMoves(g.items.map((i) => moves[i]!))) {
-        const items = g.items.splice(0, chunk.length);
-        const r = await this.query(`move ${chunk.length} files into ${g.dir}`, MOVE_INTO_DIR, [g.dir, ...chunk.map((m) => m.from)]);
-        const done = r.code === 0 ? parseIntoDirOutput(r.stdout.toString('utf8'), chunk.length) : chunk.map(() => false);
-        items.forEach((i, k) => (done[k] ? (out[i] = { ok: true }) : alone.push(i)));
-      }
-    }
-    const rest = alone.sort((a, b) => a - b);
-    let at = 0;
-    for (const chunk of chunkMoves(rest.map((i) => moves[i]!))) {
-      const r = await this.query(`move ${chunk.length} files`, MOVE_FILES, chunk.flatMap((m) => [m.from, m.to]));
-      if (r.code !== 0) throw new Error(`moving ${chunk.length} files on ${this.hostName} failed (exit ${r.code}): ${r.stderr.trim().slice(0, 500)}`);
-      for (const o of parseMoveOutput(r.stdout.toString('utf8'), chunk.length)) out[rest[at++]!] = o;
-    }
-    return out.map((o) => o ?? { ok: false, error: 'no outcome' });
-  }
-
   async remove(path: string): Promise<void> {
     const r = await this.query(`remove ${path}`, REMOVE, [path]);
     if (r.code !== 0) throw this.failed('remove', path, r);
@@ -170,8 +142,6 @@ export class ShellFiles {
 
 const SFTP_EOF = 1;
 const SFTP_NO_SUCH_FILE = 2;
-/** What sftp-server answers for an errno it has no code for — EXDEV among them. */
-const SFTP_FAILURE = 4;
 /**
  * Above this, whole-file reads and writes stream through a command instead: one SFTP
  * request in flight at a time is latency-bound (ssh2 reads ~25 MB/s, writes less, on
@@ -191,15 +161,7 @@ function toFileStat(path: string, s: Stats): FileStat {
   return { path, size: Number(s.size), isDirectory: s.isDirectory(), mtimeMs: Number(s.mtime) * 1000 };
 }
 
-function dirOf(path: string): string {
-  return path.slice(0, path.lastIndexOf('/') + 1);
-}
-
 export class SftpFiles extends ShellFiles {
-  /** "<from dir>\0<to dir>" pairs rename(2) refused (other filesystems): they go straight to the script. */
-  private readonly acrossDirs = new Set<string>();
-  private posixRename = true;
-
   /** One SFTP exchange on the current connection, retried on a fresh one if the link drops. */
   private sftp<T>(what: string, fn: (s: SFTPWrapper, conn: Conn) => Promise<T>): Promise<T> {
     return this.link.retrying(what, (conn) => {
@@ -291,34 +253,6 @@ export class SftpFiles extends ShellFiles {
       await this.remove(tmp).catch(() => undefined);
       if (isNoSuchFile(err)) throw absentError(this.hostName, path);
       throw err;
-    }
-  }
-
-  /**
-   * Same filesystem: posix-rename, one SFTP round trip and no process on the host. Anything
-   * rename refuses (other filesystems, a source already moved by a retried request) goes to
-   * the batch script, which copies safely or reports the move done or failed.
-   */
-  override async moveFiles(moves: readonly FileMove[]): Promise<MoveOutcome[]> {
-    const renamed = await Promise.all(moves.map((m) => this.tryRename(m)));
-    const rest = moves.filter((_, i) => !renamed[i]);
-    const scripted = rest.length > 0 ? await super.moveFiles(rest) : [];
-    let next = 0;
-    return renamed.map((ok) => (ok ? { ok: true as const } : scripted[next++]!));
-  }
-
-  private async tryRename(m: FileMove): Promise<boolean> {
-    const key = `${dirOf(m.from)}\0${dirOf(m.to)}`;
-    if (!this.posixRename || this.acrossDirs.has(key)) return false;
-    try {
-      await this.sftp(`rename ${m.from}`, (s) => call((cb) => s.ext_openssh_rename(m.from, m.to, cb as never)));
-      return true;
-    } catch (err) {
-      const code = (err as { code?: unknown }).code;
-      if (code === SFTP_FAILURE) this.acrossDirs.add(key);
-      else if (/not support/i.test((err as Error).message ?? '')) this.posixRename = false;
-      else if (typeof code !== 'number') throw err;
-      return false;
     }
   }
 

@@ -11,7 +11,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { homedir, userInfo } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type {
-  ExecOptions, ExecResult, FileMove, FileStat, GpuInventory, Host, KillResult, MoveOutcome, ProcRecord, ProcStatus, SpawnOptions, SpawnResult,
+  ExecOptions, ExecResult, FileStat, GpuInventory, Host, KillResult, ProcRecord, ProcStatus, SpawnOptions, SpawnResult,
 } from './host.js';
 import { gpuInventoryFrom, nvidiaSmiQueries } from './gpu.js';
 import { killGroupWith, type GroupOps, type GroupSignal } from './kill-group.js';
@@ -309,9 +309,6 @@ export class SshHost implements Host {
   }
   rename(from: string, to: string): Promise<void> {
     return this.shell.rename(from, to);
-  }
-  moveFiles(moves: readonly FileMove[]): Promise<MoveOutcome[]> {
-    return this.files.moveFiles(moves);
   }
   remove(path: string): Promise<void> {
     return this.shell.remove(path);
