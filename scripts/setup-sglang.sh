@@ -18,13 +18,14 @@ pins_for() {
   case "$1" in
     0.5.23) echo "sglang==0.5.23 msgspec==0.23.0 ${COMMON_PINS}" ;;
     0.5.12) echo "sglang==0.5.12 dill==0.4.1 ${COMMON_PINS}" ;;
+    0.5.9) echo "sglang==0.5.9 dill==0.4.1 ${COMMON_PINS}" ;;
     0.5.4) echo "sglang==0.5.4 ${COMMON_PINS}" ;;
-    *) echo "setup-sglang: no pins for SGLang $1 (known: 0.5.4 0.5.12 0.5.23)" >&2; return 1 ;;
+    *) echo "setup-sglang: no pins for SGLang $1 (known: 0.5.4 0.5.9 0.5.12 0.5.23)" >&2; return 1 ;;
   esac
 }
 
 versions=("$@")
-[ ${#versions[@]} -gt 0 ] || versions=(0.5.4 0.5.12 0.5.23)
+[ ${#versions[@]} -gt 0 ] || versions=(0.5.4 0.5.9 0.5.12 0.5.23)
 
 for v in "${versions[@]}"; do
   pins="$(pins_for "$v")"

@@ -59,6 +59,25 @@ STANDINS: dict[str, dict[str, str]] = {
         "regex": "srt/configs/nemotron_h.py:18",
         "sentencepiece": "srt/configs/internvl.py:6",
     },
+    "0.5.9": {
+        "IPython": "utils.py:26",
+        "pydantic": "utils.py:27",
+        "tqdm": "lang/interpreter.py:15",
+        "aiohttp": "lang/backend/runtime_endpoint.py:8",
+        "torch": "srt/connector/base_connector.py:10",
+        "safetensors": "srt/connector/serde/safe_serde.py:6",
+        "triton": "srt/utils/common.py:84",
+        "zmq": "srt/utils/common.py:85",
+        "PIL": "srt/utils/common.py:87",
+        "starlette": "srt/utils/common.py:88",
+        "openai": "srt/entrypoints/openai/protocol.py:22",
+        "partial_json_parser": "srt/function_call/base_format_detector.py:7",
+        "huggingface_hub": "srt/utils/hf_transformers_utils.py:26",
+        "transformers": "srt/utils/hf_transformers_utils.py:34",
+        "torchvision": "srt/multimodal/internvl_utils.py:3",
+        "regex": "srt/configs/nemotron_h.py:18",
+        "sentencepiece": "srt/configs/internvl.py:6",
+    },
     "0.5.12": {
         "torch": "srt/utils/common.py:81",
         "triton": "srt/utils/common.py:83",
@@ -211,6 +230,7 @@ class _StandinModule(types.ModuleType):
 # (e.g. sglang==0.5.12:srt/layers/attention/fla/utils.py:320 on torch_release).
 PINNED_VERSIONS = {
     "0.5.4": {"torch": "2.8.0", "transformers": "4.57.1", "openai": "1.99.1", "xgrammar": "0.1.25"},
+    "0.5.9": {"torch": "2.9.1", "transformers": "4.57.1", "openai": "2.6.1", "xgrammar": "0.1.27"},
     "0.5.12": {"torch": "2.11.0", "transformers": "5.6.0", "openai": "2.6.1"},
     "0.5.23": {"torch": "2.14.1", "transformers": "5.19.0", "openai": "2.8.0"},
 }
