@@ -1,10 +1,11 @@
 /**
- * aerie-sim: `aerie-sim sglang <launch_server flags>` or `aerie-sim train <trainer flags>`.
+ * aerie-sim: `aerie-sim sglang [--version X.Y.Z] <launch_server flags>` or `aerie-sim train <trainer flags>`.
  * Each subcommand is imported only when used, so the server does not depend on the trainer.
  */
 
 const USAGE = 'usage: aerie-sim {sglang,train,specforge,prepare-hidden-states,make-target,nvidia-smi} [flags...]\n' +
-  '  sglang                 an SGLang-compatible server (python -m sglang.launch_server flags)\n' +
+  '  sglang [--version V]   an SGLang-compatible server (python -m sglang.launch_server flags) imitating SGLang V\n' +
+  '                         (0.5.4, 0.5.9, 0.5.12 or 0.5.23; else AERIE_SIM_SGLANG_VERSION; default 0.5.23)\n' +
   '  train                  SpecForge v0.2 scripts/train_eagle3.py\n' +
   '  specforge              the current SpecForge CLI: specforge train -c cfg.yaml k=v ..., specforge export --to sglang ...\n' +
   '  prepare-hidden-states  SpecForge v0.2 scripts/prepare_hidden_states.py\n' +

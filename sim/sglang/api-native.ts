@@ -1,7 +1,8 @@
 /**
  * POST /generate: SGLang's native API. Single or batched prompts (`text` list, `n`),
- * non-stream JSON or SSE with cumulative `text`/`output_ids`, meta_info with the
- * speculative counters, and aerie's capture of every prefill when its plugin is installed.
+ * non-stream JSON or SSE (`output_ids` and `text` cumulative or deltas as the release streams
+ * them), meta_info with the speculative counters on the finished output, prompt and cached
+ * tokens in the target tokenizer's ids, and aerie's capture of every prefill when its plugin is installed.
  */
 import { randomUUID } from 'node:crypto';
 import type { GenRequest, ReqState, RequestKind } from './engine.js';
@@ -9,7 +10,8 @@ import { type Exchange, HttpError, WARMUP_HEADER, sendJson, sseData, startSse } 
 import type { ServerContext } from './http.js';
 import { SamplingError, type SamplingParams, parseSamplingParams } from './sampling.js';
 import { hiddenStatesMeta, hsRequestProblem, requestHsMode, serverHsMode } from './stock.js';
-import { countPromptTokens, hash32, pseudoLogprob, seedKey, splitWords } from './text.js';
+import { pseudoLogprob, seedKey } from './text.js';
+import { refusesDuplicateRid, specMeta, streamDeltas } from './profile.js';
 
 interface Prompt {
   text: string | null;
@@ -68,6 +70,8 @@ export function prepareGenerate(x: Exchange): { items: Prepared[]; batched: bool
   if (hsProblem) throw new HttpError(400, hsProblem);
   const kind: RequestKind = x.req.headers[WARMUP_HEADER] ? 'warmup' : 'real';
   const items: Prepared[] = [];
+  const dup = refusesDuplicateRid(ctx.env.release);
+  const batchRids = new Set<string>();
   let nMax = 1;
   list.forEach((p, i) => {
     let params: SamplingParams;
@@ -78,20 +82,27 @@ export function prepareGenerate(x: Exchange): { items: Prepared[]; batched: bool
       throw e;
     }
     const promptText = p.text ?? (p.ids ?? []).join(' ');
-    const promptTokens = p.text !== null ? countPromptTokens(p.text) : Math.max(1, p.ids!.length);
+    // The model's view of the prompt: the ids as sent, or the target tokenizer's ids of the text,
+    // BOS first, as SGLang tokenizes it (self.tokenizer(text): sglang==0.5.4:srt/managers/tokenizer_manager.py:554;
+    // sglang==0.5.23:srt/managers/tokenizer_manager.py:1065); prompt_tokens counts those ids, as
+    // bench_serving's client-side prompt_len does (sglang==0.5.4:bench_serving.py:1157-1160).
+    const ids = p.ids ?? ctx.lm.tok.encode(p.text!, true);
+    const promptTokens = Math.max(1, ids.length);
     checkLength(ctx, promptTokens, params.max_new_tokens);
     const ridRaw = Array.isArray(body.rid) ? body.rid[i] : listBatched ? undefined : body.rid;
     const baseRid = typeof ridRaw === 'string' && ridRaw !== '' ? ridRaw : null;
     nMax = Math.max(nMax, params.n);
-    // The model's view of the prompt: the ids as sent, or the target tokenizer's ids of the text (BOS first, as SGLang's tokenizer adds it).
-    const ids = p.ids ?? ctx.lm.tok.encode(p.text!, true);
     for (let c = 0; c < params.n; c++) {
       const rid = (baseRid ?? randomUUID().replace(/-/g, '')) + (params.n > 1 && baseRid ? `_${c}` : '');
+      if ((dup.inFlight && ctx.engine.hasRid(rid)) || (dup.inBatch && batchRids.has(rid))) {
+        throw new HttpError(400, `Duplicate request ID detected: ${rid}`);
+      }
+      batchRids.add(rid);
       const req: GenRequest = {
         rid,
         key: seedKey(promptText, params.sampling_seed, c),
         promptTokens,
-        promptUnits: p.text !== null ? splitWords(p.text) : p.ids!.map(String),
+        promptUnits: ids.map(String),
         params: { ...params, max_new_tokens: params.max_new_tokens ?? ctx.resolved.contextLen - promptTokens - 1 },
         kind,
         context: ids,
@@ -117,15 +128,15 @@ export function metaInfo(ctx: ServerContext, r: ReqState, final: boolean, body: 
     completion_tokens: r.outputIds.length,
     cached_tokens: r.cachedTokens,
   };
-  if (ctx.accept) {
-    m.spec_verify_ct = r.verifyCt;
-    m.spec_accept_rate = r.proposedDrafts > 0 ? r.acceptedDrafts / r.proposedDrafts : 0;
-    m.spec_accept_length = r.verifyCt > 0 ? r.outputIds.length / r.verifyCt : 0;
-    m.spec_accept_token_num = r.acceptedDrafts;
-    m.spec_draft_token_num = r.proposedDrafts;
+  const spec = ctx.resolved.spec;
+  if (final && ctx.accept && spec) {
+    Object.assign(m, specMeta(ctx.env.release, {
+      verifyCt: r.verifyCt, completionTokens: r.outputIds.length, correctDrafts: r.acceptedDrafts,
+      numSteps: spec.numSteps, numDraftTokens: spec.numDraftTokens,
+    }));
   }
   if (body.return_logprob) {
-    m.input_token_logprobs = r.req.promptUnits.map((u, i) => [i === 0 ? null : pseudoLogprob(r.req.key + ':in', i), hash32(u) % 32000, null]);
+    m.input_token_logprobs = (r.req.context ?? []).map((id, i) => [i === 0 ? null : pseudoLogprob(r.req.key + ':in', i), id, null]);
     m.output_token_logprobs = r.outputIds.map((id, i) => [pseudoLogprob(r.req.key, i), id, null]);
   }
   const hsMode = requestHsMode(body.return_hidden_states);
@@ -137,8 +148,23 @@ export function metaInfo(ctx: ServerContext, r: ReqState, final: boolean, body: 
   return m;
 }
 
-function output(ctx: ServerContext, r: ReqState, final: boolean, body: Record<string, unknown>, index: number | null) {
-  const o: Record<string, unknown> = { text: r.text, output_ids: [...r.outputIds], meta_info: metaInfo(ctx, r, final, body) };
+/** Where a stream stands: what the client already has (for the releases that stream deltas). */
+interface Sent {
+  ids: number;
+  text: number;
+}
+
+function output(ctx: ServerContext, r: ReqState, final: boolean, body: Record<string, unknown>, index: number | null, sent: Sent | null) {
+  let ids = [...r.outputIds];
+  let text = r.text;
+  if (sent) {
+    const deltas = streamDeltas(ctx.env.release, ctx.resolved.args);
+    if (deltas.ids) ids = ids.slice(sent.ids);
+    if (deltas.text) text = text.slice(sent.text);
+    sent.ids = r.outputIds.length;
+    sent.text = r.text.length;
+  }
+  const o: Record<string, unknown> = { text, output_ids: ids, meta_info: metaInfo(ctx, r, final, body) };
   if (index !== null) o.index = index;
   return o;
 }
@@ -161,13 +187,13 @@ export async function handleGenerate(x: Exchange): Promise<void> {
   const { items, batched, body } = prepared;
   const states: ReqState[] = [];
   if (streaming) startSse(x);
+  const sent: Sent[] = items.map(() => ({ ids: 0, text: 0 }));
   for (const item of items) {
     if (streaming) {
-      let sent = -1;
+      const at = sent[item.index];
       item.req.onProgress = (r) => {
-        if (r.outputIds.length === sent || r.finishReason) return; // the final chunk goes out after the dump
-        sent = r.outputIds.length;
-        sseData(x, output(ctx, r, false, body, batched ? item.index : null));
+        if (r.outputIds.length === at.ids || r.finishReason) return; // the final chunk goes out after the dump
+        sseData(x, output(ctx, r, false, body, batched ? item.index : null, at));
       };
     }
     states.push(ctx.engine.submit(item.req));
@@ -177,7 +203,7 @@ export async function handleGenerate(x: Exchange): Promise<void> {
   });
   const finals = items.map(async (item, i) => {
     await states[i].done;
-    if (streaming) sseData(x, output(ctx, states[i], true, body, batched ? item.index : null));
+    if (streaming) sseData(x, output(ctx, states[i], true, body, batched ? item.index : null, sent[item.index]));
   });
   await Promise.all(finals);
   if (streaming) {
@@ -185,6 +211,6 @@ export async function handleGenerate(x: Exchange): Promise<void> {
     x.res.end();
     return;
   }
-  const outs = states.map((s) => output(ctx, s, true, body, null));
+  const outs = states.map((s) => output(ctx, s, true, body, null, null));
   sendJson(x, 200, batched ? outs : outs[0]);
 }

@@ -5,15 +5,31 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { FinishReason, GenRequest, ReqState } from './engine.js';
-import { type Exchange, HttpError, sendJson, sseData, startSse } from './http.js';
+import { type Exchange, HttpError, OpenAIError, openaiErrorBody, sendJson, sseData, startSse } from './http.js';
 import { checkLength } from './api-native.js';
+import { openaiStreamErrorInBand } from './profile.js';
 import { SamplingError, type SamplingParams, parseSamplingParams } from './sampling.js';
-import { type ChatMessage, countPromptTokens, renderChat, seedKey, splitWords } from './text.js';
+import { type ChatMessage, renderChat, seedKey } from './text.js';
 
 type Body = Record<string, unknown>;
 
-function openaiError(message: string): HttpError {
-  return new HttpError(400, message);
+/**
+ * A request pydantic refuses: FastAPI's RequestValidationError, answered 400 with type "Bad Request"
+ * (HTTPStatus.BAD_REQUEST.phrase) in every release (sglang==0.5.4:srt/entrypoints/http_server.py:348-381;
+ * sglang==0.5.23:srt/entrypoints/http_server.py:635-690).
+ */
+function openaiError(message: string): OpenAIError {
+  return new OpenAIError(400, message, 'Bad Request');
+}
+
+/**
+ * A ValueError while serving (context length, sampling parameters): create_error_response's default
+ * type "BadRequestError" (sglang==0.5.4:srt/entrypoints/openai/serving_chat.py:675-676;
+ * sglang==0.5.23:srt/entrypoints/openai/serving_chat.py:2818-2819).
+ */
+function servingError(e: unknown): unknown {
+  if (e instanceof HttpError && !(e instanceof OpenAIError)) return new OpenAIError(e.status, e.message, 'BadRequestError');
+  return e;
 }
 
 function contentText(content: unknown): string {
@@ -53,7 +69,7 @@ function samplingFrom(body: Body, defaultMax: number | null): SamplingParams {
   try {
     return parseSamplingParams(p, defaultMax);
   } catch (e) {
-    if (e instanceof SamplingError) throw openaiError(e.message);
+    if (e instanceof SamplingError) throw new OpenAIError(400, e.message, 'BadRequestError');
     throw e;
   }
 }
@@ -75,7 +91,8 @@ function usage(states: ReqState[]) {
 
 interface Plan {
   prompt: string;
-  promptTokens: number;
+  /** The prompt's ids as the server tokenizes it: usage.prompt_tokens is their count. */
+  ids: number[];
   params: SamplingParams;
 }
 
@@ -87,14 +104,14 @@ async function run(x: Exchange, body: Body, plan: Plan, chat: boolean): Promise<
   const object = chat ? 'chat.completion' : 'text_completion';
   const chunkObject = chat ? 'chat.completion.chunk' : 'text_completion';
   const streaming = Boolean(body.stream);
-  const maxNew = plan.params.max_new_tokens ?? ctx.resolved.contextLen - plan.promptTokens - 1;
+  const promptTokens = Math.max(1, plan.ids.length);
+  const maxNew = plan.params.max_new_tokens ?? ctx.resolved.contextLen - promptTokens - 1;
   const base = (): Omit<GenRequest, 'rid' | 'key'> => ({
-    promptTokens: plan.promptTokens,
-    promptUnits: splitWords(plan.prompt),
+    promptTokens,
+    promptUnits: plan.ids.map(String),
     params: { ...plan.params, max_new_tokens: maxNew },
     kind: 'real',
-    // A chat prompt under the target's Llama 3 template ends "<|end_header_id|>\n\n"; a completion prompt is its text's ids.
-    context: chat ? ctx.lm.chatTail() : ctx.lm.tok.encode(plan.prompt, true),
+    context: plan.ids,
     bareFirst: true,
   });
   const states: ReqState[] = [];
@@ -144,14 +161,34 @@ async function run(x: Exchange, body: Body, plan: Plan, chat: boolean): Promise<
   sendJson(x, 200, { id, object, created, model, choices, usage: usage(states), metadata: { weight_version: ctx.resolved.args.weight_version } });
 }
 
+/**
+ * A ValueError raised while a streamed request starts: in the stream, as `data: {"error": ...}`
+ * then `data: [DONE]` with status 200, on 0.5.4 and 0.5.9 (sglang==0.5.4:srt/entrypoints/openai/serving_chat.py:434-445,657-662;
+ * 0.5.9 :590-600,858-863); from 0.5.12 the first chunk is awaited before the response starts, so it
+ * is a plain 400 (sglang==0.5.12:srt/entrypoints/openai/serving_chat.py:779-801; 0.5.23 :2413-2435).
+ */
+function refuseServing(x: Exchange, body: Body, e: unknown): void {
+  const err = servingError(e);
+  if (!(err instanceof OpenAIError) || !body.stream || !openaiStreamErrorInBand(x.ctx.env.release)) throw err;
+  startSse(x);
+  sseData(x, { error: openaiErrorBody(err.message, err.type, err.status) });
+  sseData(x, '[DONE]');
+  x.res.end();
+}
+
 export async function handleChat(x: Exchange): Promise<void> {
   const body = (x.body ?? {}) as Body;
   const messages = chatMessages(body);
   const prompt = renderChat(messages);
-  const promptTokens = countPromptTokens(prompt);
-  const params = samplingFrom(body, null);
-  checkLength(x.ctx, promptTokens, params.max_new_tokens);
-  await run(x, body, { prompt, promptTokens, params }, true);
+  const ids = x.ctx.lm.tok.encode(prompt, false);
+  let params: SamplingParams;
+  try {
+    params = samplingFrom(body, null);
+    checkLength(x.ctx, ids.length, params.max_new_tokens);
+  } catch (e) {
+    return refuseServing(x, body, e);
+  }
+  await run(x, body, { prompt, ids, params }, true);
 }
 
 export async function handleCompletion(x: Exchange): Promise<void> {
@@ -162,8 +199,14 @@ export async function handleCompletion(x: Exchange): Promise<void> {
     prompt = prompt[0];
   }
   if (typeof prompt !== 'string') throw openaiError("1 validation error for CompletionRequest\nprompt\n  Field required");
-  const promptTokens = countPromptTokens(prompt);
-  const params = samplingFrom(body, 16);
-  checkLength(x.ctx, promptTokens, params.max_new_tokens);
-  await run(x, body, { prompt, promptTokens, params }, false);
+  // A completion prompt is tokenized as /generate's text is, BOS first.
+  const ids = x.ctx.lm.tok.encode(prompt, true);
+  let params: SamplingParams;
+  try {
+    params = samplingFrom(body, 16);
+    checkLength(x.ctx, ids.length, params.max_new_tokens);
+  } catch (e) {
+    return refuseServing(x, body, e);
+  }
+  await run(x, body, { prompt, ids, params }, false);
 }

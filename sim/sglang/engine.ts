@@ -26,7 +26,7 @@ export interface GenRequest {
   /** Seeds the words, the natural length and the accept draws. */
   key: string;
   promptTokens: number;
-  /** Units the prefix cache matches on (prompt words, or input ids). */
+  /** The prompt's token ids as strings: what the prefix cache matches on, so cached_tokens counts in the same ids as prompt_tokens. */
   promptUnits: string[];
   params: SamplingParams & { max_new_tokens: number };
   kind: RequestKind;
@@ -122,6 +122,11 @@ export class Engine {
   /** Running average accept length since start or the last flush; null before the first decode log. */
   get avgSpecAcceptLength(): number | null {
     return this.o.spec && this.cum.verifies > 0 ? this.cum.tokens / this.cum.verifies : null;
+  }
+
+  /** Whether a request with this rid is waiting or running (the tokenizer manager's rid_to_state). */
+  hasRid(rid: string): boolean {
+    return this.waiting.some((r) => r.req.rid === rid) || this.running.some((r) => r.req.rid === rid);
   }
 
   submit(req: GenRequest): ReqState {
@@ -306,7 +311,9 @@ export class Engine {
   private finish(r: ReqState, reason: FinishReason): void {
     r.finishReason = reason;
     r.finishedAt = performance.now();
-    if (!this.o.disableRadixCache && reason.type !== 'abort') this.cache.insert([...r.req.promptUnits, ...r.words]);
+    // Prompt and output ids but the last output, whose KV is never computed (SGLang caches the
+    // finished request's ids up to its committed KV length).
+    if (!this.o.disableRadixCache && reason.type !== 'abort') this.cache.insert([...r.req.promptUnits, ...r.outputIds.slice(0, -1).map(String)]);
     r.resolveDone();
   }
 

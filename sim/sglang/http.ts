@@ -1,21 +1,20 @@
 /**
  * The HTTP front: routes, readiness, server/model info, cache flush. Request bodies for
  * generation go to api-native.ts and api-openai.ts. Response shapes follow SGLang's
- * http_server.py; readiness follows the mid-2025+ behaviour (503 while starting or
- * shutting down, then a 1-token probe).
+ * http_server.py; the routes, the /health probe and the info bodies follow the imitated release
+ * (profile.ts).
  */
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { randomUUID } from 'node:crypto';
 import type { CaptureWriter, HiddenStates } from './capture.js';
 import type { Engine } from './engine.js';
 import type { SimLM } from './lm.js';
 import type { SimLog } from './log.js';
 import type { AcceptPlan, ModelConfig } from './model.js';
 import type { Resolved, SimEnv } from './settings.js';
-
-export const SGLANG_VERSION = '0.5.4';
+import { deprecatedInfoRoute, hasInfoRoutes, healthRid, modelInfoHasArchitecture } from './profile.js';
+import type { SimRelease } from './release.js';
 /** Marks the server's own warmup request, which the crash-first-decode fault spares. */
 export const WARMUP_HEADER = 'x-aerie-sim-warmup';
 
@@ -53,6 +52,13 @@ export class HttpError extends Error {
   }
 }
 
+/** An error on an OpenAI route, answered with its ErrorResponse body; `type` as SGLang names it there. */
+export class OpenAIError extends HttpError {
+  constructor(status: number, message: string, readonly type: string) {
+    super(status, message);
+  }
+}
+
 function client(req: http.IncomingMessage): string {
   return `${req.socket.remoteAddress ?? '127.0.0.1'}:${req.socket.remotePort ?? 0}`;
 }
@@ -79,9 +85,18 @@ export function sendEmpty(x: Exchange, status: number): void {
   x.res.end();
 }
 
-/** SGLang's _create_error_response. */
+/** SGLang's _create_error_response (sglang==0.5.23:srt/entrypoints/http_server.py; the same in 0.5.4-0.5.23). */
 export function sendError(x: Exchange, status: number, message: string): void {
   sendJson(x, status, { error: { message } });
+}
+
+/**
+ * The OpenAI routes' ErrorResponse, the same in 0.5.4-0.5.23
+ * (sglang==0.5.4:srt/entrypoints/openai/protocol.py:67-72, serving_base.py:200-216;
+ * sglang==0.5.23:srt/entrypoints/openai/protocol.py:106-111, serving_base.py:205-221).
+ */
+export function openaiErrorBody(message: string, type: string, code: number): Record<string, unknown> {
+  return { object: 'error', message, type, param: null, code };
 }
 
 export function startSse(x: Exchange): void {
@@ -105,7 +120,7 @@ export interface Routes {
 }
 
 export function createHttpServer(ctx: ServerContext, extra: Routes): http.Server {
-  const routes: Routes = { ...coreRoutes(), ...extra };
+  const routes: Routes = { ...coreRoutes(ctx.env.release), ...extra };
   return http.createServer((req, res) => {
     void (async () => {
       const url = new URL(req.url ?? '/', 'http://sim');
@@ -130,28 +145,41 @@ export function createHttpServer(ctx: ServerContext, extra: Routes): http.Server
           res.end();
           return;
         }
-        if (e instanceof HttpError) sendError(x, e.status, e.message);
+        if (e instanceof OpenAIError) sendJson(x, e.status, openaiErrorBody(e.message, e.type, e.status));
+        else if (e instanceof HttpError) sendError(x, e.status, e.message);
         else sendError(x, 500, `Internal server error: ${(e as Error).message}`);
       }
     })();
   });
 }
 
-function coreRoutes(): Routes {
+function coreRoutes(release: SimRelease): Routes {
   const get = (handler: Handler) => ({ methods: ['GET'], handler });
-  return {
+  const deprecated = (handler: Handler): Handler => (x) => {
+    const warning = deprecatedInfoRoute(x.ctx.env.release, x.path);
+    if (warning) x.ctx.log.warning(warning);
+    return handler(x);
+  };
+  const routes: Routes = {
     '/health': get(health),
     '/health_generate': get(health),
-    '/get_model_info': get((x) => sendJson(x, 200, modelInfo(x.ctx))),
-    '/model_info': get((x) => sendJson(x, 200, modelInfo(x.ctx))),
-    '/get_server_info': get((x) => sendJson(x, 200, serverInfo(x.ctx))),
-    '/server_info': get((x) => sendJson(x, 200, serverInfo(x.ctx))),
+    '/get_model_info': get(deprecated((x) => sendJson(x, 200, modelInfo(x.ctx)))),
+    '/get_server_info': get(deprecated((x) => sendJson(x, 200, serverInfo(x.ctx)))),
     '/v1/models': get((x) => sendJson(x, 200, models(x.ctx))),
     '/flush_cache': { methods: ['GET', 'POST'], handler: flushCache },
   };
+  if (hasInfoRoutes(release)) {
+    routes['/model_info'] = get((x) => sendJson(x, 200, modelInfo(x.ctx)));
+    routes['/server_info'] = get((x) => sendJson(x, 200, serverInfo(x.ctx)));
+  }
+  return routes;
 }
 
-/** 503 while starting or shutting down; otherwise 200 once any output follows a 1-token probe. */
+/**
+ * 503 while starting or shutting down; otherwise 200 once any output follows a 1-token probe
+ * (the same loop in every release: sglang==0.5.4:srt/entrypoints/http_server.py:403-472), except
+ * plain /health where the release lets SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION skip it.
+ */
 async function health(x: Exchange): Promise<void> {
   const { ctx } = x;
   if (ctx.status === 'shutting-down') {
@@ -159,10 +187,10 @@ async function health(x: Exchange): Promise<void> {
     return sendEmpty(x, 503);
   }
   if (ctx.status === 'starting') return sendEmpty(x, 503);
-  if (!ctx.env.healthGeneration && x.path === '/health') return sendEmpty(x, 200);
+  if (ctx.env.healthSkipsProbe && x.path === '/health') return sendEmpty(x, 200);
   const tic = performance.now();
-  // sglang==0.5.23:sglang/srt/entrypoints/http_server.py:751-760: input_ids [0], rid HEALTH_CHECK_<uuid hex>
-  const rid = `HEALTH_CHECK_${randomUUID().replace(/-/g, '')}`;
+  // input_ids [0] and a HEALTH_CHECK_ rid (sglang==0.5.23:srt/entrypoints/http_server.py:754-762).
+  const rid = healthRid(ctx.env.release);
   const probe = ctx.engine.submit({
     rid,
     key: 'health',
@@ -196,12 +224,16 @@ async function health(x: Exchange): Promise<void> {
 
 export function modelInfo(ctx: ServerContext): Record<string, unknown> {
   const a = ctx.resolved.args;
-  return {
+  const base = {
     model_path: a.model_path,
     tokenizer_path: a.tokenizer_path,
     is_generation: true,
     preferred_sampling_params: null,
     weight_version: a.weight_version,
+  };
+  if (!modelInfoHasArchitecture(ctx.env.release)) return base;
+  return {
+    ...base,
     has_image_understanding: false,
     has_audio_understanding: false,
     model_type: ctx.target.modelType,
@@ -230,7 +262,7 @@ export function serverInfo(ctx: ServerContext): Record<string, unknown> {
     max_total_num_tokens: r.maxTotalTokens,
     max_req_input_len: r.maxReqInputLen,
     internal_states: [state],
-    version: SGLANG_VERSION,
+    version: ctx.env.release,
   };
 }
 

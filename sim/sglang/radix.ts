@@ -1,5 +1,5 @@
 /**
- * A prefix cache over prompt units (words or token ids): what makes `cached_tokens`,
+ * A prefix cache over token ids (as strings): what makes `cached_tokens`,
  * `/flush_cache` and `--disable-radix-cache` mean something in the simulator.
  * Eviction is crude on purpose: past capacity the whole tree is dropped.
  */

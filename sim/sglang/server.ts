@@ -17,6 +17,7 @@ import { SimLog } from './log.js';
 import { type ModelConfig, acceptPlan, hasConfig, readModelConfig } from './model.js';
 import { type Resolved, type SimEnv, SimEnvError, readSimEnv, resolveServerArgs } from './settings.js';
 import { runStartup } from './startup.js';
+import { type SimRelease, SimReleaseError, pickRelease } from './release.js';
 import { SimTokenizer } from './tokenizer.js';
 import { FIRST_DECODE_ERROR, MISSING_MODULE, PyError, bindError, firstDecodeFrames, schedulerException } from './tracebacks.js';
 
@@ -50,12 +51,15 @@ interface Prepared {
 }
 
 /** Everything before the first log line: env, argparse, config.json, ServerArgs post-init. */
-function prepare(argv: string[]): Prepared | number {
+function prepare(rawArgv: string[]): (Prepared & { argv: string[] }) | number {
   let env: SimEnv;
+  let argv: string[];
   try {
-    env = readSimEnv(process.env);
+    const picked = pickRelease(rawArgv, process.env);
+    argv = picked.rest;
+    env = readSimEnv(process.env, picked.release);
   } catch (e) {
-    if (e instanceof SimEnvError) {
+    if (e instanceof SimEnvError || e instanceof SimReleaseError) {
       process.stderr.write(`aerie-sim: ${e.message}\n`);
       return 2;
     }
@@ -68,7 +72,7 @@ function prepare(argv: string[]): Prepared | number {
   }
   let parsed: Parsed;
   try {
-    parsed = parseLaunchArgs(argv);
+    parsed = parseForRelease(argv, env.release);
   } catch (e) {
     if (e instanceof ArgparseError) {
       process.stderr.write(`${usageLine()}\n${PROG}: error: ${e.message}\n`);
@@ -82,7 +86,7 @@ function prepare(argv: string[]): Prepared | number {
   }
   try {
     const target = readModelConfig(path.resolve(parsed.args.model_path as string));
-    return { env, faults, parsed, target, resolved: resolveServerArgs(parsed, target, env) };
+    return { env, faults, parsed, target, resolved: resolveServerArgs(parsed, target, env), argv };
   } catch (e) {
     if (e instanceof PyError) {
       process.stderr.write(e.traceback + '\n');
@@ -92,10 +96,18 @@ function prepare(argv: string[]): Prepared | number {
   }
 }
 
-export async function runSglang(argv: string[]): Promise<number> {
-  const prep = prepare(argv);
+/**
+ * The release's own flag table (args.ts, helper ARGS: `parseLaunchArgs(argv, release)`); an
+ * args.ts that still takes only argv ignores the second argument.
+ */
+function parseForRelease(argv: string[], release: SimRelease): Parsed {
+  return (parseLaunchArgs as (a: readonly string[], r: SimRelease) => Parsed)(argv, release);
+}
+
+export async function runSglang(rawArgv: string[]): Promise<number> {
+  const prep = prepare(rawArgv);
   if (typeof prep === 'number') return prep;
-  const { env, faults, target, resolved } = prep;
+  const { env, faults, target, resolved, argv } = prep;
   const args = resolved.args;
   const log = new SimLog(args.log_level as string, args.log_level_http as string | null);
   log.info(`server_args=${serverArgsRepr(args)}`);

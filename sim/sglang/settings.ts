@@ -8,6 +8,8 @@ import type { SpecShape } from './latency.js';
 import { type ModelConfig, isDeepseekLike, kvBytesPerToken, weightGiB } from './model.js';
 import { HS_FAULTS, type HsFault } from './capture.js';
 import { PyError, auxCaptureError, specParamsAssertion } from './tracebacks.js';
+import { autoSpecParams, healthSkipsProbe, maxRunningResetLine, mixedChunkOff, specV2 } from './profile.js';
+import { DEFAULT_SIM_RELEASE, type SimRelease, atLeast } from './release.js';
 
 export const FAULTS = ['missing-module', 'exit-during-load', 'oom-during-load', 'never-ready', 'crash-first-decode'] as const;
 export type Fault = (typeof FAULTS)[number];
@@ -25,8 +27,12 @@ export interface SimEnv {
   hsFault: HsFault | null;
   /** AERIE_SIM_HS_FAULT_EVERY: the fault strikes every K-th request (default 1). */
   hsFaultEvery: number;
-  specV2: boolean;
-  healthGeneration: boolean;
+  /** The SGLang release imitated (release.ts); every per-release rule reads it (profile.ts). */
+  release: SimRelease;
+  /** The launch's environment, for the SGLANG_* variables a release reads. */
+  procEnv: NodeJS.ProcessEnv;
+  /** Plain /health answers 200 without a probe (profile.ts healthSkipsProbe). */
+  healthSkipsProbe: boolean;
   healthTimeoutS: number;
 }
 
@@ -40,9 +46,7 @@ function scale(env: NodeJS.ProcessEnv, name: string): number {
   return v;
 }
 
-const truthy = (v: string | undefined, d: boolean) => (v === undefined || v === '' ? d : ['1', 'true', 'yes', 'on'].includes(v.toLowerCase()));
-
-export function readSimEnv(env: NodeJS.ProcessEnv): SimEnv {
+export function readSimEnv(env: NodeJS.ProcessEnv, release: SimRelease = DEFAULT_SIM_RELEASE): SimEnv {
   const fault = env.AERIE_SIM_FAULT || null;
   if (fault !== null && !(FAULTS as readonly string[]).includes(fault)) {
     throw new SimEnvError(`AERIE_SIM_FAULT must be one of ${FAULTS.join(', ')}; got '${fault}'`);
@@ -61,8 +65,9 @@ export function readSimEnv(env: NodeJS.ProcessEnv): SimEnv {
     faultOnce: env.AERIE_SIM_FAULT_ONCE || null,
     hsFault: hsFault as HsFault | null,
     hsFaultEvery: every === '' ? 1 : Number(every),
-    specV2: truthy(env.SGLANG_ENABLE_SPEC_V2, false),
-    healthGeneration: truthy(env.SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION, true),
+    release,
+    procEnv: env,
+    healthSkipsProbe: healthSkipsProbe(release, env),
     healthTimeoutS: Number(env.SGLANG_HEALTH_CHECK_TIMEOUT) > 0 ? Number(env.SGLANG_HEALTH_CHECK_TIMEOUT) : 20,
   };
 }
@@ -140,18 +145,17 @@ export function resolveServerArgs(parsed: Parsed, target: ModelConfig, env: SimE
   if (algorithm === 'EAGLE' || algorithm === 'EAGLE3' || algorithm === 'STANDALONE') {
     if (a.max_running_requests === null) {
       a.max_running_requests = 48;
-      warnings.push('Max running requests is reset to 48 for speculative decoding. You can override this by explicitly setting --max-running-requests.');
+      warnings.push(maxRunningResetLine(env.release));
     }
-    if (env.specV2 && algorithm !== 'STANDALONE') {
-      a.disable_overlap_schedule = false;
-      warnings.push('Spec v2 is enabled for eagle/eagle3 speculative decoding and overlap schedule is turned on.');
-    } else {
-      a.disable_overlap_schedule = true;
-      warnings.push('Overlap scheduler is disabled because of using eagle3 or standalone speculative decoding.');
-    }
+    const v2 = specV2(env.release, algorithm, a, env.procEnv);
+    a.disable_overlap_schedule = v2.disableOverlap;
+    warnings.push(...v2.warnings);
     if (a.enable_mixed_chunk) {
-      a.enable_mixed_chunk = false;
-      warnings.push('Mixed chunked prefill is disabled because of using eagle speculative decoding.');
+      const off = mixedChunkOff(env.release, algorithm);
+      if (off !== null) {
+        a.enable_mixed_chunk = false;
+        warnings.push(off);
+      }
     }
     if (isDeepseekLike(target)) {
       if (a.speculative_draft_model_path === null) a.speculative_draft_model_path = a.model_path;
@@ -159,7 +163,8 @@ export function resolveServerArgs(parsed: Parsed, target: ModelConfig, env: SimE
     }
     if (a.speculative_num_steps === null) {
       if (a.speculative_eagle_topk !== null || a.speculative_num_draft_tokens !== null) throw new PyError(specParamsAssertion());
-      [a.speculative_num_steps, a.speculative_eagle_topk, a.speculative_num_draft_tokens] = isDeepseekLike(target) ? [3, 1, 4] : [5, 4, 8];
+      [a.speculative_num_steps, a.speculative_eagle_topk, a.speculative_num_draft_tokens] =
+        autoSpecParams(env.release, algorithm, target.architectures[0] ?? 'LlamaForCausalLM');
     }
     a.speculative_eagle_topk ??= 1;
     const steps = a.speculative_num_steps as number;
@@ -171,7 +176,8 @@ export function resolveServerArgs(parsed: Parsed, target: ModelConfig, env: SimE
   } else if (algorithm === 'NGRAM') {
     if (a.max_running_requests === null) {
       a.max_running_requests = 48;
-      warnings.push('Max running requests is reset to 48 for speculative decoding. You can override this by explicitly setting --max-running-requests.');
+      // Silent on 0.5.4 (sglang==0.5.4:srt/server_args.py:1374-1375), a warning from 0.5.9 (sglang==0.5.9:srt/server_args.py:2467-2471).
+      if (atLeast(env.release, '0.5.9')) warnings.push(maxRunningResetLine(env.release));
     }
     a.disable_overlap_schedule = true;
     a.enable_mixed_chunk = false;

@@ -9,6 +9,7 @@ import type { CaptureStart } from './capture-start.js';
 import type { FaultGate } from './faults.js';
 import { type ServerContext, WARMUP_HEADER } from './http.js';
 import type { ModelConfig } from './model.js';
+import { warmupInfoPath } from './profile.js';
 import { gpusFor, holdGpus } from '../gpu/registry.js';
 import { CUDA_GRAPH_GIB, GPU_TOTAL_GIB } from './settings.js';
 import {
@@ -168,7 +169,7 @@ export async function runStartup(d: StartupDeps): Promise<void> {
 async function warmup(d: StartupDeps): Promise<void> {
   const base = `http://${selfHost(d.host)}:${d.port}`;
   const headers = { [WARMUP_HEADER]: '1', 'content-type': 'application/json' };
-  const info = await fetch(`${base}/get_model_info`, { headers });
+  const info = await fetch(`${base}${warmupInfoPath(d.ctx.env.release)}`, { headers });
   await info.arrayBuffer();
   await sleep(PHASE_SECONDS.firstRequestCompile * 1000 * d.ctx.env.timeScale);
   const res = await fetch(`${base}/generate`, {

@@ -50,16 +50,6 @@ export function wordOfId(id: number): string {
   return w ?? '';
 }
 
-/** Prompt tokens = whitespace-split words; an empty prompt still costs its BOS token. */
-export function countPromptTokens(text: string): number {
-  return Math.max(1, splitWords(text).length);
-}
-
-export function splitWords(text: string): string[] {
-  const t = text.trim();
-  return t === '' ? [] : t.split(/\s+/);
-}
-
 /**
  * The length a reply would have if the model were left alone (EOS token included).
  * Spread over roughly 24..520 tokens, like chat answers.
@@ -88,11 +78,17 @@ export interface ChatMessage {
 }
 
 /**
- * The chat template the simulator "applies": one role tag per message and a trailing
- * assistant tag, so prompt tokens = content words + messages + 1.
+ * The target's chat template (examples/models/sim-llama-8b/tokenizer_config.json, Llama 3's),
+ * rendered with add_generation_prompt as SGLang's chat route asks for it
+ * (apply_chat_template(..., tokenize=True, add_generation_prompt=True):
+ * sglang==0.5.4:srt/entrypoints/openai/serving_chat.py:318-321). The text starts with the BOS
+ * token's string, so its ids are encode(text) without another BOS (transformers tokenizes a
+ * rendered template with add_special_tokens=False).
  */
 export function renderChat(messages: readonly ChatMessage[]): string {
-  return messages.map((m) => `<|${m.role}|>\n${m.content}`).join('\n') + '\n<|assistant|>';
+  return '<|begin_of_text|>' +
+    messages.map((m) => `<|start_header_id|>${m.role}<|end_header_id|>\n\n${m.content.trim()}<|eot_id|>`).join('') +
+    '<|start_header_id|>assistant<|end_header_id|>\n\n';
 }
 
 /** A deterministic pseudo-logprob for reporting, in (-3, 0]. */

@@ -1,7 +1,12 @@
 import fs from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { countPromptTokens, naturalLength, renderChat, seedKey } from '../../sim/sglang/text.js';
+import { naturalLength, renderChat, seedKey } from '../../sim/sglang/text.js';
+import { SimTokenizer } from '../../sim/sglang/tokenizer.js';
 import { MODEL, Sim, tempDir, until } from './sglang-harness.js';
+
+/** Prompt tokens as the server counts them: the target tokenizer's ids of the text, BOS first (bench_serving counts the same). */
+const tok = SimTokenizer.forModel(MODEL);
+const textTokens = (text: string) => tok.encode(text, true).length;
 
 describe('simulated SGLang server: readiness, native and OpenAI APIs', () => {
   let sim: Sim;
@@ -53,7 +58,7 @@ describe('simulated SGLang server: readiness, native and OpenAI APIs', () => {
     const m = a.body.meta_info;
     expect(Object.keys(m)).toEqual(expect.arrayContaining(['id', 'finish_reason', 'prompt_tokens', 'completion_tokens', 'cached_tokens', 'e2e_latency']));
     expect(m).not.toHaveProperty('spec_verify_ct');
-    expect(m.prompt_tokens).toBe(countPromptTokens(prompt));
+    expect(m.prompt_tokens).toBe(textTokens(prompt));
     expect(m.completion_tokens).toBe(naturalLength(seedKey(prompt, null)));
     expect(m.finish_reason).toEqual({ type: 'stop', matched: 2 });
     expect(a.body.output_ids.at(-1)).toBe(2);
@@ -95,7 +100,7 @@ describe('simulated SGLang server: readiness, native and OpenAI APIs', () => {
     const plain = await sim.json('/v1/chat/completions', { model: 'x', messages, max_tokens: 20 });
     expect(plain.status).toBe(200);
     expect(plain.body.object).toBe('chat.completion');
-    const promptTokens = countPromptTokens(renderChat(messages));
+    const promptTokens = tok.encode(renderChat(messages)).length;
     expect(plain.body.usage).toMatchObject({ prompt_tokens: promptTokens, completion_tokens: 20, total_tokens: promptTokens + 20 });
     expect(plain.body.choices[0]).toMatchObject({ index: 0, finish_reason: 'length', message: { role: 'assistant' } });
 
@@ -115,7 +120,7 @@ describe('simulated SGLang server: readiness, native and OpenAI APIs', () => {
   it('/v1/completions answers with text_completion choices', async () => {
     const r = await sim.json('/v1/completions', { prompt: 'once upon a time', max_tokens: 5 });
     expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ object: 'text_completion', usage: { prompt_tokens: 4, completion_tokens: 5 } });
+    expect(r.body).toMatchObject({ object: 'text_completion', usage: { prompt_tokens: textTokens('once upon a time'), completion_tokens: 5 } });
     expect(r.body.choices[0].text.split(' ')).toHaveLength(5);
   });
 
@@ -132,7 +137,7 @@ describe('simulated SGLang server: readiness, native and OpenAI APIs', () => {
     const prompt = 'a prompt that will be cached for the flush test';
     await sim.json('/generate', { text: prompt, sampling_params: { max_new_tokens: 1 } });
     const again = await sim.json('/generate', { text: prompt, sampling_params: { max_new_tokens: 1 } });
-    expect(again.body.meta_info.cached_tokens).toBe(countPromptTokens(prompt) - 1);
+    expect(again.body.meta_info.cached_tokens).toBe(textTokens(prompt) - 1);
 
     const abort = new AbortController();
     const res = await fetch(sim.base + '/generate', {

@@ -5,7 +5,7 @@ import { type ModelConfig, acceptPlan } from '../../sim/sglang/model.js';
 import { SamplingError, parseSamplingParams } from '../../sim/sglang/sampling.js';
 import { readSimEnv, resolveServerArgs } from '../../sim/sglang/settings.js';
 import { SimLM } from '../../sim/sglang/lm.js';
-import { countPromptTokens, makeRng, naturalLength, renderChat } from '../../sim/sglang/text.js';
+import { makeRng, naturalLength, renderChat } from '../../sim/sglang/text.js';
 import { SimTokenizer } from '../../sim/sglang/tokenizer.js';
 
 const target: ModelConfig = {
@@ -120,10 +120,14 @@ describe('sampling params', () => {
 });
 
 describe('deterministic text and sizes', () => {
-  it('counts prompt tokens as words and renders chat with one tag per message', () => {
-    expect(countPromptTokens('  a b\tc\n d ')).toBe(4);
-    expect(countPromptTokens('')).toBe(1);
-    expect(countPromptTokens(renderChat([{ role: 'system', content: 'be brief' }, { role: 'user', content: 'hi there you' }]))).toBe(2 + 3 + 3);
+  it("renders chat with the target's Llama 3 template, so its ids end with the header's \\n\\n", () => {
+    const tok = SimTokenizer.forModel('/nonexistent');
+    const text = renderChat([{ role: 'system', content: ' be brief ' }, { role: 'user', content: 'hi there you' }]);
+    expect(text).toBe('<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nbe brief<|eot_id|>' +
+      '<|start_header_id|>user<|end_header_id|>\n\nhi there you<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n');
+    const ids = tok.encode(text);
+    expect(ids[0]).toBe(tok.bos);
+    expect(ids.slice(-2)).toEqual(new SimLM(tok).chatTail());
   });
 
   it('derives words and natural length from the prompt only', () => {
