@@ -42,6 +42,10 @@ async function levelSettingsKey(host: Host, config: Config, variant: Variant, dr
   const s = config.server;
   const drafter = drafterDir ? { path: drafterDir, mtimeMs: (await host.stat(drafterDir).catch(() => null))?.mtimeMs ?? null } : null;
   return levelKey({
+    // Bumped when a figure's definition changes, so a level stored under the old one is
+    // measured again: 2 = numpy percentiles, chat timing per the server's bench_serving
+    // release, bench_serving's input token count (src/bench/metrics.ts, bench-rules.ts).
+    definitions: 2,
     variant,
     model: config.target['model-path'],
     server: { launcher: s.launcher, tp: s['tp-size'], mem: s['mem-fraction-static'] ?? null, extra: s['extra-args'], env: s.env },

@@ -11,7 +11,7 @@
 
 import type { Host } from '../hosts/host.js';
 import { parseJsonLine } from './jsonl.js';
-import { BENCH_SERVING_KEYS, type BenchServingRecord } from './metrics.js';
+import { AERIE_EXTRA_KEYS, BENCH_SERVING_KEYS, LATER_BENCH_SERVING_KEYS, orderedExtras, type AerieExtras, type BenchServingRecord } from './metrics.js';
 import type { MeasureLevel } from './sweep.js';
 import { flushWhenIdle, type LevelControl } from './sweep.js';
 import type { BenchApi } from './types.js';
@@ -104,9 +104,19 @@ export class BenchServingOutputError extends Error {
 }
 
 /**
- * One bench_serving result line (its file's last) as aerie's record: bench_serving's
- * keys as written (bare Infinity included), aerie's extras filled from what the line
- * has; the --output-details arrays are dropped except for the error messages.
+ * --output-details arrays left out of the record: the generated texts and every request's
+ * ITL list run to megabytes per level; bench_serving's own output file on the host keeps them.
+ */
+export const DROPPED_DETAIL_KEYS = ['generated_texts', 'itls'] as const;
+
+/**
+ * One bench_serving result line (its file's last) as aerie's record: every key the line
+ * has, with the value it wrote (bare Infinity included). 0.5.4's keys and the keys later
+ * releases add (0.5.9's tag, server_info, total_throughput, p90_e2e_latency_ms,
+ * max_output_tokens_per_s, max_concurrent_requests; 0.5.23's p90s and p95s: see
+ * LATER_BENCH_SERVING_KEYS) keep their names, null where this release wrote none; any
+ * other key (goodput, cache_report, --output-details arrays) goes under
+ * bench_serving_other_fields, but for DROPPED_DETAIL_KEYS. aerie's own figures are null.
  */
 export function ingestBenchServingLine(line: string, numPrompts: number, startedAt: string): BenchServingRecord {
   let raw: unknown;
@@ -120,23 +130,21 @@ export function ingestBenchServingLine(line: string, numPrompts: number, started
   const missing = BENCH_SERVING_KEYS.filter((k) => !(k in r) && !OPTIONAL_KEYS.has(k));
   if (missing.length > 0) throw new BenchServingOutputError(`bench_serving's line lacks ${missing.join(', ')}: is this bench_serving's output?`);
   const out: Record<string, unknown> = {};
-  for (const k of BENCH_SERVING_KEYS) out[k] = k in r ? r[k] : null;
+  for (const k of [...BENCH_SERVING_KEYS, ...LATER_BENCH_SERVING_KEYS]) out[k] = k in r ? r[k] : null;
   const completed = typeof r.completed === 'number' ? r.completed : 0;
   const errors = Array.isArray(r.errors) ? (r.errors as unknown[]).filter((e): e is string => typeof e === 'string' && e.length > 0) : [];
-  Object.assign(out, {
-    p90_e2e_latency_ms: null,
-    p90_ttft_ms: null,
-    p90_tpot_ms: null,
-    p90_itl_ms: null,
-    max_itl_ms: null,
+  const named = new Set<string>([...BENCH_SERVING_KEYS, ...LATER_BENCH_SERVING_KEYS, ...DROPPED_DETAIL_KEYS]);
+  const other: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(r)) if (!named.has(k)) other[k] = v;
+  const extras: AerieExtras = {
+    ...(Object.fromEntries(AERIE_EXTRA_KEYS.map((k) => [k, null])) as unknown as AerieExtras),
+    bench_serving_rules: 'bench_serving itself (its own release on the host)',
     errors: Math.max(0, numPrompts - completed),
     error_samples: [...new Set(errors.map((e) => e.trim().split('\n').pop()!.slice(0, 300)))].slice(0, 5),
-    mean_accept_length_per_request: null,
-    mean_server_e2e_latency_ms: null,
-    max_in_flight: null,
     started_at: startedAt,
-  });
-  return out as unknown as BenchServingRecord;
+    bench_serving_other_fields: Object.keys(other).length > 0 ? other : null,
+  };
+  return { ...out, ...orderedExtras(extras) } as unknown as BenchServingRecord;
 }
 
 /** The last non-blank line of bench_serving's output file (it appends one per run). */

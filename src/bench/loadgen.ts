@@ -12,6 +12,7 @@
 // (bench/client-overhead.ts measures it).
 
 import { performance } from 'node:perf_hooks';
+import type { BenchServingRules } from './bench-rules.js';
 import { Http1Connection, type Http1Error } from './http1.js';
 import { SseByteFramer, type FramedEvent } from './sse-bytes.js';
 import { errorMessage, finishTally, newTally, tallyFramed } from './tally.js';
@@ -42,6 +43,8 @@ export interface RunLevelOptions {
    * the server's running accept length covers the measured requests only.
    */
   beforeMeasure?: () => Promise<void>;
+  /** Whose bench_serving definitions the timing follows (bench-rules.ts); default the newest checked release. */
+  rules?: BenchServingRules;
 }
 
 /** bench_serving caps warmup output at 32 tokens. */
@@ -82,6 +85,7 @@ export async function runLevel(opts: RunLevelOptions): Promise<LevelRun> {
       index,
       levelStart,
       aborts: inFlightAborts,
+      rules: opts.rules,
     });
   try {
     opts.signal?.throwIfAborted();
@@ -179,6 +183,7 @@ interface SendArgs {
   levelStart: number;
   /** Registry the level's abort listener walks; each request adds itself while in flight. */
   aborts: Set<() => void>;
+  rules: BenchServingRules | undefined;
 }
 
 /** One streamed request. Never rejects: every failure becomes `error` on the result. */
@@ -186,7 +191,7 @@ function sendOne(a: SendArgs): Promise<RequestResult> {
   return new Promise((resolve) => {
     const payload = Buffer.from(JSON.stringify(a.body));
     const sentAt = performance.now();
-    const tally = newTally(a.api, sentAt);
+    const tally = newTally(a.api, sentAt, a.rules);
     const framer = new SseByteFramer();
     let settled = false;
     let graceTimer: NodeJS.Timeout | undefined;

@@ -1,28 +1,31 @@
 // Summarise one concurrency level into the record bench_serving writes as a JSONL line,
 // so researchers can compare aerie's numbers with their own bench_serving runs.
 //
-// Definitions (bench_serving's calculate_metrics; only successful requests count):
+// Definitions (bench_serving's calculate_metrics, sglang==0.5.4:sglang/bench_serving.py:1604-1687;
+// only successful requests count):
 //   duration = first send → last completion (s); throughputs = totals / duration;
 //   TTFT; E2E = latency; TPOT = (E2E − TTFT) / (output_tokens − 1) for requests with
 //   more than one output token; ITL = every per-token entry of every request pooled;
-//   concurrency = Σ E2E / duration; std is the population std (numpy's ddof=0).
+//   concurrency = Σ E2E / duration. Mean, median, std and every percentile are numpy's
+//   (numpy-stats.ts): a figure under one of bench_serving's names means what it means there.
 //
-// Percentiles (median, p90, p95, p99) come from an HDR histogram of integer
-// microseconds with 3 significant digits: each is the nearest-rank value (the
-// smallest recorded value with at least p% of samples at or below it), reported as
-// the top of its HDR bucket, so it can read up to 0.1% high (exact below 2.048 ms),
-// and is clamped to the largest value recorded. numpy interpolates linearly between
-// ranks instead, so on small sets (a level of 16 requests) aerie's p99 is the maximum
-// where numpy's sits just under it, and an even-sized median is the lower middle value
-// rather than the mean of the two. Mean and std are plain arithmetic on the exact values.
+// Input tokens. bench_serving's total_input_tokens sums its dataset rows' prompt_len, the
+// client tokenizer's len(tokenizer.encode(prompt)) with special tokens (BOS) and without the
+// chat template, whichever backend (sglang==0.5.4:sglang/bench_serving.py:1157-1160, summed at
+// :1629; sglang==0.5.23:sglang/benchmark/serving.py:1168, still the dataset's although 0.5.23
+// records the server's count for input_lens, :264-286). On /generate the server's
+// meta_info.prompt_tokens is that same number: the tokenizer manager encodes the text with
+// the tokenizer's defaults, special tokens added (sglang==0.5.4:srt/managers/tokenizer_manager.py:554,
+// sglang==0.5.23:srt/managers/tokenizer_manager.py:1068). On chat the server's usage.prompt_tokens
+// counts the templated conversation, so aerie takes bench_serving's figure from SGLang's
+// /tokenize of the raw prompts (tokenize.ts) and writes the server's own under
+// total_input_tokens_server; without /tokenize counts the bench_serving-named figures are null.
 
-import { createRequire } from 'node:module';
-import type * as Hdr from 'hdr-histogram-js';
+import { rulesLabel, benchServingRules, type BenchServingRules } from './bench-rules.js';
+import { distribution, type Distribution } from './numpy-stats.js';
 import type { LevelRun, RequestResult } from './types.js';
 
-// hdr-histogram-js (~17 MB resident) loads with the first distribution, not with every worker.
-let hdrLib: typeof Hdr | undefined;
-const hdr = (): typeof Hdr => (hdrLib ??= createRequire(import.meta.url)('hdr-histogram-js') as typeof Hdr);
+export { distribution, type Distribution } from './numpy-stats.js';
 
 /** The keys bench_serving writes, in its order. */
 export const BENCH_SERVING_KEYS = [
@@ -37,16 +40,31 @@ export const BENCH_SERVING_KEYS = [
   'concurrency', 'accept_length',
 ] as const;
 
+/**
+ * Keys later bench_serving releases add (and aerie computes alike, or leaves null):
+ * 0.5.9 adds tag, server_info, total_throughput, p90_e2e_latency_ms, max_output_tokens_per_s,
+ * max_concurrent_requests (sglang==0.5.9:sglang/bench_serving.py:2671-2718); 0.5.23 every p90 and
+ * p95 (sglang==0.5.23:sglang/benchmark/serving.py:1855-1908). max_itl_ms is printed, never written.
+ */
+export const LATER_BENCH_SERVING_KEYS = [
+  'tag', 'server_info', 'total_throughput',
+  'p90_e2e_latency_ms', 'p95_e2e_latency_ms', 'p90_ttft_ms', 'p95_ttft_ms', 'p90_tpot_ms', 'p95_tpot_ms', 'p90_itl_ms',
+  'max_output_tokens_per_s', 'max_concurrent_requests',
+] as const;
+
 /** aerie's additions; none of these names is written by bench_serving. */
 export const AERIE_EXTRA_KEYS = [
-  'p90_e2e_latency_ms', 'p90_ttft_ms', 'p90_tpot_ms', 'p90_itl_ms', 'max_itl_ms',
+  'max_itl_ms', 'total_input_tokens_server', 'bench_serving_rules', 'chat_text_basis', 'itl_per',
+  'requests_with_reasoning', 'mean_time_to_first_reasoning_ms', 'median_time_to_first_reasoning_ms', 'p99_time_to_first_reasoning_ms',
+  'mean_time_to_first_content_ms', 'total_reasoning_chunks', 'total_reasoning_tokens',
   'errors', 'error_samples', 'mean_accept_length_per_request', 'mean_server_e2e_latency_ms',
-  'max_in_flight', 'started_at',
+  'max_in_flight', 'started_at', 'bench_serving_other_fields',
 ] as const;
 
 type BenchServingNumberKey = Exclude<
   (typeof BENCH_SERVING_KEYS)[number],
-  'backend' | 'dataset_name' | 'max_concurrency' | 'sharegpt_output_len' | 'accept_length' | 'total_input_text_tokens' | 'total_input_vision_tokens'
+  | 'backend' | 'dataset_name' | 'max_concurrency' | 'sharegpt_output_len' | 'accept_length' | 'total_input_text_tokens' | 'total_input_vision_tokens'
+  | 'total_input_tokens' | 'input_throughput'
 >;
 
 export type BenchServingCore = { [K in BenchServingNumberKey]: number } & {
@@ -61,16 +79,51 @@ export type BenchServingCore = { [K in BenchServingNumberKey]: number } & {
   /** bench_serving 0.5.4's split of total_input_tokens (bench_serving.py:2004-2005); null where a release writes none. */
   total_input_text_tokens: number | null;
   total_input_vision_tokens: number | null;
+  /** Σ bench_serving's prompt_len (see the header); null on chat when the raw prompts could not be counted. */
+  total_input_tokens: number | null;
+  input_throughput: number | null;
 };
+
+/** bench_serving's names from later releases; null where the source (an older line, aerie) has none. */
+export interface BenchServingLater {
+  tag: string | null;
+  server_info: Record<string, unknown> | null;
+  /** (total_input_tokens + total_output_tokens) / duration (sglang==0.5.9:sglang/bench_serving.py:2230). */
+  total_throughput: number | null;
+  p90_e2e_latency_ms: number | null;
+  p95_e2e_latency_ms: number | null;
+  p90_ttft_ms: number | null;
+  p95_ttft_ms: number | null;
+  p90_tpot_ms: number | null;
+  p95_tpot_ms: number | null;
+  p90_itl_ms: number | null;
+  max_output_tokens_per_s: number | null;
+  max_concurrent_requests: number | null;
+}
 
 /** Figures aerie adds; null where a source (an ingested bench_serving line) does not have them. */
 export interface AerieExtras {
-  p90_e2e_latency_ms: number | null;
-  p90_ttft_ms: number | null;
-  p90_tpot_ms: number | null;
-  p90_itl_ms: number | null;
-  /** bench_serving prints this but does not write it. */
+  /** np.max of the pooled ITLs: bench_serving prints this but does not write it. */
   max_itl_ms: number | null;
+  /** Σ the server's prompt_tokens: the chat template included on chat; null for an ingested line. */
+  total_input_tokens_server: number | null;
+  /** Whose definitions the chat timing follows (bench-rules.ts), e.g. "bench_serving 0.5.23 (server reports sglang 0.5.23)". */
+  bench_serving_rules: string | null;
+  /** Chat: which deltas TTFT and ITL time: "content" (bench_serving ≤ 0.5.9) or "reasoning+content" (0.5.12+). */
+  chat_text_basis: 'content' | 'reasoning+content' | null;
+  /** "token": each chunk's gap split over its tokens; "chunk": one ITL per chunk (chat without speculation, or 0.5.4). */
+  itl_per: 'token' | 'chunk' | null;
+  /** Chat: successful requests whose answer streamed reasoning_content. */
+  requests_with_reasoning: number | null;
+  /** Chat: send → first reasoning delta, over the requests with reasoning (numpy definitions). */
+  mean_time_to_first_reasoning_ms: number | null;
+  median_time_to_first_reasoning_ms: number | null;
+  p99_time_to_first_reasoning_ms: number | null;
+  /** Chat: send → first content delta, whatever chat_text_basis is. */
+  mean_time_to_first_content_ms: number | null;
+  total_reasoning_chunks: number | null;
+  /** Σ usage.reasoning_tokens; null when the server reported none. */
+  total_reasoning_tokens: number | null;
   /** Failed requests (left out of every latency figure, as bench_serving does). */
   errors: number;
   /** Up to 5 distinct error messages, to say why without a log dive. */
@@ -82,9 +135,11 @@ export interface AerieExtras {
   /** Most requests the client had in flight at once. */
   max_in_flight: number | null;
   started_at: string;
+  /** An ingested line's keys that no list above names (goodput, cache_report, --output-details arrays but errors), kept as written. */
+  bench_serving_other_fields: Record<string, unknown> | null;
 }
 
-export type BenchServingRecord = BenchServingCore & AerieExtras;
+export type BenchServingRecord = BenchServingCore & BenchServingLater & AerieExtras;
 
 export interface SummaryMeta {
   backend: string;
@@ -97,6 +152,14 @@ export interface SummaryMeta {
   sharegptOutputLen?: number;
   /** Server-side average accept length read after the level (bench_serving's accept_length). */
   acceptLength?: number;
+  /** Whose bench_serving definitions the level follows; default: the newest checked release. */
+  rules?: BenchServingRules;
+  /**
+   * bench_serving's prompt_len of each prompt of the level, by RequestResult.index (SGLang's
+   * /tokenize of the raw prompt, special tokens added). Needed on chat; on /generate the
+   * server's prompt_tokens is the same number and is used when this is absent.
+   */
+  promptLens?: readonly number[];
 }
 
 // bench_serving's argparse defaults, written whatever the dataset.
@@ -104,42 +167,6 @@ const DEFAULT_RANDOM_INPUT_LEN = 1024;
 const DEFAULT_RANDOM_OUTPUT_LEN = 1024;
 const DEFAULT_RANDOM_RANGE_RATIO = 0.0;
 const MAX_ERROR_SAMPLES = 5;
-
-export interface Distribution {
-  count: number;
-  mean: number;
-  std: number;
-  median: number;
-  p90: number;
-  p95: number;
-  p99: number;
-  max: number;
-}
-
-const EMPTY: Distribution = { count: 0, mean: 0, std: 0, median: 0, p90: 0, p95: 0, p99: 0, max: 0 };
-
-/** Mean/std exact; percentiles from HDR (see the header). Empty input gives zeros, like bench_serving's `np.mean(x or 0)`. */
-export function distribution(valuesMs: readonly number[]): Distribution {
-  const n = valuesMs.length;
-  if (n === 0) return { ...EMPTY };
-  let sum = 0;
-  let max = -Infinity;
-  for (const v of valuesMs) {
-    sum += v;
-    if (v > max) max = v;
-  }
-  const mean = sum / n;
-  let sq = 0;
-  for (const v of valuesMs) sq += (v - mean) * (v - mean);
-  const h = hdr().build({ numberOfSignificantValueDigits: 3 });
-  try {
-    for (const v of valuesMs) h.recordValue(Math.max(0, Math.round(v * 1000)));
-    const at = (p: number): number => Math.min(h.getValueAtPercentile(p) / 1000, Math.max(max, 0));
-    return { count: n, mean, std: Math.sqrt(sq / n), median: at(50), p90: at(90), p95: at(95), p99: at(99), max };
-  } finally {
-    h.destroy();
-  }
-}
 
 /** (E2E − TTFT) / (output − 1) for each request with more than one output token. */
 export function tpotsMs(results: readonly RequestResult[]): number[] {
@@ -153,16 +180,23 @@ export function summarizeLevel(run: LevelRun, meta: SummaryMeta): BenchServingRe
   const failed = run.results.filter((r) => r.error !== undefined);
   const durationS = run.durationMs / 1000;
   const per = (x: number): number => (durationS > 0 ? x / durationS : 0);
+  const rules = meta.rules ?? benchServingRules();
+  const chat = meta.backend === 'sglang-oai-chat';
+  // bench_serving splits chat chunks per token only when the server reported speculation (bench-rules.ts).
+  const splitChat = rules.chatSplitsSpeculativeChunks && (meta.acceptLength ?? 0) > 0;
 
-  let totalIn = 0;
+  let serverIn = 0;
+  let totalIn: number | null = 0;
   let totalOut = 0;
   let sumE2e = 0;
   const itls: number[] = [];
   for (const r of ok) {
-    totalIn += r.promptTokens;
+    serverIn += r.promptTokens;
+    const len = meta.promptLens?.[r.index] ?? (chat ? undefined : r.promptTokens);
+    totalIn = totalIn === null || len === undefined ? null : totalIn + len;
     totalOut += r.outputTokens;
     sumE2e += r.e2eMs;
-    for (const v of r.itlsMs) itls.push(v);
+    for (const v of chat && !splitChat ? (r.chunkItlsMs ?? r.itlsMs) : r.itlsMs) itls.push(v);
   }
   const e2e = distribution(ok.map((r) => r.e2eMs));
   const ttft = distribution(ok.map((r) => r.ttftMs));
@@ -189,7 +223,7 @@ export function summarizeLevel(run: LevelRun, meta: SummaryMeta): BenchServingRe
     // repeats the server's count.
     total_output_tokens_retokenized: totalOut,
     request_throughput: per(ok.length),
-    input_throughput: per(totalIn),
+    input_throughput: totalIn === null ? null : per(totalIn),
     output_throughput: per(totalOut),
     mean_e2e_latency_ms: e2e.mean,
     median_e2e_latency_ms: e2e.median,
@@ -211,20 +245,71 @@ export function summarizeLevel(run: LevelRun, meta: SummaryMeta): BenchServingRe
     concurrency: durationS > 0 ? sumE2e / run.durationMs : 0,
     accept_length: meta.acceptLength ?? null,
   };
-  const extras: AerieExtras = {
+  const later: BenchServingLater = {
+    tag: null,
+    server_info: null,
+    total_throughput: totalIn === null ? null : per(totalIn + totalOut),
     p90_e2e_latency_ms: e2e.p90,
+    p95_e2e_latency_ms: e2e.p95,
     p90_ttft_ms: ttft.p90,
+    p95_ttft_ms: ttft.p95,
     p90_tpot_ms: tpot.p90,
+    p95_tpot_ms: tpot.p95,
     p90_itl_ms: itl.p90,
+    max_output_tokens_per_s: null,
+    max_concurrent_requests: null,
+  };
+  const extras: AerieExtras = {
     max_itl_ms: itl.max,
+    total_input_tokens_server: serverIn,
+    bench_serving_rules: rulesLabel(rules),
+    ...reasoningFigures(ok, chat, rules),
+    itl_per: chat && !splitChat ? 'chunk' : 'token',
     errors: failed.length,
     error_samples: distinctErrors(failed),
     mean_accept_length_per_request: meanOf(ok.map((r) => r.acceptLength)),
     mean_server_e2e_latency_ms: meanOf(ok.map((r) => r.serverE2eMs)),
     max_in_flight: run.maxInFlight,
     started_at: run.startedAt,
+    bench_serving_other_fields: null,
   };
-  return { ...core, ...extras };
+  return { ...core, ...later, ...orderedExtras(extras) };
+}
+
+type ReasoningFigures = Pick<
+  AerieExtras,
+  | 'chat_text_basis' | 'requests_with_reasoning' | 'mean_time_to_first_reasoning_ms' | 'median_time_to_first_reasoning_ms'
+  | 'p99_time_to_first_reasoning_ms' | 'mean_time_to_first_content_ms' | 'total_reasoning_chunks' | 'total_reasoning_tokens'
+>;
+
+/** The reasoning phase, reported beside TTFT and ITL rather than folded into them (or only into them). */
+function reasoningFigures(ok: readonly RequestResult[], chat: boolean, rules: BenchServingRules): ReasoningFigures {
+  if (!chat) {
+    return {
+      chat_text_basis: null, requests_with_reasoning: null, mean_time_to_first_reasoning_ms: null, median_time_to_first_reasoning_ms: null,
+      p99_time_to_first_reasoning_ms: null, mean_time_to_first_content_ms: null, total_reasoning_chunks: null, total_reasoning_tokens: null,
+    };
+  }
+  const ttfr = ok.map((r) => r.firstReasoningMs).filter((v): v is number => v !== undefined);
+  const d = ttfr.length > 0 ? distribution(ttfr) : undefined;
+  const tokens = ok.map((r) => r.reasoningTokens).filter((v): v is number => v !== undefined);
+  return {
+    chat_text_basis: rules.chatReasoningIsText ? 'reasoning+content' : 'content',
+    requests_with_reasoning: ttfr.length,
+    mean_time_to_first_reasoning_ms: d?.mean ?? null,
+    median_time_to_first_reasoning_ms: d?.median ?? null,
+    p99_time_to_first_reasoning_ms: d?.p99 ?? null,
+    mean_time_to_first_content_ms: meanOf(ok.map((r) => r.firstContentMs)),
+    total_reasoning_chunks: ok.reduce((a, r) => a + (r.reasoningChunks ?? 0), 0),
+    total_reasoning_tokens: tokens.length > 0 ? tokens.reduce((a, b) => a + b, 0) : null,
+  };
+}
+
+/** The extras in AERIE_EXTRA_KEYS order, so every record's line reads the same. */
+export function orderedExtras(e: AerieExtras): AerieExtras {
+  const out: Record<string, unknown> = {};
+  for (const k of AERIE_EXTRA_KEYS) out[k] = e[k];
+  return out as unknown as AerieExtras;
 }
 
 /** Only bench_serving's keys, in its order (for tools that expect exactly its lines). */

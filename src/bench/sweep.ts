@@ -6,8 +6,10 @@
 import { createHash } from 'node:crypto';
 import type { Host } from '../hosts/host.js';
 import { formatJsonLine, parseJsonLine } from './jsonl.js';
+import { benchServingRules, serverVersionOf } from './bench-rules.js';
 import { runLevel } from './loadgen.js';
 import { summarizeLevel, type BenchServingRecord, type SummaryMeta } from './metrics.js';
+import { tokenizePrompts, type PromptCounts } from './tokenize.js';
 import type { BenchApi } from './types.js';
 
 export type Variant = 'eagle3' | 'baseline';
@@ -105,16 +107,24 @@ export interface AerieDriverOptions {
   control: LevelControl;
   /** Reads the server's running accept length from server_info (speculative servers only). */
   acceptLengthFrom?: (serverInfo: Record<string, unknown>) => number | undefined;
-  meta: Omit<SummaryMeta, 'acceptLength'>;
+  meta: Omit<SummaryMeta, 'acceptLength' | 'rules' | 'promptLens'>;
+  /** bench_serving's prompt_len per prompt (chat); default SGLang's /tokenize at baseUrl. */
+  countPrompts?: (prompts: readonly string[], signal?: AbortSignal) => Promise<PromptCounts>;
 }
 
 /**
- * aerie's own load generator: warmup, then /flush_cache (so the server's running accept
- * length covers the measured requests only), the closed loop, then /server_info after
- * the clock stopped (reading it inside the duration would skew throughput).
+ * aerie's own load generator: /server_info for the release whose bench_serving rules the
+ * level follows, on chat bench_serving's input token counts (tokenize.ts), warmup, then
+ * /flush_cache (so the server's running accept length covers the measured requests only),
+ * the closed loop, then /server_info after the clock stopped (reading it inside the
+ * duration would skew throughput).
  */
 export function aerieDriver(o: AerieDriverOptions): MeasureLevel {
   return async (job) => {
+    const before = await o.control.serverInfo(job.signal).catch(() => undefined);
+    const rules = benchServingRules(serverVersionOf(before));
+    const counts =
+      o.api === 'chat' ? await (o.countPrompts ?? ((p, s) => tokenizePrompts(o.baseUrl, p, s)))(job.prompts, job.signal) : undefined;
     const run = await runLevel({
       baseUrl: o.baseUrl,
       api: o.api,
@@ -125,6 +135,7 @@ export function aerieDriver(o: AerieDriverOptions): MeasureLevel {
       signal: job.signal,
       model: o.model,
       onProgress: job.onProgress,
+      rules,
       beforeMeasure: async () => void (await flushWhenIdle(o.control, job.signal)),
     });
     let acceptLength: number | undefined;
@@ -132,7 +143,7 @@ export function aerieDriver(o: AerieDriverOptions): MeasureLevel {
       const info = await o.control.serverInfo(job.signal).catch(() => undefined);
       acceptLength = info ? o.acceptLengthFrom(info) : undefined;
     }
-    return summarizeLevel(run, { ...o.meta, acceptLength });
+    return summarizeLevel(run, { ...o.meta, acceptLength, rules, promptLens: counts?.lens });
   };
 }
 

@@ -1,10 +1,11 @@
 // Per-request bookkeeping for one SGLang stream: turns SSE events plus their arrival
-// times into TTFT, ITLs, E2E and the token counts, following bench_serving's sglang
-// backend (see docs in RequestResult). Pure: time is passed in, no I/O, so the rules
-// are golden-testable. Each event costs one JSON.parse and O(new tokens) work; the
+// times into TTFT, ITLs, E2E and the token counts, following bench_serving's sglang and
+// sglang-oai-chat backends of the release in `rules` (bench-rules.ts; see docs in
+// RequestResult). Pure: time is passed in, no I/O, so the rules are golden-testable. Each event costs one JSON.parse and O(new tokens) work; the
 // cumulative text SGLang resends in every chunk is looked at only for emptiness.
 
 import { firstKeyIs, objectValueRange, stringValueState } from './json-scan.js';
+import { benchServingRules, type BenchServingRules } from './bench-rules.js';
 import type { SseEvent } from './sse.js';
 import { SSE_DONE } from './sse.js';
 import type { FramedEvent } from './sse-bytes.js';
@@ -15,6 +16,7 @@ type Json = Record<string, unknown>;
 export interface StreamTally {
   readonly api: BenchApi;
   readonly sentAt: number;
+  readonly rules: BenchServingRules;
   firstTokenAt: number | undefined;
   lastTokenAt: number;
   lastEventAt: number | undefined;
@@ -28,12 +30,21 @@ export interface StreamTally {
   meta: Json | undefined;
   done: boolean;
   error: string | undefined;
+  /** Chat: one gap per text chunk after the first (bench_serving's chat ITL without the split). */
+  chunkItlsMs: number[];
+  /** Chat: when the last text chunk arrived (every one moves it, as bench_serving's most_recent_timestamp). */
+  lastChunkAt: number | undefined;
+  firstContentAt: number | undefined;
+  firstReasoningAt: number | undefined;
+  reasoningChunks: number;
+  reasoningTokens: number | undefined;
 }
 
-export function newTally(api: BenchApi, sentAt: number): StreamTally {
+export function newTally(api: BenchApi, sentAt: number, rules: BenchServingRules = DEFAULT_RULES): StreamTally {
   return {
     api,
     sentAt,
+    rules,
     firstTokenAt: undefined,
     lastTokenAt: sentAt,
     lastEventAt: undefined,
@@ -45,8 +56,16 @@ export function newTally(api: BenchApi, sentAt: number): StreamTally {
     meta: undefined,
     done: false,
     error: undefined,
+    chunkItlsMs: [],
+    lastChunkAt: undefined,
+    firstContentAt: undefined,
+    firstReasoningAt: undefined,
+    reasoningChunks: 0,
+    reasoningTokens: undefined,
   };
 }
+
+const DEFAULT_RULES = benchServingRules();
 
 /** Account one event; returns true when the stream is over (`[DONE]` or an error). */
 export function tallyEvent(t: StreamTally, ev: SseEvent, now: number): boolean {
@@ -121,19 +140,35 @@ function tallyChat(t: StreamTally, data: Json, now: number): void {
   if (usage) {
     if (isNum(usage.completion_tokens)) t.completionTokens = usage.completion_tokens;
     if (isNum(usage.prompt_tokens)) t.promptTokens = usage.prompt_tokens;
+    const details = isObject(usage.completion_tokens_details) ? usage.completion_tokens_details : undefined;
+    // SGLang's UsageInfo.reasoning_tokens (sglang==0.5.4:srt/entrypoints/openai/protocol.py:106), and
+    // OpenAI's completion_tokens_details.reasoning_tokens (sglang==0.5.23:srt/entrypoints/openai/protocol.py:227-229).
+    const rt = isNum(usage.reasoning_tokens) && usage.reasoning_tokens > 0 ? usage.reasoning_tokens : details && isNum(details.reasoning_tokens) ? details.reasoning_tokens : undefined;
+    if (rt !== undefined) t.reasoningTokens = rt;
   }
   const choices = Array.isArray(data.choices) ? data.choices : undefined;
   const delta = choices && isObject(choices[0]) && isObject(choices[0].delta) ? choices[0].delta : undefined;
   if (!delta) return;
-  // Reasoning tokens are generated tokens too; counting only `content` would fold a
-  // reasoning model's whole think phase into TTFT.
-  const hasText = nonEmpty(delta.content) || nonEmpty(delta.reasoning_content);
-  if (!hasText) return;
-  // With continuous_usage_stats the chunk says how many tokens exist so far and a
-  // multi-token (speculative) chunk can be split like /generate; without it, one ITL
-  // per chunk, as bench_serving's chat backend does.
-  const count = usage && isNum(usage.completion_tokens) ? usage.completion_tokens : t.lastCount + 1;
-  onText(t, count, now);
+  const content = nonEmpty(delta.content);
+  // `reasoning` is vLLM's name, which 0.5.23's bench_serving reads when reasoning_content is empty.
+  const reasoning = nonEmpty(delta.reasoning_content) || nonEmpty(delta.reasoning);
+  if (reasoning) {
+    t.reasoningChunks++;
+    t.firstReasoningAt ??= now;
+  }
+  if (content) t.firstContentAt ??= now;
+  // With continuous_usage_stats the chunk says how many tokens exist so far, so a
+  // multi-token (speculative) chunk can be split per token like /generate.
+  const count = usage && isNum(usage.completion_tokens) ? usage.completion_tokens : undefined;
+  if (!(content || (reasoning && t.rules.chatReasoningIsText))) {
+    // A reasoning chunk outside the timed text: its tokens must not be spread over the
+    // next content chunk's gap.
+    if (count !== undefined && t.firstTokenAt !== undefined) t.lastCount = count;
+    return;
+  }
+  if (t.lastChunkAt !== undefined) t.chunkItlsMs.push(now - t.lastChunkAt);
+  t.lastChunkAt = now;
+  onText(t, count ?? t.lastCount + 1, now);
 }
 
 // bench_serving's sglang rule: the first text chunk sets TTFT (its tokens get no ITL);
@@ -167,6 +202,13 @@ export function finishTally(t: StreamTally, index: number, sentAtMs: number, now
     outputTokens: t.completionTokens ?? (t.api === 'generate' ? t.lastCount : t.textChunks),
     promptTokens: t.promptTokens ?? 0,
   };
+  if (t.api === 'chat') {
+    r.chunkItlsMs = t.chunkItlsMs;
+    r.reasoningChunks = t.reasoningChunks;
+    if (t.firstContentAt !== undefined) r.firstContentMs = t.firstContentAt - t.sentAt;
+    if (t.firstReasoningAt !== undefined) r.firstReasoningMs = t.firstReasoningAt - t.sentAt;
+    if (t.reasoningTokens !== undefined) r.reasoningTokens = t.reasoningTokens;
+  }
   const accept = acceptLengthOf(t.meta);
   if (accept !== undefined) r.acceptLength = accept;
   if (t.meta && isNum(t.meta.e2e_latency)) r.serverE2eMs = t.meta.e2e_latency * 1000;

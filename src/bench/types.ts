@@ -8,18 +8,35 @@ export interface RequestResult {
   index: number;
   /** When the request was sent, ms after the level's first measured request was sent. */
   sentAtMs: number;
-  /** Time to the first chunk carrying text; 0 when none arrived (bench_serving leaves it 0 too). */
+  /**
+   * Time to the first chunk carrying text; 0 when none arrived (bench_serving leaves it 0 too).
+   * Chat: "text" is what the level's bench_serving release times (bench-rules.ts): content
+   * only up to 0.5.9, reasoning_content too from 0.5.12.
+   */
   ttftMs: number;
   /**
    * Inter-token latencies: for each chunk after the first, (gap since the previous
    * text chunk) / (tokens new in this chunk), repeated once per new token.
    */
   itlsMs: number[];
+  /** Chat: one gap per text chunk after the first, unsplit (bench_serving's chat ITL without speculation). */
+  chunkItlsMs?: number[];
+  /** Chat: send → first non-empty delta.content. */
+  firstContentMs?: number;
+  /** Chat: send → first non-empty delta.reasoning_content; absent when the answer had no reasoning. */
+  firstReasoningMs?: number;
+  /** Chat: chunks that carried reasoning text. */
+  reasoningChunks?: number;
+  /** Chat: usage.reasoning_tokens (or completion_tokens_details.reasoning_tokens) when the server reports it. */
+  reasoningTokens?: number;
   /** Send to the last SSE event read (`[DONE]` included), as bench_serving's `latency`. */
   e2eMs: number;
   /** meta_info.completion_tokens / usage.completion_tokens, else text chunks counted. */
   outputTokens: number;
-  /** meta_info.prompt_tokens / usage.prompt_tokens; 0 when the server did not say. */
+  /**
+   * meta_info.prompt_tokens / usage.prompt_tokens; 0 when the server did not say. Server-counted:
+   * on chat it includes the chat template, which bench_serving's prompt_len does not (metrics.ts).
+   */
   promptTokens: number;
   /** meta_info.spec_accept_length, else completion_tokens / spec_verify_ct; absent without speculation. */
   acceptLength?: number;

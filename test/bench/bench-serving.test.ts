@@ -11,7 +11,9 @@ import {
   lastLine,
   shareGptDataset,
 } from '../../src/bench/bench-serving.js';
-import { AERIE_EXTRA_KEYS, BENCH_SERVING_KEYS } from '../../src/bench/metrics.js';
+import { parseJsonLine } from '../../src/bench/jsonl.js';
+import { AERIE_EXTRA_KEYS, BENCH_SERVING_KEYS, LATER_BENCH_SERVING_KEYS } from '../../src/bench/metrics.js';
+import { LINE_054, LINE_059, LINE_0523 } from './bench-serving-lines.js';
 import { LocalHost } from '../../src/hosts/local.js';
 
 // A line as `python -m sglang.bench_serving --output-file` appends it: Python's json.dumps
@@ -29,7 +31,7 @@ const LINE =
 describe('ingesting bench_serving output', () => {
   it('reads a realistic line, bare Infinity included, into a record with every bench_serving key', () => {
     const r = ingestBenchServingLine(LINE, 80, '2026-01-01T00:00:00.000Z');
-    expect(Object.keys(r)).toEqual([...BENCH_SERVING_KEYS, ...AERIE_EXTRA_KEYS]);
+    expect(Object.keys(r)).toEqual([...BENCH_SERVING_KEYS, ...LATER_BENCH_SERVING_KEYS, ...AERIE_EXTRA_KEYS]);
     expect(r.request_rate).toBe(Infinity);
     expect(r.max_concurrency).toBe(8);
     expect(r.output_throughput).toBe(1583.0050089505);
@@ -37,8 +39,9 @@ describe('ingesting bench_serving output', () => {
     expect(r.accept_length).toBe(3.21);
     expect(r.sharegpt_output_len).toBeNull();
     expect(r.errors).toBe(0);
-    expect(r.p90_ttft_ms).toBeNull();
+    expect(r.p90_ttft_ms).toBeNull(); // this line has none, so none is made up
     expect(r.mean_accept_length_per_request).toBeNull();
+    expect(r.total_input_tokens_server).toBeNull();
     expect(r.started_at).toBe('2026-01-01T00:00:00.000Z');
   });
 
@@ -52,6 +55,47 @@ describe('ingesting bench_serving output', () => {
     expect(r.errors).toBe(2);
     expect(r.error_samples).toEqual(['aiohttp.ClientPayloadError: Response payload is not completed']);
     expect(r).not.toHaveProperty('itls');
+    // The small --output-details arrays are kept as written; generated_texts and itls are left to the host's file.
+    expect(r.bench_serving_other_fields).toEqual({
+      input_lens: [1024, 1024],
+      output_lens: [256, 0],
+      ttfts: [0.05, 0.0],
+      errors: ['', 'Traceback (most recent call last):\n  ...\naiohttp.ClientPayloadError: Response payload is not completed'],
+    });
+  });
+
+  // Every key each release writes reaches the record with the value written (S3).
+  for (const [release, line] of [['0.5.4', LINE_054], ['0.5.9', LINE_059], ['0.5.23', LINE_0523]] as const) {
+    it(`keeps every field bench_serving ${release} writes, under its own name`, () => {
+      const raw = parseJsonLine(line) as Record<string, unknown>;
+      const r = ingestBenchServingLine(line, 24, 't') as unknown as Record<string, unknown>;
+      for (const [k, v] of Object.entries(raw)) expect(r[k], `${release} ${k}`).toEqual(v);
+      expect(r.bench_serving_other_fields, release).toBeNull();
+    });
+  }
+
+  it('0.5.4 has no p90s and 0.5.9 only the E2E one: the rest stay null; 0.5.23 gives them all, with tag and server_info', () => {
+    const p9x = ['p90_e2e_latency_ms', 'p95_e2e_latency_ms', 'p90_ttft_ms', 'p95_ttft_ms', 'p90_tpot_ms', 'p95_tpot_ms', 'p90_itl_ms'] as const;
+    const r054 = ingestBenchServingLine(LINE_054, 24, 't');
+    for (const k of p9x) expect(r054[k], k).toBeNull();
+    expect(r054.server_info).toBeNull();
+    expect(r054.p95_itl_ms).toBe((parseJsonLine(LINE_054) as Record<string, number>).p95_itl_ms);
+    const r059 = ingestBenchServingLine(LINE_059, 24, 't');
+    expect(r059.p90_e2e_latency_ms).toBe((parseJsonLine(LINE_059) as Record<string, number>).p90_e2e_latency_ms);
+    for (const k of p9x.slice(1)) expect(r059[k], k).toBeNull();
+    expect(r059.max_concurrent_requests).toBe(4);
+    const raw = parseJsonLine(LINE_0523) as Record<string, unknown>;
+    const r0523 = ingestBenchServingLine(LINE_0523, 24, 't');
+    for (const k of p9x) expect(r0523[k], k).toBe(raw[k]);
+    expect(r0523.tag).toBe('run-a');
+    expect(r0523.server_info).toEqual({ version: '0.5.23', internal_states: [{ avg_spec_accept_length: 2.75 }] });
+    expect(r0523.total_throughput).toBe(raw.total_throughput);
+  });
+
+  it('keeps keys no release list names (goodput, cache_report) under bench_serving_other_fields', () => {
+    const line = LINE_0523.replace(/}$/, ', "cache_report": {"total_prompt_tokens": 1152, "cache_hit_rate_pct": 12.5}, "request_goodput": 1.5}');
+    const r = ingestBenchServingLine(line, 24, 't');
+    expect(r.bench_serving_other_fields).toEqual({ cache_report: { total_prompt_tokens: 1152, cache_hit_rate_pct: 12.5 }, request_goodput: 1.5 });
   });
 
   it('accepts an older line without accept_length and concurrency, and refuses something else', () => {

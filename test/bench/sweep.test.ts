@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { overheadFigures } from '../../src/bench/overhead.js';
 import { randomPrompts } from '../../src/bench/prompts.js';
+import { benchServingRules } from '../../src/bench/bench-rules.js';
 import { aerieDriver, flushWhenIdle, hostLevelStore, levelKey, runSweep, type LevelStore, type SweepProgress } from '../../src/bench/sweep.js';
 import type { BenchServingRecord } from '../../src/bench/metrics.js';
 import type { LevelRun } from '../../src/bench/types.js';
@@ -96,7 +97,7 @@ describe('aerieDriver against the simulator', () => {
     await spec?.stop();
   });
 
-  it('flushes after the warmup, measures, then reads the server accept length for the level', async () => {
+  it('reads the server version, flushes after the warmup, measures, then reads the server accept length for the level', async () => {
     const client = new SglangClient(spec.baseUrl);
     const order: string[] = [];
     const control = {
@@ -113,9 +114,12 @@ describe('aerieDriver against the simulator', () => {
       meta: { backend: 'sglang', datasetName: 'random', randomInputLen: 8, randomOutputLen: 24 },
     });
     const r = await measure({ concurrency: 4, prompts: randomPrompts(8, 8, 3), onProgress: () => order.push('request') });
-    expect(order[0]).toBe('flush');
+    // The version first (whose bench_serving rules the level follows), then the flush before any measured request.
+    expect(order.slice(0, 2)).toEqual(['server_info', 'flush']);
     expect(order.filter((o) => o === 'request')).toHaveLength(8);
     expect(order.at(-1)).toBe('server_info');
+    const version = (await client.serverInfo()).version;
+    expect(r.bench_serving_rules).toBe(`bench_serving ${benchServingRules(String(version)).release} (server reports sglang ${String(version)})`);
     expect(r.completed).toBe(8);
     expect(r.total_output_tokens).toBe(8 * 24);
     expect(r.mean_accept_length_per_request).toBeGreaterThan(1.5);
