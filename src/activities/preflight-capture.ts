@@ -8,11 +8,45 @@
  */
 import type { Config } from '../config/schema.js';
 import type { Host } from '../hosts/host.js';
-import { renderServerArgv } from '../sglang/launch-argv.js';
+import { releaseNotes, renderServerArgv, type ServerLaunchSpec } from '../sglang/launch-argv.js';
+import { launchRelease } from './server-launches.js';
 import { AeriePyError } from '../stages/aerie-py.js';
 import { captureLaunchFixes, CaptureSetupError, resolveCapture } from '../stages/capture-launch.js';
 import { baseServerSpec } from '../stages/launch-specs.js';
 import { runDir } from '../shared.js';
+
+/**
+ * The host's SGLang release, resolved once for the run (server.sglang-version: the pin, or
+ * read through the launcher's interpreter), and every server line rendered for it: a flag the
+ * release renamed is noted, one it cannot take, a spec v2 request it cannot honour, or an
+ * EAGLE-3 target it cannot capture aux states for is a problem now, not after the model loads.
+ */
+export async function checkRelease(host: Host, config: Config, out: CaptureReport): Promise<string | undefined> {
+  const d = config.stages.deploy;
+  const release = await launchRelease(host, config, d['speculative-algorithm']);
+  if ('problem' in release) {
+    out.problems.push(release.problem);
+    return undefined;
+  }
+  out.checks.push(`SGLang ${release.version} (${release.how}): every server launch is rendered for it, and each ready server must report it`);
+  const base = (role: 'generate' | 'deploy'): ServerLaunchSpec => ({ ...baseServerSpec(config, role), sglangVersion: release.version });
+  const deploy: ServerLaunchSpec = {
+    ...base('deploy'),
+    specV2: d['spec-v2'],
+    speculative: { algorithm: d['speculative-algorithm'], draftModelPath: d['draft-model-path'] ?? '<drafter>', numSteps: d['num-steps'], eagleTopk: d['eagle-topk'], numDraftTokens: d['num-draft-tokens'] },
+  };
+  if (deploy.speculative!.algorithm === 'NGRAM') delete deploy.speculative!.draftModelPath;
+  for (const spec of [base('generate'), deploy]) {
+    try {
+      renderServerArgv(spec);
+      for (const n of releaseNotes(spec, config.server.env)) if (!out.checks.includes(n)) out.checks.push(n);
+    } catch (err) {
+      const m = (err as Error).message;
+      if (!out.problems.includes(m)) out.problems.push(m);
+    }
+  }
+  return release.version;
+}
 
 export interface CaptureReport {
   checks: string[];
@@ -50,7 +84,8 @@ export async function checkCapture(host: Host, config: Config, runId: string, ou
   try {
     capture = await resolveCapture(host, config, runId, `${runDir(host.workdir, runId)}/hidden_states`, e.driver === 'stock-server' ? 'stock-aux' : 'plugin');
   } catch (err) {
-    if (err instanceof CaptureSetupError || err instanceof AeriePyError) return void out.problems.push(err.message);
+    // An unreadable release is already reported by checkRelease.
+    if (err instanceof CaptureSetupError || err instanceof AeriePyError) return void (out.problems.includes(err.message) || out.problems.push(err.message));
     throw err;
   }
   out.checks.push(...capture.notes);

@@ -25,7 +25,7 @@ import {
 } from '../stages/specforge-detect.js';
 import { SPECFORGE_PROFILES, type SpecforgeProfileId } from '../stages/specforge-revision.js';
 import { runDir } from '../shared.js';
-import { checkCapture } from './preflight-capture.js';
+import { checkCapture, checkRelease } from './preflight-capture.js';
 import { moduleLaunch } from '../stages/capture-launch.js';
 import { fatal, type ActivityDeps, type RunRef } from './context.js';
 
@@ -288,6 +288,7 @@ export async function runPreflight(host: Host, config: Config, runId: string): P
   }
 
   await checkLauncher(host, config.server.launcher, 'server.launcher', 'sglang.launch_server', root, out);
+  await checkRelease(host, config, out);
   const e = config.stages.extract;
   if (e.driver === 'patched-server') await checkCapture(host, config, runId, out);
   await checkLauncher(host, config.stages.train.launcher, 'stages.train.launcher', null, `${root}/train`, out);

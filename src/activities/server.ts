@@ -7,8 +7,9 @@ import { withRunGpus } from '../config/gpus.js';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Host, ProcRecord } from '../hosts/host.js';
 import { latestGeneration } from '../stages/job-follow.js';
-import { sameArgv, startedButUnrecorded } from './server-launches.js';
-import { renderServerArgv, serverLaunchEnv, benchmarkReadyArgs, type ServerLaunchSpec } from '../sglang/launch-argv.js';
+import { launchRelease, sameArgv, startedButUnrecorded } from './server-launches.js';
+import { renderServerArgv, releaseNotes, serverLaunchEnv, benchmarkReadyArgs, type ServerLaunchSpec } from '../sglang/launch-argv.js';
+import { legacyInfoRoutesFirst, readinessEndpoint } from '../sglang/releases.js';
 import { baseServerSpec } from '../stages/launch-specs.js';
 import { captureLaunchFixes, CaptureSetupError, resolveCapture, type ResolvedCapture } from '../stages/capture-launch.js';
 import { AeriePyError } from '../stages/aerie-py.js';
@@ -40,6 +41,9 @@ export interface ServerLaunch {
   speculative?: { algorithm: string; draftModelPath: string };
   /** An extraction launch's draft aux layer ids (what the capture or stock SGLang was told). */
   captureLayers?: number[];
+  /** The SGLang release the launch was rendered for, and how it was found; the ready server must report it. */
+  sglangVersion?: string;
+  sglangVersionHow?: string;
   reattached: boolean;
   /** Things the researcher should know about this launch (e.g. a flag aerie set). */
   notes: string[];
@@ -86,6 +90,9 @@ export function serverActivities({ hosts }: ActivityDeps) {
       }
 
       const spec: ServerLaunchSpec = baseServerSpec(config, role);
+      const release = await launchRelease(host, config, role === 'deploy' ? config.stages.deploy['speculative-algorithm'] : undefined);
+      if ('problem' in release) throw fatal('ConfigError', release.problem);
+      spec.sglangVersion = release.version;
       // aerie's capture rides on the extraction launch: its package on PYTHONPATH, its flags on the line.
       let capture: ResolvedCapture | undefined;
       if (role === 'extract') {
@@ -116,6 +123,7 @@ export function serverActivities({ hosts }: ActivityDeps) {
           numDraftTokens: d['num-draft-tokens'],
         };
         spec.maxRunningRequests = d['max-running-requests'];
+        spec.specV2 = d['spec-v2'];
         if (input.maxConcurrency) {
           const ready = benchmarkReadyArgs(spec, input.maxConcurrency);
           Object.assign(spec, ready.spec);
@@ -126,6 +134,7 @@ export function serverActivities({ hosts }: ActivityDeps) {
       let argv: string[];
       try {
         argv = renderServerArgv(spec);
+        notes.push(...releaseNotes(spec, config.server.env));
       } catch (err) {
         throw fatal('ConfigError', `cannot launch the ${role} server: ${(err as Error).message}`);
       }
@@ -147,6 +156,8 @@ export function serverActivities({ hosts }: ActivityDeps) {
         tpSize: spec.tpSize,
         speculative,
         ...(capture ? { captureLayers: capture.spec.draftLayerIds } : {}),
+        sglangVersion: release.version,
+        sglangVersionHow: release.how,
         reattached,
         notes,
         watchMs: config.server.readiness['poll-interval'],
@@ -178,7 +189,7 @@ export function serverActivities({ hosts }: ActivityDeps) {
       }
       let env: Record<string, string>;
       try {
-        env = serverLaunchEnv(expandEnv(withRunGpus(config, config.server.env)), capture?.env);
+        env = serverLaunchEnv(expandEnv(withRunGpus(config, config.server.env)), capture?.env, spec);
       } catch (err) {
         if (err instanceof ApplicationFailure) throw err;
         throw fatal('ConfigError', (err as Error).message);
@@ -200,12 +211,15 @@ export function serverActivities({ hosts }: ActivityDeps) {
       const ctx = Context.current();
       const r = config.server.readiness;
       const pollMs = r['poll-interval'];
-      const rules = { endpoint: r.endpoint, budgetMs: r.budget, requireReadyLine: r['require-ready-line'] };
+      // The endpoint that really generates on this release (releases.ts readinessEndpoint).
+      const probe = readinessEndpoint(launch.sglangVersion, r.endpoint, config.server.env);
+      const endpoint = probe.endpoint;
+      const rules = { endpoint, budgetMs: r.budget, requireReadyLine: r['require-ready-line'] };
       // The budget runs from the launch, so a retried attempt (worker lost) does not restart it.
       const launchedAt = Date.parse(launch.record.startedAt);
       const t0 = Number.isFinite(launchedAt) ? launchedAt : Date.now();
       // A health probe on a loaded server may take up to SGLANG_HEALTH_CHECK_TIMEOUT (20 s); the watcher, not this timeout, notices a death.
-      const client = new SglangClient(await host.httpBase(launch.port), { timeoutMs: 30_000 });
+      const client = new SglangClient(await host.httpBase(launch.port), { timeoutMs: 30_000, legacyRoutesFirst: legacyInfoRoutesFirst(launch.sglangVersion) });
       const beat: ReadinessBeat = { phase: 'starting', elapsedMs: Date.now() - t0, lastHttp: null, logOffset: 0 };
       const prev = ctx.info.heartbeatDetails as Partial<ReadinessBeat> | undefined;
       if (prev && typeof prev.logOffset === 'number' && PHASE_ORDER.includes(prev.phase as ServerPhase)) {
@@ -215,7 +229,7 @@ export function serverActivities({ hosts }: ActivityDeps) {
         beat.detail = prev.detail;
       }
       const stopBeat = keepHeartbeating(() => readinessBeat({ ...beat, elapsedMs: Date.now() - t0 }), Math.min(pollMs, 5000));
-      const notes: string[] = [];
+      const notes: string[] = probe.note ? [probe.note] : [];
       let window = '';
       let early200 = false;
       const rank = (p: ServerPhase) => PHASE_ORDER.indexOf(p);
@@ -240,25 +254,25 @@ export function serverActivities({ hosts }: ActivityDeps) {
           for (;;) {
             await readLog();
             if ((await host.procStatus(launch.record)).state !== 'alive') throw await deathReport(host, launch, await diedWhile());
-            const health = await client.health(r.endpoint, signal);
+            const health = await client.health(endpoint, signal);
             beat.lastHttp = health.status;
             beat.elapsedMs = Date.now() - t0;
             ctx.heartbeat(readinessBeat(beat));
             const verdict = readinessVerdict({ http: health.status, phase: beat.phase, elapsedMs: beat.elapsedMs }, rules);
             if (verdict.kind === 'confirm') {
               await confirmOurs(host, client, launch, signal);
-              return await keepStartupRecord(host, launch, r.endpoint, Date.now() - t0, notes);
+              return await keepStartupRecord(host, launch, endpoint, Date.now() - t0, notes);
             }
             if (verdict.kind === 'over-budget') {
               throw fatal(
                 'ServerNotReady',
-                notReadyMessage({ role: launch.role, pid: launch.pid, ...beat, budgetMs: r.budget, endpoint: r.endpoint, early200 }),
+                notReadyMessage({ role: launch.role, pid: launch.pid, ...beat, budgetMs: r.budget, endpoint, early200 }),
                 { phase: beat.phase, lastHttp: beat.lastHttp, logPath: launch.logPath, logTail: lastLines(window, 50) },
               );
             }
             if (verdict.early200 && !early200) {
               early200 = true;
-              notes.push(early200Note(r.endpoint, beat.phase));
+              notes.push(early200Note(endpoint, beat.phase));
             }
             await sleep(pollMs, signal);
           }

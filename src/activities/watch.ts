@@ -10,6 +10,7 @@ import type { Host, ProcRecord, ProcStatus } from '../hosts/host.js';
 import { parseProcStat } from '../hosts/proc-stat.js';
 import { SglangConnectionError, type SglangClient } from '../sglang/client.js';
 import { checkServerIdentity } from '../sglang/identity.js';
+import { reportedVersionProblem } from '../sglang/releases.js';
 import { classifyServerFailure, lastLines } from '../sglang/log-phase.js';
 import { deathFailureType, deathMessage } from '../sglang/readiness.js';
 import { fatal } from './context.js';
@@ -177,7 +178,8 @@ export async function pgidOf(host: Host, pid: number): Promise<number | undefine
 
 /**
  * A 200 is only "ready" from the process we launched: the port's holder must be in our
- * process group, and server_info must name what we launched (incident 1).
+ * process group, and server_info must name what we launched (incident 1) and the SGLang
+ * release the launch was rendered for.
  */
 export async function confirmOurs(host: Host, client: SglangClient, launch: ServerLaunch, signal: AbortSignal): Promise<void> {
   const holder = await portHolderOf(host, launch.port);
@@ -203,5 +205,8 @@ export async function confirmOurs(host: Host, client: SglangClient, launch: Serv
       holderPid: holder.pid,
     });
   }
+  // Ours, but another release than the line was rendered for: the config is wrong, not the port.
+  const wrongRelease = launch.sglangVersion ? reportedVersionProblem(launch.sglangVersion, launch.sglangVersionHow ?? 'server.sglang-version', info.version) : undefined;
+  if (wrongRelease) throw fatal('ConfigError', `the ${launch.role} server (pid ${launch.pid}) is up, but ${wrongRelease}`, { reported: info.version, expected: launch.sglangVersion });
 }
 

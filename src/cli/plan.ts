@@ -9,7 +9,8 @@ import { loadConfigFile } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { shJoin } from '../hosts/shell-quote.js';
 import { runDir, type StageName } from '../shared.js';
-import { benchmarkReadyArgs, renderServerArgv, serverLaunchEnv, type ServerLaunchSpec } from '../sglang/launch-argv.js';
+import { benchmarkReadyArgs, releaseNotes, renderServerArgv, serverLaunchEnv, type ServerLaunchSpec } from '../sglang/launch-argv.js';
+import { eagle3TargetFloors } from '../sglang/releases.js';
 import { renderPrepareArgv, vocabMappingPath } from '../stages/extract-offline.js';
 import { runDumpDir } from '../stages/capture-launch.js';
 import { baseServerSpec, extractLayout, hiddenForTrain, prepareSpec, trainSpec, type StagePaths } from '../stages/launch-specs.js';
@@ -37,10 +38,18 @@ function planPaths(workdir: string, runId: string): StagePaths & { data: string 
 
 type Role = 'generate' | 'extract' | 'deploy' | 'baseline';
 
+/** The release every launch is shown for: the pin, else 0.5.23 (preflight reads the host's). */
+export function planRelease(config: Config): { version: string; note: string } {
+  const pin = config.server['sglang-version'];
+  if (pin !== 'auto') return { version: pin, note: `for SGLang ${pin} (server.sglang-version); the ready server must report it` };
+  return { version: '0.5.23', note: "for SGLang 0.5.23 (shown; server.sglang-version auto: preflight reads the host's release and every launch follows it)" };
+}
+
 /** The server launch for a role, as activities/server.ts builds it. */
 function serverStep(config: Config, role: Role, stage: StageName, drafterDir?: string, runId = '<run-id>', pass?: 'aux' | 'final'): PlanStep {
-  const spec: ServerLaunchSpec = baseServerSpec(config, role);
-  const notes: string[] = [];
+  const release = planRelease(config);
+  const spec: ServerLaunchSpec = { ...baseServerSpec(config, role), sglangVersion: release.version };
+  const notes: string[] = [release.note];
   if (role === 'deploy') {
     const d = config.stages.deploy;
     spec.speculative = {
@@ -51,17 +60,27 @@ function serverStep(config: Config, role: Role, stage: StageName, drafterDir?: s
       numDraftTokens: d['num-draft-tokens'],
     };
     spec.maxRunningRequests = d['max-running-requests'];
+    spec.specV2 = d['spec-v2'];
     const ready = benchmarkReadyArgs(spec, Math.max(...config.stages.benchmark.concurrencies));
     Object.assign(spec, ready.spec);
     notes.push(...ready.notes);
-    if (config.server.env.SGLANG_ENABLE_SPEC_V2 !== undefined) notes.push(`spec v2 (overlap scheduler): SGLANG_ENABLE_SPEC_V2=${config.server.env.SGLANG_ENABLE_SPEC_V2} from server.env`);
+    const floors = eagle3TargetFloors(release.version, d['speculative-algorithm']);
+    if (floors.length > 0) notes.push(`refused at preflight for a ${floors.join(' or ')} target (its config.json architectures): ${d['speculative-algorithm']} needs a later SGLang for it`);
   }
   const e = config.stages.extract;
-  let env = serverLaunchEnv(withRunGpus(config, config.server.env));
+  let env: Record<string, string>;
+  try {
+    notes.push(...releaseNotes(spec, config.server.env));
+    env = serverLaunchEnv(withRunGpus(config, config.server.env), undefined, spec);
+  } catch (err) {
+    // Shown, not thrown: the rest of the plan is still worth reading; preflight and the launch refuse it.
+    notes.push(`REFUSED at launch: ${(err as Error).message}`);
+    env = serverLaunchEnv(withRunGpus(config, config.server.env));
+  }
   if (role === 'extract' && e.driver === 'patched-server') {
     // What the launch resolves on the host (the release, the draft's layers, the staged package) shows as placeholders.
     const pin = config.server['sglang-version'];
-    spec.capture = { sglangVersion: pin === 'auto' ? '0.5.23' : pin, draftLayerIds: [1, 2, 3] };
+    spec.capture = { sglangVersion: release.version, draftLayerIds: [1, 2, 3] };
     env = serverLaunchEnv(withRunGpus(config, config.server.env), { pythonPath: `${config.hosts[config.target.host]!.workdir}/aerie-py/<version>`, dumpDir: runDumpDir(e['dump-dir'], runId), draftLayerIds: [1, 2, 3] });
     notes.push(
       `aerie's capture (py/aerie_hs, an SGLang plugin) is staged on the host and put on PYTHONPATH; ${pin === 'auto' ? "SGLang's release is read through the launcher's interpreter (0.5.23 shown)" : `SGLang ${pin} (server.sglang-version)`}`,
@@ -69,6 +88,8 @@ function serverStep(config: Config, role: Role, stage: StageName, drafterDir?: s
     );
   }
   if (role === 'extract' && e.driver === 'stock-server') {
+    // Stock capture exists only on 0.5.23; preflight refuses another release for it.
+    spec.sglangVersion = '0.5.23';
     spec.capture = { sglangVersion: '0.5.23', draftLayerIds: [1, 2, 3], mode: pass === 'final' ? 'stock-final' : 'stock-aux' };
     notes.push(pass === 'final' ? 'stock SGLang 0.5.23, final pass: returns the post-norm state of every prompt token' : "stock SGLang 0.5.23, aux pass: returns the draft's three aux layers (the draft config's ids replace [1, 2, 3]); no draft is loaded");
   }

@@ -102,7 +102,7 @@ export const serverSchema = z.strictObject({
     .string()
     .regex(/^(auto|\d+\.\d+\.\d+)$/, 'auto or a release like 0.5.23')
     .default('auto')
-    .describe("The host's SGLang release. auto: read through the launcher's interpreter (a launcher of the form [python, -m, sglang.launch_server]); pin it for any other launcher. aerie's capture needs 0.5.12 or 0.5.23."),
+    .describe("The host's SGLang release. auto: read through the launcher's interpreter (a launcher of the form [python, -m, sglang.launch_server]); pin it for any other launcher. Every launch is rendered for it, and the ready server must report it. aerie's capture needs 0.5.12 or 0.5.23."),
   env: envMap.default({}).describe('Extra environment. ${VAR} is expanded on the worker at launch time, so secrets never enter workflow history.'),
   'extra-args': z.array(z.string()).default([]),
   readiness: readinessSchema.prefault({}),
@@ -368,6 +368,10 @@ export const deploySchema = z.strictObject({
   'eagle-topk': z.number().int().min(1).optional(),
   'num-draft-tokens': z.number().int().min(1).optional(),
   'max-running-requests': z.number().int().min(1).optional(),
+  'spec-v2': z
+    .enum(['auto', 'on', 'off'])
+    .default('auto')
+    .describe("Spec v2 (overlap scheduling of draft and verify), rendered for the host's release: --enable-beta-spec on 0.5.4, SGLANG_ENABLE_SPEC_V2 on 0.5.9-0.5.14, always on from 0.5.15 (off is refused there). auto: the release's default. `aerie plan` says what it does."),
   'acceptance-threshold': z.number().min(1).default(1.3),
   'acceptance-requests': z.number().int().min(1).default(4),
   'allow-algorithm-mismatch': z

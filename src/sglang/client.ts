@@ -43,6 +43,11 @@ export interface SglangClientOptions {
   timeoutMs?: number;
   /** Timeout for generate and chat. Default 10 minutes. */
   generateTimeoutMs?: number;
+  /**
+   * Ask /get_server_info and /get_model_info first, for a release known to serve only those
+   * (releases.ts legacyInfoRoutesFirst: 0.5.4); the other name is still the fallback on a 404.
+   */
+  legacyRoutesFirst?: boolean;
 }
 
 export type HealthEndpoint = '/health' | '/health_generate';
@@ -115,11 +120,13 @@ export class SglangClient {
   readonly baseUrl: string;
   private readonly timeoutMs: number;
   private readonly generateTimeoutMs: number;
+  private readonly legacyRoutesFirst: boolean;
 
   constructor(baseUrl: string, opts: SglangClientOptions = {}) {
     this.baseUrl = baseUrl.replace(/\/+$/, '');
     this.timeoutMs = opts.timeoutMs ?? 30_000;
     this.generateTimeoutMs = opts.generateTimeoutMs ?? 600_000;
+    this.legacyRoutesFirst = opts.legacyRoutesFirst ?? false;
   }
 
   /**
@@ -139,7 +146,7 @@ export class SglangClient {
 
   /** Server args merged with scheduler info, internal_states and version. */
   async serverInfo(signal?: AbortSignal): Promise<Record<string, unknown>> {
-    // Newer versions serve /server_info; /get_server_info is the old name (kept as an alias for a while).
+    // 0.5.9 on serve /server_info and the old /get_server_info; 0.5.4 only the old one (releases.ts).
     return this.getJsonWithFallback('/server_info', '/get_server_info', signal);
   }
 
@@ -180,12 +187,13 @@ export class SglangClient {
     return body as unknown as ChatResponse;
   }
 
-  private async getJsonWithFallback(path: string, oldPath: string, signal?: AbortSignal): Promise<Record<string, unknown>> {
-    let used = path;
-    let raw = await this.request('GET', path, undefined, this.timeoutMs, signal);
+  private async getJsonWithFallback(newPath: string, oldPath: string, signal?: AbortSignal): Promise<Record<string, unknown>> {
+    const [first, second] = this.legacyRoutesFirst ? [oldPath, newPath] : [newPath, oldPath];
+    let used = first;
+    let raw = await this.request('GET', first, undefined, this.timeoutMs, signal);
     if (raw.status === 404) {
-      used = oldPath;
-      raw = await this.request('GET', oldPath, undefined, this.timeoutMs, signal);
+      used = second;
+      raw = await this.request('GET', second, undefined, this.timeoutMs, signal);
     }
     this.requireOk('GET', used, raw);
     return asObject(parseJson(raw, `GET ${used}`), `GET ${used}`);

@@ -1,7 +1,9 @@
 /**
  * The argv and environment that start an SGLang server. Pure: the same spec always renders
  * the same argv, so launches are golden-tested and a re-attach can compare argv hashes.
+ * With the host's release known (spec.sglangVersion) the line is rendered for it (releases.ts).
  */
+import { noCudaGraphArgs, releaseExtraArgs, specV2Launch, type SpecV2Mode } from './releases.js';
 
 export type SpeculativeAlgorithmName = 'EAGLE' | 'EAGLE3' | 'NEXTN' | 'STANDALONE' | 'NGRAM';
 
@@ -28,6 +30,10 @@ export interface ServerLaunchSpec {
   extraction?: boolean;
   /** aerie's capture on this extraction launch (py/aerie_hs/CAPTURE.md): the flags its SGLang release needs. */
   capture?: CaptureSpec;
+  /** The host's SGLang release (server.sglang-version, resolved at preflight); unknown when absent. */
+  sglangVersion?: string;
+  /** stages.deploy.spec-v2, rendered per release on a speculative launch (auto when absent). */
+  specV2?: SpecV2Mode;
   extraArgs: string[];
 }
 
@@ -138,6 +144,12 @@ export function validateLaunchSpec(spec: ServerLaunchSpec): void {
     );
   }
 
+  if (spec.capture && spec.sglangVersion !== undefined && spec.capture.sglangVersion !== spec.sglangVersion) {
+    throw new Error(`the capture is set up for SGLang ${spec.capture.sglangVersion} but the launch renders for ${spec.sglangVersion}`);
+  }
+  // Refusals of flags this release renamed away or that the config owns (releases.ts).
+  releaseExtraArgs(spec.sglangVersion, spec.extraArgs);
+
   if (spec.capture) {
     if (!spec.extraction) throw new Error('the hidden-state capture runs only on an extraction launch');
     if (!(CAPTURE_SGLANG_VERSIONS as readonly string[]).includes(spec.capture.sglangVersion)) {
@@ -190,13 +202,12 @@ export function renderServerArgv(spec: ServerLaunchSpec): string[] {
     if (s.numSteps !== undefined) argv.push('--speculative-num-steps', String(s.numSteps));
     if (s.eagleTopk !== undefined) argv.push('--speculative-eagle-topk', String(s.eagleTopk));
     if (s.numDraftTokens !== undefined) argv.push('--speculative-num-draft-tokens', String(s.numDraftTokens));
+    if (spec.sglangVersion !== undefined) argv.push(...specV2Launch(spec.sglangVersion, spec.specV2 ?? 'auto', { algorithm: s.algorithm, eagleTopk: s.eagleTopk }).args);
   }
   if (spec.extraction) {
-    // sglang==0.5.23:srt/server_args.py:408-415 deprecates --disable-cuda-graph for the per-phase
-    // backends (arg_groups/fields/exec_.py:613-628), which 0.5.4 and 0.5.12 do not know: each
-    // release gets its own spelling (judged by its parser: test/real/sglang-argparse.test.ts).
-    if (spec.capture?.sglangVersion === '0.5.23') argv.push('--cuda-graph-backend-decode', 'disabled', '--cuda-graph-backend-prefill', 'disabled');
-    else argv.push('--disable-cuda-graph');
+    // Each release gets its own spelling of "no CUDA graphs" (releases.ts noCudaGraphArgs;
+    // judged by its parser: test/real/sglang-argparse.test.ts).
+    argv.push(...noCudaGraphArgs(spec.sglangVersion ?? spec.capture?.sglangVersion));
     argv.push('--disable-radix-cache');
   }
   const c = spec.capture;
@@ -212,8 +223,22 @@ export function renderServerArgv(spec: ServerLaunchSpec): string[] {
   // Stock processing stores only the last chunk's rows (scheduler_components/batch_result_processor.py:308-312,335);
   // the plugin stitches every chunk and needs no such flag.
   if (c?.mode?.startsWith('stock')) argv.push('--chunked-prefill-size', '-1');
-  argv.push(...spec.extraArgs);
+  argv.push(...releaseExtraArgs(spec.sglangVersion, spec.extraArgs).args);
   return argv;
+}
+
+/**
+ * What rendering for the host's release changed or means, for the launch notes and the plan:
+ * extra-args rewritten to the release's spelling, and what spec v2 is on a speculative launch.
+ * Throws (ReleaseError) where server.env asks the release for something it cannot do.
+ */
+export function releaseNotes(spec: ServerLaunchSpec, serverEnv: Record<string, string>): string[] {
+  const v = spec.sglangVersion;
+  if (v === undefined) return [];
+  const notes = [...releaseExtraArgs(v, spec.extraArgs).notes];
+  const s = spec.speculative;
+  if (s !== undefined) notes.push(specV2Launch(v, spec.specV2 ?? 'auto', { algorithm: s.algorithm, eagleTopk: s.eagleTopk, serverEnv }).note);
+  return notes;
 }
 
 /** Where aerie's capture is staged on the host and what it captures (extract stage). */
@@ -231,9 +256,13 @@ export interface CaptureEnv {
  * the dump folder and the layers. A base that would hide the plugin or send the dumps
  * elsewhere is refused, because the dumps would land where nobody converts them (incident 6).
  */
-export function serverLaunchEnv(base: Record<string, string>, capture?: CaptureEnv): Record<string, string> {
+export function serverLaunchEnv(base: Record<string, string>, capture?: CaptureEnv, spec?: ServerLaunchSpec): Record<string, string> {
   // Python block-buffers stdout into a log file; the readiness phase is read from that log.
   const env: Record<string, string> = { PYTHONUNBUFFERED: '1', ...base };
+  const s = spec?.speculative;
+  if (s !== undefined && spec?.sglangVersion !== undefined) {
+    Object.assign(env, specV2Launch(spec.sglangVersion, spec.specV2 ?? 'auto', { algorithm: s.algorithm, eagleTopk: s.eagleTopk, serverEnv: base }).env);
+  }
   if (capture === undefined) return env;
   if (!capture.dumpDir.startsWith('/')) throw new Error(`stages.extract.dump-dir must be an absolute path, got "${capture.dumpDir}"`);
   const already = base.AERIE_HS_DUMP_DIR;

@@ -35,32 +35,43 @@ export interface SglangVersion {
   problem?: string;
 }
 
-/** The host's SGLang release: the pin, else `importlib.metadata` through the launcher's interpreter. */
-export async function sglangVersion(host: Host, launcher: readonly string[], pin: string): Promise<SglangVersion> {
-  let v: SglangVersion;
-  if (pin !== 'auto') v = { version: pin, how: 'server.sglang-version' };
-  else {
-    const m = moduleLaunch(launcher);
-    if (!m || m.module !== 'sglang.launch_server') {
-      return {
-        how: 'not detectable',
-        problem:
-          `server.sglang-version: aerie reads SGLang's release through a launcher of the form [python, -m, sglang.launch_server], and ${JSON.stringify(launcher)} is not one. ` +
-          `Fix: pin server.sglang-version (${CAPTURE_SGLANG_VERSIONS.join(' or ')} for extraction)`,
-      };
-    }
-    const r = await host
-      .exec([m.interpreter, '-c', 'import importlib.metadata as m; print(m.version("sglang"))'], { timeoutMs: 60_000 })
-      .catch((e: Error) => ({ code: -1, stdout: '', stderr: e.message }));
-    const found = r.code === 0 ? r.stdout.trim() : '';
-    if (!/^\d+\.\d+\.\d+/.test(found)) {
-      return {
-        how: `${m.interpreter} (importlib.metadata)`,
-        problem: `server.launcher: ${m.interpreter} on ${host.name} has no installed sglang distribution (${r.stderr.trim().slice(-200) || `exit ${r.code}`}). Fix: point server.launcher at SGLang's interpreter, or pin server.sglang-version`,
-      };
-    }
-    v = { version: found, how: `${m.interpreter} (importlib.metadata)` };
+/**
+ * The host's SGLang release, which every launch is rendered for (src/sglang/releases.ts): the
+ * pin, else the installed distribution's version through the launcher's interpreter
+ * (`importlib.metadata`, which imports nothing of SGLang itself, so it is quick even where
+ * importing sglang pulls in torch).
+ */
+export async function resolveSglangVersion(host: Host, launcher: readonly string[], pin: string): Promise<SglangVersion> {
+  if (pin !== 'auto') return { version: pin, how: 'server.sglang-version' };
+  const m = moduleLaunch(launcher);
+  if (!m || m.module !== 'sglang.launch_server') {
+    return {
+      how: 'not detectable',
+      problem:
+        `server.sglang-version is auto, but aerie reads SGLang's release through a launcher of the form [python, -m, sglang.launch_server], and server.launcher ${JSON.stringify(launcher)} is not one. ` +
+        'Fix: pin server.sglang-version to the release that launcher runs (e.g. 0.5.23)',
+    };
   }
+  const how = `${m.interpreter} (importlib.metadata)`;
+  const r = await host
+    .exec([m.interpreter, '-c', 'import importlib.metadata as m; print(m.version("sglang"))'], { timeoutMs: 60_000 })
+    .catch((e: Error) => ({ code: -1, stdout: '', stderr: e.message }));
+  const found = r.code === 0 ? r.stdout.trim() : '';
+  if (!/^\d+\.\d+\.\d+/.test(found)) {
+    return {
+      how,
+      problem: `server.launcher: ${m.interpreter} on ${host.name} has no installed sglang distribution (${r.stderr.trim().slice(-200) || `exit ${r.code}`}). Fix: point server.launcher at SGLang's interpreter, or pin server.sglang-version`,
+    };
+  }
+  // A local or dev build ("0.5.23.post1", "0.5.23+cu129") renders as its release.
+  const release = /^\d+\.\d+\.\d+/.exec(found)![0];
+  return { version: release, how: found === release ? how : `${how}: ${found}` };
+}
+
+/** The host's release, and whether aerie's capture is written for it. */
+export async function sglangVersion(host: Host, launcher: readonly string[], pin: string): Promise<SglangVersion> {
+  const v = await resolveSglangVersion(host, launcher, pin);
+  if (v.problem) return v;
   if (!(CAPTURE_SGLANG_VERSIONS as readonly string[]).includes(v.version!)) {
     v.problem =
       `stages.extract: aerie's hidden-state capture is written and checked for SGLang ${CAPTURE_SGLANG_VERSIONS.join(' and ')} ` +
