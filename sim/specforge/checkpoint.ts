@@ -45,17 +45,32 @@ async function atomicSave(file: string, obj: unknown): Promise<void> {
   await fs.rename(`${file}.tmp`, file);
 }
 
+/**
+ * Points inside one save where a kill can land, each a state HEAD's concurrent writers can
+ * leave (checkpoint.py:93-99: each rank writes its own file, then rank 0 the shared state; no
+ * barrier orders rank 0's shared file against its peers' files; the all_gather at :102 and the
+ * -latest repoint at :104 come only after all of them):
+ * - `rank0-opened`: rank 0's `training_state_rank0.pt.tmp` exists, empty (torch.save opened it).
+ * - `shared-written`: rank 0's two files are in place, no peer's yet.
+ * - `peers-written`: every rank file is in place, the shared state is not.
+ * - `files-written`: every file is in place; -latest still names the previous save.
+ */
+export type SavePoint = 'rank0-opened' | 'shared-written' | 'peers-written' | 'files-written';
+export const SAVE_POINTS: readonly SavePoint[] = ['rank0-opened', 'shared-written', 'peers-written', 'files-written'];
+
 export interface SaveHooks {
   /** Python's last-resort logging handler: WARNING and above, bare message, stderr. */
   warn(message: string): void;
-  /** Called between files, so a fault can end the process mid-save. */
-  between?(what: 'rank0-opened' | 'shared-written'): void;
+  /** Called at each SavePoint this save passes, so a fault can end the process there. */
+  between?(what: SavePoint): void;
+  /** Peers' rank files before rank 0's shared state (the order `peers-written` needs); default after. */
+  peersFirst?: boolean;
 }
 
 /**
  * One save of step `st.global_step` by every rank (checkpoint.py:70-107). In HEAD the ranks
- * write concurrently and rank 0's shared file is not ordered after its peers' rank files;
- * this writes one legal interleaving: rank 0's file, the shared state, then ranks 1….
+ * write concurrently; this writes one legal interleaving: rank 0's file, then the shared state
+ * and ranks 1… in the order `peersFirst` asks for.
  */
 export async function saveCheckpoint(out: string, st: SharedState, maxCheckpoints: number, hooks: SaveHooks): Promise<string> {
   const step = st.global_step;
@@ -74,9 +89,19 @@ export async function saveCheckpoint(out: string, st: SharedState, maxCheckpoint
   await fs.writeFile(`${path.join(dir, rankFile(0))}.tmp`, '');
   hooks.between?.('rank0-opened');
   await atomicSave(path.join(dir, rankFile(0)), rankState(0));
-  await atomicSave(path.join(dir, STATE_FILE), st);
-  hooks.between?.('shared-written');
-  for (let r = 1; r < st.world_size; r++) await atomicSave(path.join(dir, rankFile(r)), rankState(r));
+  const peers = async (): Promise<void> => {
+    for (let r = 1; r < st.world_size; r++) await atomicSave(path.join(dir, rankFile(r)), rankState(r));
+  };
+  if (hooks.peersFirst) {
+    await peers();
+    hooks.between?.('peers-written');
+    await atomicSave(path.join(dir, STATE_FILE), st);
+  } else {
+    await atomicSave(path.join(dir, STATE_FILE), st);
+    hooks.between?.('shared-written');
+    await peers();
+  }
+  hooks.between?.('files-written');
   // After every rank reported success (checkpoint.py:102-105): relative link, then rotate.
   const link = path.join(out, `${st.run_id}-latest`);
   await fs.rm(link, { recursive: true, force: true });
@@ -124,22 +149,26 @@ export async function readShared(dir: string): Promise<SharedState> {
 }
 
 /**
- * read_resume_state for one process of `world` ranks (checkpoint.py:224-320): rank r's file
- * must be there and the saved world size equal, else a run past step 0 cannot resume.
+ * read_resume_state on each of `world` ranks (checkpoint.py:224-320): every rank resolves the
+ * same directory, then rank r needs its own file and the saved world size equal to this one,
+ * else a run past step 0 cannot resume. `refusals` holds each refusing rank's ValueError, in
+ * rank order; the ranks raise independently, so several can.
  */
-export async function readResumeState(resumeFrom: string, world: number): Promise<{ dir: string; state: SharedState }> {
+export async function readResumeState(resumeFrom: string, world: number): Promise<{ dir: string; state: SharedState; refusals: Map<number, string> }> {
   const dir = await resolveResumeDir(resumeFrom);
   const state = await readShared(dir);
+  const refusals = new Map<number, string>();
   for (let r = 0; r < world; r++) {
     const usable = (await exists(path.join(dir, rankFile(r)))) && state.world_size === world;
     if (!usable && state.global_step > 0) {
-      throw new Error(
+      refusals.set(
+        r,
         `ValueError: checkpoint ${dir} has no usable per-rank state for rank ${r} at world_size=${world} (written at world_size=${state.world_size}): ` +
           'resuming training needs each rank\'s optimizer/RNG shard — resume at the original world size, or pass require_full_state=False to restore weights and counters only',
       );
     }
   }
-  return { dir, state };
+  return { dir, state, refusals };
 }
 
 /**

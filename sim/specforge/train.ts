@@ -9,9 +9,16 @@
  * `Training:` bar on stderr only when stderr is a TTY (controller.py:572-592); the rewind
  * warning on stderr when a save deletes later steps (checkpoint.py:109-120). No line names a
  * checkpoint. Checkpoints: checkpoint.ts. Environment as for `aerie-sim train`, plus
- * AERIE_SIM_SPECFORGE_CRASH_IN_SAVE=<step>: die (exit 137) inside that step's save: with one
- * rank while rank 0's file is still an empty temp name (what a real SIGKILL left), with several
- * after rank 0's files, before the other ranks'.
+ * AERIE_SIM_SPECFORGE_CRASH_IN_SAVE=<step>[:<point>]: die (exit 137) inside that step's save at
+ * one of checkpoint.ts's SavePoints; by default with one rank while rank 0's file is still an
+ * empty temp name (what a real SIGKILL left), with several after rank 0's files, before the
+ * other ranks'.
+ *
+ * World size N = deployment.trainer.nnodes × nproc_per_node (what HEAD's CLI hands torchrun,
+ * SpecForge@a6b6b023:specforge/launch_plan.py:536-568): N dict lines per log step, N rank
+ * files per save, the sampler's per-rank arithmetic below, per-rank resume refusals
+ * (traceback.ts), torchrun's OMP_NUM_THREADS warning. Rank 0 alone prints the tqdm bar
+ * (controller.py:580-581) and the rewind warning (checkpoint.py:85-86).
  */
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
@@ -20,16 +27,26 @@ import { claimFault, crashText, faultPlan, oomText, setupErrorText, torchrunSumm
 import { acceptLength, roundTo, stepMetrics } from '../train/quality.js';
 import { draftDims } from '../train/safetensors.js';
 import { formatMeter } from '../train/tqdm.js';
-import { readResumeState, saveCheckpoint, type SharedState } from './checkpoint.js';
+import { readResumeState, SAVE_POINTS, saveCheckpoint, type SavePoint, type SharedState } from './checkpoint.js';
 import { ConfigValidationError, loadRunConfig, type RunConfig } from './config.js';
 import { eagle3Metrics, pyDictLine, scheduledLr } from './metrics.js';
 import type { ScriptIO } from './prepare.js';
+import { CONTRACT_REFUSED, RESUME_REFUSED, ranksFailedText } from './traceback.js';
 
 const STEP_S = 0.5;
 const STARTUP_S = 20;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 export type TrainIO = ScriptIO & { errIsTTY?: boolean };
+
+function ompWarning(now = new Date()): string {
+  const p = (n: number, w = 2): string => String(n).padStart(w, '0');
+  const head = `W${p(now.getUTCMonth() + 1)}${p(now.getUTCDate())} ${p(now.getUTCHours())}:${p(now.getUTCMinutes())}:${p(now.getUTCSeconds())}.${p(now.getUTCMilliseconds(), 3)}000 ${process.pid} torch/distributed/run.py:874] `;
+  const msg = ['', '*****************************************',
+    'Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your system being overloaded, please further tune the variable for optimal performance in your application as needed. ',
+    '*****************************************'];
+  return msg.map((l) => `${head}${l}\n`).join('');
+}
 
 async function countSamples(c: RunConfig): Promise<number> {
   const d = c.data!;
@@ -77,7 +94,12 @@ export async function runSpecforgeTrain(configPath: string, overrides: string[],
   const tty = io.errIsTTY ?? process.stderr.isTTY === true;
   const scale = Math.max(0, Number(io.env.AERIE_SIM_TIME_SCALE ?? '1')) || 0;
   const faults = faultPlan(io.env);
-  const crashInSave = Number(io.env.AERIE_SIM_SPECFORGE_CRASH_IN_SAVE ?? NaN);
+  // `<step>[:<save point>]`; without a point, where a real SIGKILL landed: rank 0's temp file with
+  // one rank, between rank 0's files and its peers' with several.
+  const [crashStep, crashPoint] = (io.env.AERIE_SIM_SPECFORGE_CRASH_IN_SAVE ?? '').split(':');
+  const crashInSave = crashStep ? Number(crashStep) : NaN;
+  const killAt: SavePoint = SAVE_POINTS.includes(crashPoint as SavePoint) ? (crashPoint as SavePoint) : world > 1 ? 'shared-written' : 'rank0-opened';
+  if (crashPoint && !SAVE_POINTS.includes(crashPoint as SavePoint)) return io.err(`aerie-sim: AERIE_SIM_SPECFORGE_CRASH_IN_SAVE point must be one of ${SAVE_POINTS.join(', ')}\n`), 2;
 
   let draftConfig: Record<string, unknown>;
   try {
@@ -114,22 +136,40 @@ export async function runSpecforgeTrain(configPath: string, overrides: string[],
   let lastSaved: number | null = null;
   if (t.resume_from !== null && t.resume_from !== undefined && t.resume_from !== '') {
     const from = String(t.resume_from);
+    const everyRank = (msg: string): Map<number, string> => new Map(Array.from({ length: world }, (_, r) => [r, msg]));
+    const refuse = (errors: Map<number, string>, frames: Parameters<typeof ranksFailedText>[2]): number => (io.err(ranksFailedText(world, errors, frames)), 1);
+    let resumed: Awaited<ReturnType<typeof readResumeState>>;
     try {
-      const { state } = await readResumeState(from, world);
-      if (state.strategy !== String(t.strategy)) throw new Error(`ValueError: checkpoint ${from} was written by strategy '${state.strategy}'; this run trains '${t.strategy}'`);
-      // trainer.py:335-341: any recorded contract value that differs refuses the resume.
-      for (const [key, now] of contract) {
-        if (key in state.contract && JSON.stringify(state.contract[key]) !== JSON.stringify(now)) {
-          throw new Error(`ValueError: checkpoint ${from} was written with ${key}=${String(state.contract[key])} but this run has ${key}=${String(now)}; resume with the original configuration`);
-        }
-      }
-      step = state.global_step;
-      carried = state.aerie_sim.trained_steps;
-      lastSaved = step; // trainer.py:473-477: a no-op fit does not rewrite the checkpoint
+      resumed = await readResumeState(from, world);
     } catch (e) {
-      return fail(setupErrorText('draft-model', (e as Error).message));
+      const msg = (e as Error).message;
+      // checkpoint.py:252-279: with several ranks an unreadable target is gathered and re-raised on each.
+      const gathered = world > 1
+        ? `RuntimeError: resume checkpoint '${from}' is not readable on every rank: ${Array.from({ length: world }, (_, r) => `rank ${r}: ${msg}`).join('; ')}`
+        : msg;
+      return refuse(everyRank(gathered), RESUME_REFUSED);
     }
+    const { state, refusals } = resumed;
+    if (refusals.size) return refuse(refusals, RESUME_REFUSED);
+    // trainer.py:287-292
+    if (state.strategy !== String(t.strategy)) {
+      return refuse(everyRank(`ValueError: checkpoint ${from} was written by strategy '${state.strategy}'; this run trains '${t.strategy}'`), CONTRACT_REFUSED(289));
+    }
+    // trainer.py:335-341: any recorded contract value that differs refuses the resume.
+    for (const [key, now] of contract) {
+      if (key in state.contract && JSON.stringify(state.contract[key]) !== JSON.stringify(now)) {
+        return refuse(
+          everyRank(`ValueError: checkpoint ${from} was written with ${key}=${String(state.contract[key])} but this run has ${key}=${String(now)}; resume with the original configuration`),
+          CONTRACT_REFUSED(336),
+        );
+      }
+    }
+    step = state.global_step;
+    carried = state.aerie_sim.trained_steps;
+    lastSaved = step; // trainer.py:473-477: a no-op fit does not rewrite the checkpoint
   }
+  // torch/distributed/run.py:872-882 (torch 2.13): torchrun's one warning, before any worker starts.
+  if (world > 1 && !io.env.OMP_NUM_THREADS) io.err(ompWarning());
   await sleep(STARTUP_S * scale * 1000);
 
   const step0 = step;
@@ -150,10 +190,10 @@ export async function runSpecforgeTrain(configPath: string, overrides: string[],
   const save = async (s: number): Promise<void> => {
     await saveCheckpoint(out, stateAt(s), Number(t.max_checkpoints), {
       warn: (msg) => io.err(`${msg}\n`),
-      // One rank: the kill lands in rank 0's own file; several: after rank 0's files, before the others'.
       between: (what) => {
-        if (crashInSave === s && (world > 1 ? what === 'shared-written' : what === 'rank0-opened')) process.exit(137);
+        if (crashInSave === s && what === killAt) process.exit(137);
       },
+      peersFirst: crashInSave === s && killAt === 'peers-written',
     });
     lastSaved = s;
   };
@@ -180,8 +220,13 @@ export async function runSpecforgeTrain(configPath: string, overrides: string[],
         lr: scheduledLr(Number(t.learning_rate), step, totalSteps, Number(t.warmup_ratio)),
         perf: { stepsPerHour: (windowSteps * 3600) / elapsed, stepTimeS: elapsed / windowSteps, dataWaitS: 0, computeS: elapsed / windowSteps, samplesPerS: (windowSteps * accum * batch * dp) / elapsed },
       }, tracked);
-      // Every rank prints (the logger is not rank-gated, controller.py:682,721).
-      for (let r = 0; r < world; r++) io.out(`${pyDictLine(step, metrics)}\n`);
+      // Every rank prints (the logger is not rank-gated, controller.py:682,721; assembly.py:291).
+      // print() writes the text and its newline separately; unbuffered ranks (PYTHONUNBUFFERED)
+      // race. AERIE_SIM_SPECFORGE_PRINT_RACE=1 shows the worst legal order, texts run together,
+      // on every other log line.
+      const texts = Array.from({ length: world }, () => pyDictLine(step, metrics));
+      const runTogether = world > 1 && io.env.AERIE_SIM_SPECFORGE_PRINT_RACE === '1' && (step / Math.max(1, Number(t.log_interval))) % 2 === 1;
+      io.out(runTogether ? `${texts.join('')}${'\n'.repeat(world)}` : texts.map((x) => `${x}\n`).join(''));
       windowStart = Date.now();
       windowSteps = 0;
     }

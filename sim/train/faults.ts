@@ -56,6 +56,50 @@ function stamp(d: Date): string {
   return `${d.getUTCFullYear()}-${p(d.getUTCMonth() + 1)}-${p(d.getUTCDate())}_${p(d.getUTCHours())}:${p(d.getUTCMinutes())}:${p(d.getUTCSeconds())}`;
 }
 
+/**
+ * torchrun's report after workers exited non-zero: one ChildFailedError naming every failed
+ * rank, the first (root cause) apart (torch 2.13 torch/distributed/elastic/multiprocessing/errors/__init__.py:184-202,
+ * launcher/api.py:383-386). `entrypoint` is the script, or the module after `--module`
+ * (launcher/api.py:202-219). Ranks stopped by the agent after the first failure are not listed.
+ */
+export function torchrunFailures(failed: { rank: number; exitcode: number }[], now = new Date(), entrypoint = SCRIPT): string {
+  const pid = (rank: number): number => process.pid + 1 + rank;
+  const entry = (idx: number, f: { rank: number; exitcode: number }): string[] => [
+    `[${idx}]:`,
+    `  time      : ${stamp(now)}`,
+    '  host      : aerie-sim',
+    `  rank      : ${f.rank} (local_rank: ${f.rank})`,
+    `  exitcode  : ${f.exitcode} (pid: ${pid(f.rank)}) `,
+    '  error_file: <N/A>',
+    '  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html',
+  ];
+  const [root, ...others] = failed;
+  return [
+    `E0000 00:00:00.000000 ${process.pid} torch/distributed/elastic/multiprocessing/api.py:1003] failed (exitcode: ${root!.exitcode}) local_rank: ${root!.rank} (pid: ${pid(root!.rank)}) of binary: /usr/bin/python3`,
+    'Traceback (most recent call last):',
+    // `torchrun …`, or `python -m torch.distributed.run … --module M` as HEAD's CLI starts it.
+    ...(entrypoint.endsWith('.py')
+      ? ['  File "/usr/local/bin/torchrun", line 8, in <module>', '    sys.exit(main())']
+      : ['  File "<frozen runpy>", line 198, in _run_module_as_main', '  File "<frozen runpy>", line 88, in _run_code',
+        '  File "/usr/local/lib/python3.11/dist-packages/torch/distributed/run.py", line 1032, in <module>', '    main()']),
+    '  File "/usr/local/lib/python3.11/dist-packages/torch/distributed/run.py", line 1028, in main',
+    '    run(args)',
+    '  File "/usr/local/lib/python3.11/dist-packages/torch/distributed/launcher/api.py", line 383, in launch_agent',
+    '    raise ChildFailedError(',
+    'torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ',
+    '============================================================',
+    `${entrypoint} FAILED`,
+    '------------------------------------------------------------',
+    'Failures:',
+    ...(others.length ? others.flatMap((f, i) => entry(i + 1, f)) : ['  <NO_OTHER_FAILURES>']),
+    '------------------------------------------------------------',
+    'Root Cause (first observed failure):',
+    ...entry(0, root!),
+    '============================================================',
+    '',
+  ].join('\n');
+}
+
 /** torchrun's own report after its only worker exited non-zero. */
 export function torchrunSummary(exitcode: number, now = new Date(), script = SCRIPT): string {
   const workerPid = process.pid + 1;

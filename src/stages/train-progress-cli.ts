@@ -3,7 +3,9 @@
  * a6b6b023 = PyPI specforge 0.2.0) as it grows. What HEAD really prints, from its source:
  *
  * - One line per `training.log_interval` optimizer steps, a Python dict repr printed on every
- *   rank (the logger is not rank-gated; the values are DP-reduced, so ranks agree):
+ *   rank (the logger is not rank-gated; the values are DP-reduced, so ranks agree, all but the
+ *   perf/ timings, SpecForge@a6b6b023:specforge/training/controller.py:276-297): with N ranks
+ *   N lines per step, in any order, possibly run together on one line:
  *     `step 8: {'acc_0': 0.41, …, 'ploss_0': 5.2, …, 'acc': 0.3, 'loss': 21.7,
  *      'acceptance_rate_0': …, 'acceptance_rate': 0.28, 'grad_norm': 3.1, 'lr': 9.5e-05,
  *      'perf/optimizer_steps_per_hour': …, …}`
@@ -37,8 +39,11 @@ export interface CliTrainProgress extends TrainProgress {
 }
 
 const MAX_PARTIAL = 4096;
-// `step N: {` — the dict line; anchored on the brace so `…at step 4: deleting` never matches.
-const DICT_LINE = /(?:^|[^\w/])step (\d+): \{(.*)\}\s*$/;
+// `step N: {…}` — the dict; anchored on the brace so `…at step 4: deleting` never matches. A
+// metrics dict holds floats and lists only, never a brace, so `[^{}]*` ends at its own `}` and
+// two ranks' prints run together on one line (`step 3: {…}step 3: {…}`: print writes the text and
+// its newline separately, SpecForge@a6b6b023:specforge/training/assembly.py:291) still read.
+const DICT = /(?:^|[^\w/])step (\d+): \{([^{}]*)\}/g;
 const METER = /Training:\s*\d+%\|[^|\r\n]*\|\s*(\d+)\/(\d+)\s*\[/;
 const REWIND = /rewinding checkpoint timeline at step (\d+): deleting .*/;
 // Python float repr (`0.5`, `1e-05`, `-inf`, `nan`) or a list of them; keys are single-quoted.
@@ -108,11 +113,12 @@ function applySegment(p: CliTrainProgress, seg: string, complete: boolean): void
   if (!complete) return;
   // On a TTY the meter and a print can share one physical line: read what follows the meter.
   const rest = meter ? seg.slice(seg.indexOf(']', meter.index) + 1) : seg;
-  const dict = DICT_LINE.exec(rest);
-  if (dict) {
+  let dicts = 0;
+  for (const dict of rest.matchAll(DICT)) {
     applyDictLine(p, Number(dict[1]), dict[2]!);
-    return;
+    dicts++;
   }
+  if (dicts) return;
   const rewind = REWIND.exec(rest);
   if (rewind) p.rewound = rewind[0].trim();
 }

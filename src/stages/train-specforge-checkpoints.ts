@@ -117,6 +117,78 @@ export function newestCompleteCheckpoint(
   return [...all].sort((a, b) => b.step - a.step).find((c) => checkpointProblem(c, worldSize) === undefined);
 }
 
+/** Rank files 0..n-1 present and non-empty (`contiguous`), and one past the highest rank file of any size (`highest`). */
+function rankFiles(c: SpecforgeCheckpointListing): { contiguous: number; highest: number } {
+  let contiguous = 0;
+  while (c.files[rankStateFile(contiguous)]! > 0) contiguous++;
+  let highest = 0;
+  for (const n of Object.keys(c.files)) {
+    const m = /^training_state_rank(\d+)\.pt$/.exec(n);
+    if (m) highest = Math.max(highest, Number(m[1]) + 1);
+  }
+  return { contiguous, highest };
+}
+
+export type SpecforgeResumePlan =
+  | { kind: 'resume'; checkpoint: SpecforgeCheckpointListing; skipped: string[] }
+  | { kind: 'fresh'; skipped: string[] }
+  /** The run's checkpoints were written at another world size: SpecForge refuses every one of them. */
+  | { kind: 'world-mismatch'; writtenAt: number; worldSize: number; evidence: string };
+
+/**
+ * The world size the run's checkpoints were written at, from what the directory proves:
+ *
+ * - the `-latest` target's rank files: rank 0 repoints it only after every rank reported its
+ *   files written (SpecForge@a6b6b023:specforge/training/checkpoint.py:102-104), and every rank
+ *   writes one (controller.py:872-879), so its count is the world size. aerie resumes from the
+ *   newest complete step ≥ that target, so no later save rewinds and rewrites it.
+ * - else an older step directory: only the newest one can be a save cut short, since saving
+ *   step S first deletes every step ≥ S (checkpoint.py:109-120).
+ * - else a rank file at or past `worldSize` in the newest one: a larger world wrote it.
+ *
+ * The newest directory alone proves nothing smaller: a save of two ranks cut short after rank
+ * 0's files looks like a complete save of one (checkpoint.py:93-99 has no barrier between them).
+ */
+function writtenWorld(d: SpecforgeCheckpointDir, worldSize: number): { world: number; evidence: string } | undefined {
+  const shared = (c: SpecforgeCheckpointListing): boolean => c.files[SHARED_STATE]! > 0;
+  const exact = (c: SpecforgeCheckpointListing): number | undefined => {
+    const r = rankFiles(c);
+    return shared(c) && r.contiguous > 0 && r.contiguous === r.highest ? r.contiguous : undefined;
+  };
+  const name = (c: SpecforgeCheckpointListing): string => c.dir.slice(c.dir.lastIndexOf('/') + 1);
+  const files = (n: number): string => (n === 1 ? rankStateFile(0) : `${rankStateFile(0)} … ${rankStateFile(n - 1)}`);
+  const latest = d.latest?.step === undefined ? undefined : d.checkpoints.find((c) => c.step === d.latest!.step);
+  const fromLatest = latest && exact(latest);
+  if (latest && fromLatest) return { world: fromLatest, evidence: `${d.latest!.target} (what -latest points at) holds ${files(fromLatest)}` };
+  for (const c of d.checkpoints.slice(1)) {
+    const n = exact(c);
+    if (n) return { world: n, evidence: `${name(c)} holds ${files(n)}` };
+  }
+  const newest = d.checkpoints[0];
+  if (newest && shared(newest) && rankFiles(newest).highest > worldSize) {
+    const n = rankFiles(newest).highest;
+    return { world: n, evidence: `${name(newest)} holds ${rankStateFile(n - 1)}` };
+  }
+  return undefined;
+}
+
+/**
+ * What a relaunch at `worldSize` should do with the run's output directory: resume the newest
+ * checkpoint with every file of that world size, start over when there is none, or refuse
+ * when the checkpoints were written at another world size. Starting over then would be worse
+ * than failing: the new run's first save deletes every later step (checkpoint.py:109-120), and
+ * SpecForge refuses each of them anyway (checkpoint.py:298-319).
+ */
+export function planSpecforgeResume(d: SpecforgeCheckpointDir, worldSize: number): SpecforgeResumePlan {
+  const all = [...d.checkpoints].sort((a, b) => b.step - a.step);
+  const sorted: SpecforgeCheckpointDir = { ...d, checkpoints: all };
+  const written = writtenWorld(sorted, worldSize);
+  if (written && written.world !== worldSize) return { kind: 'world-mismatch', writtenAt: written.world, worldSize, evidence: written.evidence };
+  const checkpoint = newestCompleteCheckpoint(all, worldSize);
+  const skipped = all.filter((c) => !checkpoint || c.step > checkpoint.step).map((c) => checkpointProblem(c, worldSize)).filter((p): p is string => p !== undefined);
+  return checkpoint ? { kind: 'resume', checkpoint, skipped } : { kind: 'fresh', skipped };
+}
+
 /** deployment.trainer.nnodes × nproc_per_node of the written config (each defaults to 1). */
 export function specforgeWorldSize(trainer?: { nnodes?: number | null; nproc_per_node?: number | null }): number {
   return (trainer?.nnodes ?? 1) * (trainer?.nproc_per_node ?? 1);

@@ -15,7 +15,7 @@ import { JobFailure, superviseJob, type JobHooks, type SuperviseOptions } from '
 import { classifyTrainFailure, type TrainFailure } from './train-failure.js';
 import { parseGenericProgress, type TrainProgress } from './train-progress.js';
 import { parseSpecforgeProgress, specforgeStopStep } from './train-progress-cli.js';
-import { listSpecforgeCheckpoints, newestCompleteCheckpoint, specforgeWorldSize } from './train-specforge-checkpoints.js';
+import { listSpecforgeCheckpoints, planSpecforgeResume, specforgeWorldSize, type SpecforgeResumePlan } from './train-specforge-checkpoints.js';
 import { trainFailureType, verifiedDrafter, type TrainResult } from './train-run.js';
 import { renderSpecforgeConfig, renderSpecforgeExportArgv, renderSpecforgeTrainArgv, specforgeConfig, type SpecforgeRun } from './train-specforge.js';
 
@@ -30,6 +30,18 @@ const CONFIG_REFUSED = /pydantic_core\._pydantic_core\.ValidationError: \d+ vali
 /** classifyTrainFailure, plus the CLI's two refusals that a relaunch meets again. */
 export function classifySpecforgeFailure(logTail: string): TrainFailure {
   const world = WORLD_SIZE_REFUSED.exec(logTail);
+  if (world && world[1] === world[2]) {
+    // Same world size: that rank's file is missing, a save cut short (checkpoint.py:300-301). The
+    // same checkpoint would be refused again, so this is not worth a relaunch either.
+    return {
+      kind: 'usage',
+      retryable: false,
+      evidence: world[0],
+      advice:
+        `SpecForge was given a checkpoint that lacks a rank's training_state_rank<r>.pt (a save cut short): ${world[0]}. ` +
+        'aerie resumes only from checkpoints holding every rank\'s file; if training.resume_from came from stages.train.overrides, point it at a complete <run_id>-step<N> or remove it',
+    };
+  }
   if (world) {
     return {
       kind: 'usage',
@@ -37,7 +49,7 @@ export function classifySpecforgeFailure(logTail: string): TrainFailure {
       evidence: world[0],
       advice:
         `SpecForge refuses to resume a checkpoint written at world_size=${world[2]} with world_size=${world[1]} (each rank needs its own optimizer/RNG shard). ` +
-        `Fix: launch with the original number of processes (stages.train.overrides deployment.trainer.nproc_per_node, or the GPUs in hosts.<host>.gpus), or start the stage over with \`aerie retry --stage train\` after removing the run's train/output`,
+        `Fix: launch with the original number of processes again (stages.train.overrides deployment.trainer.nproc_per_node × nnodes = ${world[2]}), or remove the run's train/output and \`aerie retry --stage train\` to start over`,
     };
   }
   const config = CONFIG_REFUSED.exec(logTail);
@@ -59,12 +71,31 @@ export function runWorldSize(run: SpecforgeRun): number {
 }
 
 /**
- * The newest `<run>-step<N>` a relaunch can resume from: the shared training_state.pt and
- * every rank's training_state_rank{r}.pt there and non-empty, since SpecForge writes them with
- * no barrier between (SpecForge@a6b6b023:specforge/training/checkpoint.py:89-106).
+ * What a relaunch does with the run's checkpoints (planSpecforgeResume): the newest
+ * `<run>-step<N>` holding training_state.pt and every rank's training_state_rank{r}.pt,
+ * since SpecForge writes them with no barrier between
+ * (SpecForge@a6b6b023:specforge/training/checkpoint.py:89-106), unless they were written at
+ * another world size.
  */
+export async function resumePlan(host: Host, run: SpecforgeRun): Promise<SpecforgeResumePlan> {
+  return planSpecforgeResume(await listSpecforgeCheckpoints(host, run.outputDir, run.runId), runWorldSize(run));
+}
+
+/** The world-size refusal, once, before a launch SpecForge would refuse (and whose saves would delete later steps). */
+export function worldMismatchMessage(run: SpecforgeRun, plan: Extract<SpecforgeResumePlan, { kind: 'world-mismatch' }>): string {
+  return (
+    `specforge train cannot resume ${run.runId}: its checkpoints in ${run.outputDir} were written at world size ${plan.writtenAt} (${plan.evidence}), ` +
+    `this launch trains at world size ${plan.worldSize}, and SpecForge resumes a checkpoint only at the world size that wrote it ` +
+    '(each rank reloads its own training_state_rank<r>.pt, SpecForge@a6b6b023:specforge/training/checkpoint.py:298-319). ' +
+    `aerie does not start over on its own: the new run's first save would delete every later checkpoint. Fix: set stages.train.overrides ` +
+    `deployment.trainer.nproc_per_node (× nnodes) back to ${plan.writtenAt}, or remove ${run.outputDir} and \`aerie retry --stage train\` to start over`
+  );
+}
+
+/** The newest checkpoint a relaunch at the run's world size can resume from, if any. */
 export async function newestResumable(host: Host, run: SpecforgeRun): Promise<string | undefined> {
-  return newestCompleteCheckpoint(await listSpecforgeCheckpoints(host, run.outputDir, run.runId), runWorldSize(run))?.dir;
+  const plan = await resumePlan(host, run);
+  return plan.kind === 'resume' ? plan.checkpoint.dir : undefined;
 }
 
 /**
@@ -130,9 +161,12 @@ export function specforgeHooks(host: Host, run: SpecforgeRun, drafterDir: string
       }
       return { kind: 'done', result: await exportNewest(ckpt) };
     },
-    async afterCrash() {
-      const ckpt = await newestResumable(host, run);
-      return { kind: 'launch', argv: renderSpecforgeTrainArgv(run, ckpt), prepare: writeConfig, note: ckpt ? `resuming from ${ckpt}` : 'no complete checkpoint yet: starting over' };
+    async afterCrash(ended) {
+      const plan = await resumePlan(host, run);
+      if (plan.kind === 'world-mismatch') throw new JobFailure('TrainerFailed', worldMismatchMessage(run, plan), ended.logTail);
+      const ckpt = plan.kind === 'resume' ? plan.checkpoint.dir : undefined;
+      const skipped = plan.skipped.length ? ` (not ${plan.skipped.join('; ')})` : '';
+      return { kind: 'launch', argv: renderSpecforgeTrainArgv(run, ckpt), prepare: writeConfig, note: `${ckpt ? `resuming from ${ckpt}` : 'no complete checkpoint yet: starting over'}${skipped}` };
     },
     classify: classifySpecforgeFailure,
     failureType: trainFailureType,
