@@ -106,8 +106,9 @@ export function chartSpecs(input: ReportInput): ChartSpec[] {
       'per request (meta_info)': SPECULATIVE_COLOR,
       'server average (server_info)': '#ff7f0e',
     }),
-    lineChart('ttft', 'p99 time to first token', 'p99 TTFT (ms)', pair((r) => r.p99_ttft_ms), concurrencies, both),
-    lineChart('itl', 'p99 inter-token latency', 'p99 ITL (ms)', pair((r) => r.p99_itl_ms), concurrencies, both),
+    // The percentile's definition rides in the caption, next to the figure (numpy-stats.ts).
+    lineChart('ttft', 'p99 time to first token (numpy.percentile, linear)', 'p99 TTFT (ms)', pair((r) => r.p99_ttft_ms), concurrencies, both),
+    lineChart('itl', 'p99 inter-token latency (numpy.percentile, linear)', 'p99 ITL (ms)', pair((r) => r.p99_itl_ms), concurrencies, both),
   ];
   return charts.filter((c) => ((c.spec as { data: { values: unknown[] } }).data.values.length > 0));
 }

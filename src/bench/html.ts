@@ -2,7 +2,20 @@
 // requests), so it can be mailed, attached to a ticket or opened from a run folder.
 
 import type { RenderedChart } from './charts.js';
-import { cells, derivedNotes, DETAIL_HEADERS, detailCells, headers, METRIC_DEFINITIONS, pairByConcurrency, reportedAcceptLength, speedup, type ReportInput } from './report.js';
+import {
+  cells,
+  comparisonNote,
+  derivedNotes,
+  DETAIL_HEADERS,
+  detailCells,
+  headers,
+  METRIC_DEFINITIONS,
+  pairByConcurrency,
+  reasoningTables,
+  reportedAcceptLength,
+  speedup,
+  type ReportInput,
+} from './report.js';
 
 export interface HtmlExtras {
   /** ISO time the report was written. */
@@ -82,6 +95,7 @@ export function renderReportHtml(input: ReportInput, charts: readonly RenderedCh
     const sorted = [...records].sort((a, b) => (a.max_concurrency ?? Infinity) - (b.max_concurrency ?? Infinity));
     details.push(`<h3>${escapeHtml(name)}</h3>`, table(DETAIL_HEADERS, sorted.map(detailCells)));
   }
+  for (const t of reasoningTables(input)) details.push(`<h3>${escapeHtml(t.name)}: reasoning (chat)</h3>`, table(t.head, t.rows));
   const figures = charts.map((c) => `<figure id="chart-${escapeHtml(c.id)}" data-chart="${escapeHtml(c.id)}">\n<figcaption>${escapeHtml(c.title)}</figcaption>\n${c.svg}\n</figure>`);
   const siblings = (extras.siblings ?? []).map((f) => `<a href="${encodeURI(f)}">${escapeHtml(f)}</a>`).join(', ');
   return `<!doctype html>
@@ -100,7 +114,7 @@ ${figures.join('\n')}
 </section>
 <h2>${escapeHtml(label)} vs the target alone</h2>
 ${comparison}
-<p class="note">Speedup = ${escapeHtml(label)} output tok/s ÷ baseline output tok/s at the same concurrency. Accept length = mean of per-request meta_info values (server average when absent).</p>
+<p class="note">${escapeHtml(comparisonNote(label))}</p>
 ${notes.length > 0 ? `<h2>Notes</h2>\n<ul>\n${notes.map((n) => `<li>${escapeHtml(n)}</li>`).join('\n')}\n</ul>` : ''}
 ${input.settings && input.settings.length > 0 ? `<h2>Settings</h2>\n<ul>\n${input.settings.map((n) => `<li>${escapeHtml(n)}</li>`).join('\n')}\n</ul>` : ''}
 <h2>Every level</h2>

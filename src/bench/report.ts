@@ -3,6 +3,8 @@
 // Pure string rendering from BenchServingRecords, one row per concurrency level.
 
 import type { BenchServingRecord } from './metrics.js';
+import { PERCENTILE_DEFINITION } from './numpy-stats.js';
+import { chatNotes, REASONING_HEADERS, reasoningCells, reasoningRows } from './report-chat.js';
 
 export interface ReportInput {
   title: string;
@@ -82,7 +84,27 @@ export function cells(row: ReportRow): string[] {
   ];
 }
 
-/** Notes the numbers themselves require: failed requests make a row's figures partial. */
+/** The line under the comparison table: what speedup, accept length and the p99s are. */
+export function comparisonNote(label: string): string {
+  return (
+    `Speedup = ${label} output tok/s ÷ baseline output tok/s at the same concurrency. ` +
+    'Accept length = mean of per-request meta_info values (server average when absent). ' +
+    "p99 = numpy.percentile(values, 99), numpy's default 'linear' method, as bench_serving computes it."
+  );
+}
+
+/** Per variant, its chat levels that streamed reasoning (for the reasoning table). */
+export function reasoningTables(input: ReportInput): Array<{ name: string; head: string[]; rows: string[][] }> {
+  const label = input.speculativeLabel ?? 'EAGLE3';
+  const out: Array<{ name: string; head: string[]; rows: string[][] }> = [];
+  for (const [name, records] of [[label, input.speculative], ['Baseline', input.baseline]] as const) {
+    const rs = reasoningRows(records);
+    if (rs.length > 0) out.push({ name, head: REASONING_HEADERS, rows: rs.map(reasoningCells) });
+  }
+  return out;
+}
+
+/** Notes the numbers themselves require: failed requests make a row's figures partial; chat levels say how they were timed and counted. */
 export function derivedNotes(rows: ReportRow[], label: string): string[] {
   const out: string[] = [];
   for (const r of rows) {
@@ -96,6 +118,12 @@ export function derivedNotes(rows: ReportRow[], label: string): string[] {
       }
     }
   }
+  out.push(
+    ...chatNotes([
+      [label, rows.flatMap((r) => (r.speculative ? [r.speculative] : []))],
+      ['baseline', rows.flatMap((r) => (r.baseline ? [r.baseline] : []))],
+    ]),
+  );
   return out;
 }
 
@@ -107,8 +135,7 @@ export function renderReportMarkdown(input: ReportInput): string {
     '',
     ...markdownTable(headers(label), rows.map(cells)),
     '',
-    `Speedup = ${label} output tok/s ÷ baseline output tok/s at the same concurrency. ` +
-      'Accept length = mean of per-request meta_info values (server average when absent).',
+    comparisonNote(label),
   ];
   const notes = [...derivedNotes(rows, label), ...(input.notes ?? [])];
   if (notes.length > 0) lines.push('', ...notes.map((n) => `- ${n}`));
@@ -118,15 +145,18 @@ export function renderReportMarkdown(input: ReportInput): string {
     const sorted = [...records].sort((a, b) => (a.max_concurrency ?? Infinity) - (b.max_concurrency ?? Infinity));
     lines.push('', `## ${name}: every level`, '', ...markdownTable(DETAIL_HEADERS, sorted.map(detailCells)));
   }
+  for (const t of reasoningTables(input)) lines.push('', `## ${t.name}: reasoning (chat)`, '', ...markdownTable(t.head, t.rows));
   lines.push('', METRIC_DEFINITIONS);
   return lines.join('\n') + '\n';
 }
 
 /** Definitions, as bench_serving computes them, printed under every report. */
 export const METRIC_DEFINITIONS =
-  'Definitions (bench_serving\'s): throughput = tokens or requests ÷ level duration; TTFT = send → first token; ' +
-  'TPOT = (E2E − TTFT) ÷ (output tokens − 1); ITL = gap between chunks ÷ tokens in the chunk, pooled over requests; ' +
-  'E2E = send → end of stream; achieved concurrency = Σ E2E ÷ duration. Only successful requests count.';
+  'Definitions (bench_serving\'s): throughput = tokens or requests ÷ level duration; TTFT = send → first token ' +
+  '(chat: first timed delta, see the notes); TPOT = (E2E − TTFT) ÷ (output tokens − 1); ITL = gap between chunks ÷ tokens in the chunk ' +
+  '(chat without speculation: one gap per chunk), pooled over requests; E2E = send → end of stream; achieved concurrency = Σ E2E ÷ duration; ' +
+  "input tokens = bench_serving's prompt_len (the tokenizer's count of the prompt as sent, special tokens added, no chat template). " +
+  `Mean and std: numpy's (std population). ${PERCENTILE_DEFINITION}. Only successful requests count.`;
 
 export const DETAIL_HEADERS = [
   'Concurrency',

@@ -43,7 +43,7 @@ describe('report', () => {
       '| 10 | 1000.0 | 1380.0 | 1.38× | 2.90 | 110.0 | 110.0 | 11.0 | 11.0 |',
       '| 30 | — | 2500.0 | — | 2.50 | — | 130.0 | — | 13.0 |',
       '',
-      'Speedup = EAGLE3 output tok/s ÷ baseline output tok/s at the same concurrency. Accept length = mean of per-request meta_info values (server average when absent).',
+      "Speedup = EAGLE3 output tok/s ÷ baseline output tok/s at the same concurrency. Accept length = mean of per-request meta_info values (server average when absent). p99 = numpy.percentile(values, 99), numpy's default 'linear' method, as bench_serving computes it.",
       '',
       '- Concurrency 10, EAGLE3: 2 of 20 requests failed (e.g. HTTP 503: overloaded); figures cover the successful ones only.',
       '- 1×H100, SGLang 0.5.2.',
@@ -88,5 +88,49 @@ describe('report', () => {
     const width = lines[1].length;
     for (const l of lines.slice(2)) expect(l.length).toBe(width);
     expect(out).toContain('* 1×H100, SGLang 0.5.2.');
+  });
+});
+
+describe('report for chat levels', () => {
+  const chat = (c: number, p: Partial<BenchServingRecord>): BenchServingRecord =>
+    rec(c, 500, {
+      backend: 'sglang-oai-chat',
+      total_input_tokens: 400,
+      total_input_tokens_server: 560,
+      bench_serving_rules: 'bench_serving 0.5.9 (server reports sglang 0.5.9)',
+      chat_text_basis: 'content',
+      mean_ttft_ms: 480,
+      requests_with_reasoning: 16,
+      mean_time_to_first_reasoning_ms: 40,
+      median_time_to_first_reasoning_ms: 38,
+      p99_time_to_first_reasoning_ms: 61.5,
+      mean_time_to_first_content_ms: 480,
+      total_reasoning_chunks: 512,
+      total_reasoning_tokens: 530,
+      ...p,
+    });
+
+  it('says whose timing rules the chat figures follow, how input tokens were counted, and tables the reasoning phase', () => {
+    const md = renderReportMarkdown({ title: 'Chat', speculative: [chat(4, {}), chat(1, { total_input_tokens: null, input_throughput: null })] });
+    expect(md).toContain(
+      "- Chat TTFT and ITL follow bench_serving 0.5.9 (server reports sglang 0.5.9): only delta.content is timed, so a reasoning model's think phase is inside TTFT; time to first reasoning is reported beside it.",
+    );
+    expect(md).toContain("- Chat input tokens: total_input_tokens counts the raw prompts as bench_serving's prompt_len does");
+    expect(md).toContain(
+      "- Concurrency 1, EAGLE3: input tokens as bench_serving counts them are unknown (the server's /tokenize did not answer), so total_input_tokens and input_throughput are empty; the server counted 560 with the chat template.",
+    );
+    const at = md.indexOf('## EAGLE3: reasoning (chat)');
+    expect(at).toBeGreaterThan(md.indexOf('## EAGLE3: every level'));
+    const table = md.slice(at).split('\n');
+    expect(table[2]).toBe('| Concurrency | Requests with reasoning | TTFT times | Mean TTFT (ms) | Mean to first reasoning (ms) | Median to first reasoning (ms) | p99 to first reasoning (ms) | Mean to first content (ms) | Reasoning chunks | Reasoning tokens |');
+    expect(table[4]).toBe('| 1 | 16 of 16 | content | 480.0 | 40.0 | 38.0 | 61.5 | 480.0 | 512 | 530 |');
+    expect(md.trimEnd().endsWith(METRIC_DEFINITIONS)).toBe(true);
+    expect(METRIC_DEFINITIONS).toContain("numpy.percentile(values, p) with numpy's default 'linear' method");
+  });
+
+  it('has no reasoning table when no answer streamed reasoning, and no chat notes for /generate', () => {
+    const md = renderReportMarkdown({ title: 'Chat', speculative: [chat(4, { requests_with_reasoning: 0 })] });
+    expect(md).not.toContain('reasoning (chat)');
+    expect(renderReportMarkdown({ title: 'Gen', speculative: [rec(4, 10)] })).not.toContain('Chat input tokens');
   });
 });
