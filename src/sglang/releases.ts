@@ -298,3 +298,12 @@ export function reportedVersionProblem(expected: string, how: string, reported: 
 export function eagle3TargetFloors(version: string, algorithm: string): string[] {
   return Object.keys(EAGLE3_TARGET_FROM).filter((arch) => eagle3TargetProblem(version, algorithm, [arch]) !== undefined);
 }
+
+/**
+ * The benchmark client's module: `sglang.benchmark.serving` from 0.5.15, where `sglang.bench_serving`
+ * is a deprecated alias raising a FutureWarning (sglang==0.5.15:bench_serving.py:1-22, 0.5.23 the same);
+ * 0.5.12 and older have only `sglang.bench_serving`.
+ */
+export function benchServingModule(version: string | undefined): string {
+  return version !== undefined && atLeast(version, '0.5.15') ? 'sglang.benchmark.serving' : 'sglang.bench_serving';
+}

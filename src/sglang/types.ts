@@ -39,6 +39,13 @@ export interface FinishReason {
   message?: string;
 }
 
+/**
+ * meta_info of /generate. On a stream the speculative fields come only on the finished chunk
+ * (sglang==0.5.4:srt/managers/tokenizer_manager.py:1430-1433, 0.5.12 :1852-1853, 0.5.23 :2755-2756),
+ * and completion_tokens is cumulative on every chunk, which is what aerie counts; output_ids is
+ * a delta per chunk on 0.5.4 (tokenizer_manager.py:1394-1398) and with --incremental-streaming-output
+ * (0.5.23 :2637-2647, where text is a delta too), so aerie never counts tokens from it.
+ */
 export interface MetaInfo {
   id: string;
   finish_reason: FinishReason | null;
@@ -46,17 +53,23 @@ export interface MetaInfo {
   completion_tokens: number;
   cached_tokens: number;
   e2e_latency?: number;
-  /** Verify steps; the only speculative field in old versions. */
+  /** Verify steps; in every read release 0.5.4–0.5.23 (0.5.4 tokenizer_manager.py:1595, 0.5.23 :3172). */
   spec_verify_ct?: number;
-  /** v0.5.x on: completion_tokens / spec_verify_ct, bonus token included. */
+  /** completion_tokens / spec_verify_ct, bonus token included; 0.5.4–0.5.23 (0.5.4 writes 0 before the first verify, :1594). */
   spec_accept_length?: number;
   spec_accept_rate?: number;
+  /** 0.5.9 only among the read releases (tokenizer_manager.py:1855-1856); gone by 0.5.12. */
   spec_accept_token_num?: number;
   spec_draft_token_num?: number;
-  /** Newest versions. */
+  /** 0.5.12 on (tokenizer_manager.py:2135-2136; 0.5.23 :3170-3171). */
+  spec_num_correct_drafts?: number;
+  spec_num_proposed_drafts?: number;
+  /** 0.5.12's backward-compat aliases of the two above ("remove in next release", :2139-2141); gone in 0.5.23. */
   spec_accepted_drafts?: number;
   spec_proposed_drafts?: number;
+  /** 0.5.9 (:1865) and 0.5.12's alias (:2152-2155); 0.5.12 on: spec_correct_drafts_histogram. */
   spec_accept_histogram?: number[];
+  spec_correct_drafts_histogram?: number[];
   [field: string]: unknown;
 }
 
