@@ -5,132 +5,13 @@
  * (scripts/setup-sglang.sh, one venv per release), run by scripts/real/sglang_argparse.py as
  * prepare_server_args runs them; nothing here imitates SGLang. See scripts/real/SGLANG-ARGPARSE.md.
  */
-import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { planRun } from '../../src/cli/plan.js';
-import { AERIE_HOME, loadConfigFile } from '../../src/config/load.js';
-import type { Config } from '../../src/config/schema.js';
-import { CAPTURE_SGLANG_VERSIONS, renderServerArgv, type ServerLaunchSpec, type SpeculativeSpec } from '../../src/sglang/launch-argv.js';
-import { baseServerSpec } from '../../src/stages/launch-specs.js';
-
-const VERSIONS = ['0.5.4', '0.5.12', '0.5.23'] as const;
-type Version = (typeof VERSIONS)[number];
-
-interface Verdict {
-  ok: boolean;
-  exit: number;
-  error: string | null;
-  stderr: string;
-  warnings: string[];
-  standins_touched: string[];
-  /** 0.5.23: the message of the model-independent validation step that refused the line. */
-  validation_error: string | null;
-}
-interface Judged {
-  sglang: string;
-  standins: string[];
-  verdicts: Verdict[];
-  watch_self_test?: string[];
-}
-
-function python(version: Version): string {
-  const py = join(AERIE_HOME, `.venv-sglang-${version}`, 'bin', 'python');
-  if (!existsSync(py)) {
-    throw new Error(`${py} is missing: run \`bash scripts/setup-sglang.sh\` (it installs SGLang ${version}'s PyPI wheel, no deps, into .venv-sglang-${version})`);
-  }
-  // setup-sglang.sh writes the marker last: a venv without it is half-built.
-  if (!existsSync(join(AERIE_HOME, `.venv-sglang-${version}`, '.aerie-pins'))) {
-    throw new Error(`.venv-sglang-${version} is incomplete (no .aerie-pins): run \`bash scripts/setup-sglang.sh ${version}\``);
-  }
-  return py;
-}
-
-function judge(version: Version, argvs: string[][], watchSelfTest?: string): Judged {
-  const res = spawnSync(python(version), [join(AERIE_HOME, 'scripts', 'real', 'sglang_argparse.py')], {
-    input: JSON.stringify({ argvs, ...(watchSelfTest ? { watch_self_test: watchSelfTest } : {}) }),
-    encoding: 'utf8',
-    maxBuffer: 64 * 1024 * 1024,
-  });
-  if (res.status !== 0) throw new Error(`sglang_argparse.py (SGLang ${version}) exited ${res.status}: ${res.stdout}${res.stderr}`);
-  const out = JSON.parse(res.stdout) as Judged;
-  expect(out.sglang).toBe(version);
-  expect(out.verdicts).toHaveLength(argvs.length);
-  return out;
-}
-
-/** What follows `python -m sglang.launch_server`: aerie renders --model-path first (renderServerArgv). */
-function flags(argv: string[]): string[] {
-  const i = argv.indexOf('--model-path');
-  if (i < 0) throw new Error(`no --model-path in ${argv.join(' ')}`);
-  return argv.slice(i);
-}
-
-interface Case {
-  name: string;
-  argv: string[];
-  /** The releases this line is launched on. */
-  versions: readonly Version[];
-}
-
-const env = { ...process.env, AERIE_HOME, HF_TOKEN: process.env.HF_TOKEN ?? 'unused-by-plan' };
-
-async function examples(): Promise<{ name: string; config: Config }[]> {
-  const dir = join(AERIE_HOME, 'examples');
-  const files = readdirSync(dir).filter((f) => /\.ya?ml$/.test(f)).sort();
-  return Promise.all(files.map(async (f) => ({ name: `examples/${f}`, config: await loadConfigFile(join(dir, f), env) })));
-}
-
-const DEPLOY_VARIANTS: [string, SpeculativeSpec][] = [
-  ['EAGLE3 3/1/4', { algorithm: 'EAGLE3', draftModelPath: '/r/train/drafter', numSteps: 3, eagleTopk: 1, numDraftTokens: 4 }],
-  ['EAGLE3 5/8/32', { algorithm: 'EAGLE3', draftModelPath: '/r/train/drafter', numSteps: 5, eagleTopk: 8, numDraftTokens: 32 }],
-  ['EAGLE3, SGLang picks the parameters', { algorithm: 'EAGLE3', draftModelPath: '/r/train/drafter' }],
-  ['EAGLE', { algorithm: 'EAGLE', draftModelPath: '/r/train/drafter', numSteps: 3, eagleTopk: 1, numDraftTokens: 4 }],
-  ['NEXTN without a draft path', { algorithm: 'NEXTN', numSteps: 1, eagleTopk: 1, numDraftTokens: 2 }],
-  ['STANDALONE', { algorithm: 'STANDALONE', draftModelPath: '/models/small', numSteps: 3, eagleTopk: 1, numDraftTokens: 4 }],
-  ['NGRAM', { algorithm: 'NGRAM', numDraftTokens: 8 }],
-];
-
-/** Every SGLang launch aerie renders, with the releases each is for. */
-async function cases(): Promise<Case[]> {
-  const out: Case[] = [];
-  for (const { name, config } of await examples()) {
-    // The plan as written, and with the release pinned to each the capture supports: the
-    // extraction line differs per release, the others must parse on every release.
-    const pins = ['as written', ...CAPTURE_SGLANG_VERSIONS] as const;
-    for (const pin of pins) {
-      const c: Config = structuredClone(config);
-      if (pin !== 'as written') c.server['sglang-version'] = pin;
-      for (const step of planRun(c, 'r1')) {
-        if (!step.step.startsWith('launch ') || !step.argv) continue;
-        const capture = step.stage === 'extract';
-        // The plan shows 0.5.23's capture line for `auto` (plan.ts serverStep); a pinned plan renders the pin's.
-        const shownFor: Version = pin === 'as written' ? (c.server['sglang-version'] === '0.5.12' ? '0.5.12' : '0.5.23') : pin;
-        const driver = c.stages.extract.driver;
-        const versions: readonly Version[] = !capture ? VERSIONS : driver === 'stock-server' ? ['0.5.23'] : [shownFor];
-        out.push({ name: `${name} (${pin}) ${step.stage} · ${step.step}`, argv: flags(step.argv), versions });
-      }
-    }
-    const extract = baseServerSpec(config, 'extract');
-    for (const v of CAPTURE_SGLANG_VERSIONS) {
-      out.push({ name: `${name} extract, plugin capture on ${v}`, argv: flags(renderServerArgv({ ...extract, capture: { sglangVersion: v, draftLayerIds: [1, 15, 28] } })), versions: [v] });
-    }
-    for (const mode of ['stock-aux', 'stock-final'] as const) {
-      out.push({ name: `${name} extract, ${mode}`, argv: flags(renderServerArgv({ ...extract, capture: { sglangVersion: '0.5.23', draftLayerIds: [1, 15, 28], mode } })), versions: ['0.5.23'] });
-    }
-    const deploy = baseServerSpec(config, 'deploy');
-    for (const [label, speculative] of DEPLOY_VARIANTS) {
-      const spec: ServerLaunchSpec = { ...deploy, speculative, maxRunningRequests: 250 };
-      out.push({ name: `${name} deploy ${label}`, argv: flags(renderServerArgv(spec)), versions: VERSIONS });
-    }
-  }
-  return out;
-}
+import { renderServerArgv } from '../../src/sglang/launch-argv.js';
+import { type Case, cases, flags, judge, type Verdict, type Version, VERSIONS } from './sglang-lines.js';
 
 // sglang==0.5.23:srt/server_args.py:410-415 registers --disable-cuda-graph with
 // DeprecatedStoreTrueAction (srt/arg_groups/argparse_actions.py:77-100), which logs this and
-// still stores True (conformance.md S9). 0.5.4 and 0.5.12 take the flag silently.
+// still stores True (conformance.md S9). 0.5.4, 0.5.9 and 0.5.12 take the flag silently.
 const DISABLE_CUDA_GRAPH_DEPRECATED =
   "'--disable-cuda-graph' is deprecated and will be removed in a future release. Use '--cuda-graph-backend-{decode,prefill}=disabled' instead.";
 
@@ -206,9 +87,9 @@ describe('the judge can say no', () => {
     expect([v!.ok, v!.exit, v!.validation_error]).toEqual([false, 0, '--enable-return-aux-hidden-states captures without a draft; drop --speculative-draft-model-path.']);
   });
 
-  it("0.5.4 and 0.5.12 have no --enable-return-aux-hidden-states: 0.5.23's capture line is for 0.5.23 only", () => {
+  it("0.5.4, 0.5.9 and 0.5.12 have no --enable-return-aux-hidden-states: 0.5.23's capture line is for 0.5.23 only", () => {
     const line = flags(renderServerArgv({ launcher: ['python3', '-m', 'sglang.launch_server'], modelPath: '/m', port: 30000, tpSize: 1, extraction: true, extraArgs: [], capture: { sglangVersion: '0.5.23', draftLayerIds: [1, 15, 28] } }));
-    for (const v of ['0.5.4', '0.5.12'] as const) {
+    for (const v of ['0.5.4', '0.5.9', '0.5.12'] as const) {
       const [verdict] = judge(v, [line]).verdicts;
       expect([verdict!.exit, verdict!.error]).toEqual([
         2,
@@ -225,7 +106,7 @@ describe('the judge can say no', () => {
     const line = ['--model-path', '/m', '--cuda-graph-backend-decode', 'disabled', '--cuda-graph-backend-prefill', 'disabled', '--disable-radix-cache'];
     const [v23] = judge('0.5.23', [line]).verdicts;
     expect([v23!.ok, v23!.warnings]).toEqual([true, []]);
-    for (const v of ['0.5.4', '0.5.12'] as const) {
+    for (const v of ['0.5.4', '0.5.9', '0.5.12'] as const) {
       expect(judge(v, [line]).verdicts[0]!.error).toBe('unrecognized arguments: --cuda-graph-backend-decode disabled --cuda-graph-backend-prefill disabled');
     }
   });
