@@ -126,6 +126,29 @@ describe('aerieDriver against the simulator', () => {
     expect(r.accept_length).toBeGreaterThan(1.5);
     expect(r.max_concurrency).toBe(4);
   });
+
+  it("chat: counts the level's raw prompts before the clock starts and sums them as bench_serving's total_input_tokens", async () => {
+    const client = new SglangClient(spec.baseUrl);
+    const order: string[] = [];
+    const prompts = randomPrompts(6, 8, 4);
+    const measure = aerieDriver({
+      baseUrl: spec.baseUrl,
+      api: 'chat',
+      outputLen: 8,
+      warmup: 1,
+      control: { flushCache: (s?: AbortSignal) => (order.push('flush'), client.flushCache(s)), serverInfo: (s?: AbortSignal) => client.serverInfo(s) },
+      countPrompts: async (ps) => (order.push('tokenize'), { lens: ps.map((p) => p.split(' ').length + 1) }),
+      meta: { backend: 'sglang-oai-chat', datasetName: 'random' },
+    });
+    const r = await measure({ concurrency: 2, prompts, onProgress: () => order.push('request') });
+    expect(order.slice(0, 2)).toEqual(['tokenize', 'flush']);
+    expect(r.completed).toBe(6);
+    expect(r.total_input_tokens).toBe(6 * 9);
+    // The server's count includes the chat template, so it is larger and kept apart.
+    expect(r.total_input_tokens_server).toBeGreaterThan(r.total_input_tokens!);
+    expect(r.chat_text_basis).not.toBeNull();
+    expect(r.itl_per).not.toBeNull();
+  });
 });
 
 describe('overheadFigures', () => {
