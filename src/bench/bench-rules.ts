@@ -15,7 +15,8 @@
 //           (sglang==0.5.23:sglang/benchmark/serving.py:149-155, used at :565-579; split at :1153-1183)
 // A release between two checked ones follows the older checked one. /generate (backend
 // sglang) is the same in all four: TTFT at the first non-empty text, each chunk's gap
-// spread over its new completion_tokens.
+// spread over its new completion_tokens (sglang==0.5.4:sglang/bench_serving.py:569-580,
+// sglang==0.5.23:sglang/benchmark/serving.py:787-797).
 
 export interface BenchServingRules {
   /** The release whose bench_serving these rules are read from (a checked one). */
