@@ -207,6 +207,6 @@ export async function confirmOurs(host: Host, client: SglangClient, launch: Serv
   }
   // Ours, but another release than the line was rendered for: the config is wrong, not the port.
   const wrongRelease = launch.sglangVersion ? reportedVersionProblem(launch.sglangVersion, launch.sglangVersionHow ?? 'server.sglang-version', info.version) : undefined;
-  if (wrongRelease) throw fatal('ConfigError', `the ${launch.role} server (pid ${launch.pid}) is up, but ${wrongRelease}`, { reported: info.version, expected: launch.sglangVersion });
+  if (wrongRelease) throw fatal('ConfigError', `the ${launch.role} server (pid ${launch.pid}) is ours and up, and ${wrongRelease}`, { reported: info.version, expected: launch.sglangVersion });
 }
 

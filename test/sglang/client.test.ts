@@ -152,6 +152,24 @@ describe('SglangClient.serverInfo and modelInfo', () => {
     expect(await new SglangClient(base).modelInfo()).toEqual({ model_path: '/m', tokenizer_path: '/m', is_generation: true });
     expect(seen.map((s) => s.url)).toEqual(['/model_info', '/get_model_info']);
   });
+
+  it('asks the old names first for a release that serves only those (0.5.4), and still falls back', async () => {
+    const { base, seen } = await serve((req, res) => {
+      if (req.url === '/get_server_info' || req.url === '/get_model_info') json(res, 200, { model_path: '/m', port: 30000, version: '0.5.4' });
+      else json(res, 404, { detail: 'Not Found' });
+    });
+    const client = new SglangClient(base, { legacyRoutesFirst: true });
+    expect(await client.serverInfo()).toMatchObject({ version: '0.5.4' });
+    await client.modelInfo();
+    expect(seen.map((s) => s.url)).toEqual(['/get_server_info', '/get_model_info']);
+
+    const { base: newer, seen: seenNewer } = await serve((req, res) => {
+      if (req.url === '/server_info') json(res, 200, { model_path: '/m', port: 30000 });
+      else json(res, 404, { detail: 'Not Found' });
+    });
+    await new SglangClient(newer, { legacyRoutesFirst: true }).serverInfo();
+    expect(seenNewer.map((s) => s.url)).toEqual(['/get_server_info', '/server_info']);
+  });
 });
 
 describe('SglangClient.generate and chat', () => {
