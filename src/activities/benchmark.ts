@@ -84,7 +84,7 @@ function measureFor(host: Host, config: Config, launch: ServerLaunch, variant: V
   const b = config.stages.benchmark;
   const client = new SglangClient(baseUrl, { timeoutMs: 60_000 });
   if (b.driver === 'bench-serving') {
-    const launcher = b['bench-serving'].launcher ?? defaultBenchServingLauncher(config.server.launcher);
+    const launcher = b['bench-serving'].launcher ?? defaultBenchServingLauncher(config.server.launcher, launch.sglangVersion);
     if (!launcher) {
       throw fatal(
         'ConfigError',
@@ -120,6 +120,7 @@ function measureFor(host: Host, config: Config, launch: ServerLaunch, variant: V
     model: config.target['model-path'],
     control: client,
     acceptLengthFrom: variant === 'eagle3' ? avgSpecAcceptLength : undefined,
+    serverVersion: launch.sglangVersion,
     meta: {
       backend: benchServingBackend(b.api),
       datasetName: benchServingDatasetName(pool.kind),

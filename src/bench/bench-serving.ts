@@ -10,6 +10,7 @@
 // --dataset-name sharegpt with --sharegpt-output-len.
 
 import type { Host } from '../hosts/host.js';
+import { benchServingModule } from '../sglang/releases.js';
 import { parseJsonLine } from './jsonl.js';
 import { AERIE_EXTRA_KEYS, BENCH_SERVING_KEYS, LATER_BENCH_SERVING_KEYS, orderedExtras, type AerieExtras, type BenchServingRecord } from './metrics.js';
 import type { MeasureLevel } from './sweep.js';
@@ -23,13 +24,16 @@ export function benchServingBackend(api: BenchApi): 'sglang' | 'sglang-oai-chat'
 
 /**
  * bench_serving through the same interpreter as the server: `<python> -m
- * sglang.launch_server` becomes `<python> -m sglang.bench_serving`. Undefined when the
- * server launcher is not of that form (then the config must name one).
+ * sglang.launch_server` becomes `<python> -m sglang.bench_serving`, or on a release where
+ * that name is a deprecated alias printing a FutureWarning, its new module
+ * `sglang.benchmark.serving` (S18; sglang==0.5.23:sglang/bench_serving.py:1-22, releases.ts
+ * benchServingModule). Undefined when the server launcher is not of that form (then the
+ * config must name one).
  */
-export function defaultBenchServingLauncher(serverLauncher: readonly string[]): string[] | undefined {
+export function defaultBenchServingLauncher(serverLauncher: readonly string[], sglangVersion?: string): string[] | undefined {
   const m = serverLauncher.indexOf('-m');
   if (m < 0 || serverLauncher[m + 1] !== 'sglang.launch_server') return undefined;
-  return [...serverLauncher.slice(0, m), '-m', 'sglang.bench_serving'];
+  return [...serverLauncher.slice(0, m), '-m', benchServingModule(sglangVersion)];
 }
 
 /**

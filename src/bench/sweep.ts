@@ -108,6 +108,8 @@ export interface AerieDriverOptions {
   /** Reads the server's running accept length from server_info (speculative servers only). */
   acceptLengthFrom?: (serverInfo: Record<string, unknown>) => number | undefined;
   meta: Omit<SummaryMeta, 'acceptLength' | 'rules' | 'promptLens'>;
+  /** The release aerie resolved for the server, used when its /server_info names none. */
+  serverVersion?: string;
   /** bench_serving's prompt_len per prompt (chat); default SGLang's /tokenize at baseUrl. */
   countPrompts?: (prompts: readonly string[], signal?: AbortSignal) => Promise<PromptCounts>;
 }
@@ -122,7 +124,7 @@ export interface AerieDriverOptions {
 export function aerieDriver(o: AerieDriverOptions): MeasureLevel {
   return async (job) => {
     const before = await o.control.serverInfo(job.signal).catch(() => undefined);
-    const rules = benchServingRules(serverVersionOf(before));
+    const rules = benchServingRules(serverVersionOf(before) ?? o.serverVersion);
     const counts =
       o.api === 'chat' ? await (o.countPrompts ?? ((p, s) => tokenizePrompts(o.baseUrl, p, s)))(job.prompts, job.signal) : undefined;
     const run = await runLevel({

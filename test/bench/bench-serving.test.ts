@@ -113,6 +113,9 @@ describe('bench_serving command lines', () => {
   it('runs through the server interpreter by default', () => {
     expect(defaultBenchServingLauncher(['/opt/venv/bin/python', '-m', 'sglang.launch_server'])).toEqual(['/opt/venv/bin/python', '-m', 'sglang.bench_serving']);
     expect(defaultBenchServingLauncher(['aerie-sim.mjs', 'sglang'])).toBeUndefined();
+    // S18: where sglang.bench_serving is a deprecated alias, its new module; 0.5.12 has only the old one.
+    expect(defaultBenchServingLauncher(['/opt/venv/bin/python', '-m', 'sglang.launch_server'], '0.5.23')).toEqual(['/opt/venv/bin/python', '-m', 'sglang.benchmark.serving']);
+    expect(defaultBenchServingLauncher(['/opt/venv/bin/python', '-m', 'sglang.launch_server'], '0.5.12')).toEqual(['/opt/venv/bin/python', '-m', 'sglang.bench_serving']);
   });
 
   it('random levels pin the lengths; conversation levels fix the output length', () => {
