@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { BenchServingRecord } from '../../src/bench/metrics.js';
+import { renderReportHtml } from '../../src/bench/html.js';
 import { DETAIL_HEADERS, METRIC_DEFINITIONS, pairByConcurrency, renderReportMarkdown, renderReportTable, speedup } from '../../src/bench/report.js';
 
 const rec = (c: number, out: number, p: Partial<BenchServingRecord> = {}): BenchServingRecord =>
@@ -126,6 +127,14 @@ describe('report for chat levels', () => {
     expect(table[4]).toBe('| 1 | 16 of 16 | content | 480.0 | 40.0 | 38.0 | 61.5 | 480.0 | 512 | 530 |');
     expect(md.trimEnd().endsWith(METRIC_DEFINITIONS)).toBe(true);
     expect(METRIC_DEFINITIONS).toContain("numpy.percentile(values, p) with numpy's default 'linear' method");
+  });
+
+  it('report.html carries the same reasoning table, notes and percentile definitions', () => {
+    const html = renderReportHtml({ title: 'Chat', speculative: [chat(4, {})] }, [], { generatedAt: 't' });
+    expect(html).toContain('<h3>EAGLE3: reasoning (chat)</h3>');
+    expect(html).toContain('<td>16 of 16</td><td>content</td>');
+    expect(html).toContain('p99 = numpy.percentile(values, 99), numpy&#39;s default &#39;linear&#39; method, as bench_serving computes it.');
+    expect(html).toContain('Chat TTFT and ITL follow bench_serving 0.5.9');
   });
 
   it('has no reasoning table when no answer streamed reasoning, and no chat notes for /generate', () => {
