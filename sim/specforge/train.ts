@@ -20,7 +20,7 @@
  * (traceback.ts), torchrun's OMP_NUM_THREADS warning. Rank 0 alone prints the tqdm bar
  * (controller.py:580-581) and the rewind warning (checkpoint.py:85-86).
  */
-import { promises as fs } from 'node:fs';
+import { existsSync, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { countHiddenStateFiles, countJsonlRows, DatasetError } from '../train/data.js';
 import { claimFault, crashText, faultPlan, oomText, setupErrorText, torchrunSummary } from '../train/faults.js';
@@ -191,9 +191,9 @@ export async function runSpecforgeTrain(configPath: string, overrides: string[],
     await saveCheckpoint(out, stateAt(s), Number(t.max_checkpoints), {
       warn: (msg) => io.err(`${msg}\n`),
       between: (what) => {
-        if (crashInSave === s && what === killAt) process.exit(137);
+        if (crashInSave === s && what === killAt && claimFault(faults)) process.exit(137);
       },
-      peersFirst: crashInSave === s && killAt === 'peers-written',
+      peersFirst: crashInSave === s && killAt === 'peers-written' && !(faults.oncePath && existsSync(faults.oncePath)),
     });
     lastSaved = s;
   };
