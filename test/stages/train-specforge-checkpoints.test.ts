@@ -7,6 +7,7 @@ import {
   checkpointProblem,
   listSpecforgeCheckpoints,
   newestCompleteCheckpoint,
+  planSpecforgeResume,
   specforgeWorldSize,
 } from '../../src/stages/train-specforge-checkpoints.js';
 
@@ -97,6 +98,58 @@ describe('newestCompleteCheckpoint', () => {
     const a = { step: 3, dir: '/o/r-step3', files: full(1) };
     const b = { step: 10, dir: '/o/r-step10', files: full(1) };
     expect(newestCompleteCheckpoint([a, b], 1)).toBe(b);
+  });
+});
+
+describe('planSpecforgeResume', () => {
+  const out = () => join(dir, 'out');
+  const latest = (step: number) => symlink(`demo-step${step}`, join(out(), 'demo-latest'));
+  const plan = async (world: number) => planSpecforgeResume(await listSpecforgeCheckpoints(host, out(), 'demo'), world);
+
+  it('resumes the newest checkpoint with every rank file, naming the save cut short it passed over', async () => {
+    await ckpt('demo', 4, full(2));
+    await ckpt('demo', 8, { 'training_state.pt': 100, 'training_state_rank0.pt': 10 });
+    await latest(4);
+    const p = await plan(2);
+    expect(p).toMatchObject({ kind: 'resume', checkpoint: { step: 4 } });
+    expect(p.kind === 'resume' && p.skipped).toEqual([`${join(out(), 'demo-step8')} lacks training_state_rank1.pt (a save cut short)`]);
+  });
+
+  it('refuses at one rank what two ranks wrote, though the save cut short looks complete at one (-latest proves the world size)', async () => {
+    await ckpt('demo', 4, full(2));
+    await ckpt('demo', 8, { 'training_state.pt': 100, 'training_state_rank0.pt': 10 });
+    await latest(4);
+    expect(await plan(1)).toEqual({ kind: 'world-mismatch', writtenAt: 2, worldSize: 1, evidence: 'demo-step4 (what -latest points at) holds training_state_rank0.pt … training_state_rank1.pt' });
+  });
+
+  it('refuses at two ranks what one rank wrote, rather than starting over (whose first save would delete later steps)', async () => {
+    await ckpt('demo', 4, full(1));
+    await ckpt('demo', 8, full(1));
+    await latest(8);
+    expect(await plan(2)).toMatchObject({ kind: 'world-mismatch', writtenAt: 1, worldSize: 2 });
+  });
+
+  it('without -latest, an older step proves the world size; the newest alone proves only a larger one', async () => {
+    await ckpt('demo', 4, full(2));
+    await ckpt('demo', 8, { 'training_state.pt': 100, 'training_state_rank0.pt': 10 });
+    expect(await plan(1)).toMatchObject({ kind: 'world-mismatch', writtenAt: 2, evidence: 'demo-step4 holds training_state_rank0.pt … training_state_rank1.pt' });
+    await rm(join(out(), 'demo-step4'), { recursive: true });
+    // One directory, two ranks' files: at least two ranks wrote it.
+    await ckpt('demo', 12, full(2));
+    await rm(join(out(), 'demo-step8'), { recursive: true });
+    expect(await plan(1)).toMatchObject({ kind: 'world-mismatch', writtenAt: 2, evidence: 'demo-step12 holds training_state_rank1.pt' });
+  });
+
+  it('a first save cut short proves nothing: resumed at one rank, it is left for SpecForge to refuse', async () => {
+    await ckpt('demo', 4, { 'training_state.pt': 100, 'training_state_rank0.pt': 10 });
+    expect(await plan(1)).toMatchObject({ kind: 'resume', checkpoint: { step: 4 } });
+    expect(await plan(2)).toEqual({ kind: 'fresh', skipped: [`${join(out(), 'demo-step4')} lacks training_state_rank1.pt (a save cut short)`] });
+  });
+
+  it('a -latest whose target a rewind deleted is no evidence', async () => {
+    await ckpt('demo', 4, full(2));
+    await latest(8);
+    expect(await plan(2)).toMatchObject({ kind: 'resume', checkpoint: { step: 4 } });
   });
 });
 
