@@ -98,6 +98,22 @@ describe('summarizeLevel', () => {
     expect(rec.itl_per).toBe('token');
   });
 
+  // sglang==0.5.4's own calculate_metrics (sglang/bench_serving.py:1604-1687, run once in
+  // .venv-sglang-bench on these four outputs, seconds in, a whitespace tokenizer standing in for
+  // the retokenizer) printed these; aerie's figures under the same names must equal them.
+  it('equals real bench_serving 0.5.4 calculate_metrics on the same outputs', () => {
+    const judge: Record<string, number> = {
+      completed: 3, total_input_tokens: 90, total_output_tokens: 16, request_throughput: 1.5, input_throughput: 45, output_throughput: 8,
+      mean_ttft_ms: 200.00000000000003, median_ttft_ms: 200, std_ttft_ms: 81.6496580927726, p99_ttft_ms: 298,
+      mean_tpot_ms: 175, median_tpot_ms: 175, std_tpot_ms: 75, p99_tpot_ms: 248.5,
+      mean_itl_ms: 146.15384615384613, median_itl_ms: 100, std_itl_ms: 69.23076923076923, p95_itl_ms: 250, p99_itl_ms: 250, max_itl_ms: 250,
+      mean_e2e_latency_ms: 900, median_e2e_latency_ms: 1000, std_e2e_latency_ms: 294.3920288775949, p99_e2e_latency_ms: 1196, concurrency: 1.35,
+      total_throughput: 53,
+    };
+    const got = rec as unknown as Record<string, number>;
+    for (const [k, v] of Object.entries(judge)) expect(got[k], k).toBeCloseTo(v, 9);
+  });
+
   it('accept length: server value as accept_length, per-request mean as an extra', () => {
     expect(rec.accept_length).toBe(2.4);
     expect(rec.mean_accept_length_per_request).toBe(2.5);
