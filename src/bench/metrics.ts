@@ -64,7 +64,7 @@ export const AERIE_EXTRA_KEYS = [
 type BenchServingNumberKey = Exclude<
   (typeof BENCH_SERVING_KEYS)[number],
   | 'backend' | 'dataset_name' | 'max_concurrency' | 'sharegpt_output_len' | 'accept_length' | 'total_input_text_tokens' | 'total_input_vision_tokens'
-  | 'total_input_tokens' | 'input_throughput'
+  | 'total_input_tokens' | 'input_throughput' | 'total_output_tokens_retokenized'
 >;
 
 export type BenchServingCore = { [K in BenchServingNumberKey]: number } & {
@@ -82,6 +82,8 @@ export type BenchServingCore = { [K in BenchServingNumberKey]: number } & {
   /** Σ bench_serving's prompt_len (see the header); null on chat when the raw prompts could not be counted. */
   total_input_tokens: number | null;
   input_throughput: number | null;
+  /** Σ len(encode(answer, add_special_tokens=False)) by the server's tokenizer (/tokenize); null when it could not be asked. */
+  total_output_tokens_retokenized: number | null;
 };
 
 /** bench_serving's names from later releases; null where the source (an older line, aerie) has none. */
@@ -160,6 +162,8 @@ export interface SummaryMeta {
    * server's prompt_tokens is the same number and is used when this is absent.
    */
   promptLens?: readonly number[];
+  /** bench_serving's retokenized output count of each answer, by RequestResult.index; without it total_output_tokens_retokenized is null. */
+  outputLensRetokenized?: readonly number[];
 }
 
 // bench_serving's argparse defaults, written whatever the dataset.
@@ -188,6 +192,7 @@ export function summarizeLevel(run: LevelRun, meta: SummaryMeta): BenchServingRe
   let serverIn = 0;
   let totalIn: number | null = 0;
   let totalOut = 0;
+  let retokenized: number | null = meta.outputLensRetokenized ? 0 : null;
   let sumE2e = 0;
   const itls: number[] = [];
   for (const r of ok) {
@@ -195,6 +200,8 @@ export function summarizeLevel(run: LevelRun, meta: SummaryMeta): BenchServingRe
     const len = meta.promptLens?.[r.index] ?? (chat ? undefined : r.promptTokens);
     totalIn = totalIn === null || len === undefined ? null : totalIn + len;
     totalOut += r.outputTokens;
+    const re = meta.outputLensRetokenized?.[r.index];
+    retokenized = retokenized === null || re === undefined ? null : retokenized + re;
     sumE2e += r.e2eMs;
     for (const v of chat && !splitChat ? (r.chunkItlsMs ?? r.itlsMs) : r.itlsMs) itls.push(v);
   }
@@ -219,9 +226,9 @@ export function summarizeLevel(run: LevelRun, meta: SummaryMeta): BenchServingRe
     total_input_text_tokens: totalIn,
     total_input_vision_tokens: 0,
     total_output_tokens: totalOut,
-    // bench_serving retokenizes the text client-side; aerie has no tokenizer, so it
-    // repeats the server's count.
-    total_output_tokens_retokenized: totalOut,
+    // bench_serving retokenizes the answers client-side (sglang==0.5.4:sglang/bench_serving.py:1625-1627);
+    // aerie asks the server's tokenizer the same question after the level, or writes null.
+    total_output_tokens_retokenized: retokenized,
     request_throughput: per(ok.length),
     input_throughput: totalIn === null ? null : per(totalIn),
     output_throughput: per(totalOut),

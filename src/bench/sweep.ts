@@ -110,23 +110,26 @@ export interface AerieDriverOptions {
   meta: Omit<SummaryMeta, 'acceptLength' | 'rules' | 'promptLens'>;
   /** The release aerie resolved for the server, used when its /server_info names none. */
   serverVersion?: string;
-  /** bench_serving's prompt_len per prompt (chat); default SGLang's /tokenize at baseUrl. */
-  countPrompts?: (prompts: readonly string[], signal?: AbortSignal) => Promise<PromptCounts>;
+  /**
+   * Token counts by the server's tokenizer: prompts with special tokens (bench_serving's
+   * prompt_len, chat), answers without (its retokenized output). Default SGLang's /tokenize at baseUrl.
+   */
+  countTokens?: (texts: readonly string[], addSpecialTokens: boolean, signal?: AbortSignal) => Promise<PromptCounts>;
 }
 
 /**
  * aerie's own load generator: /server_info for the release whose bench_serving rules the
  * level follows, on chat bench_serving's input token counts (tokenize.ts), warmup, then
  * /flush_cache (so the server's running accept length covers the measured requests only),
- * the closed loop, then /server_info after the clock stopped (reading it inside the
- * duration would skew throughput).
+ * the closed loop, then, after the clock stopped, the answers' retokenized counts and
+ * /server_info (reading either inside the duration would skew throughput).
  */
 export function aerieDriver(o: AerieDriverOptions): MeasureLevel {
   return async (job) => {
     const before = await o.control.serverInfo(job.signal).catch(() => undefined);
     const rules = benchServingRules(serverVersionOf(before) ?? o.serverVersion);
-    const counts =
-      o.api === 'chat' ? await (o.countPrompts ?? ((p, s) => tokenizePrompts(o.baseUrl, p, s)))(job.prompts, job.signal) : undefined;
+    const count = o.countTokens ?? ((texts, addSpecialTokens, s) => tokenizePrompts(o.baseUrl, texts, s, { addSpecialTokens }));
+    const counts = o.api === 'chat' ? await count(job.prompts, true, job.signal) : undefined;
     const run = await runLevel({
       baseUrl: o.baseUrl,
       api: o.api,
@@ -140,12 +143,14 @@ export function aerieDriver(o: AerieDriverOptions): MeasureLevel {
       rules,
       beforeMeasure: async () => void (await flushWhenIdle(o.control, job.signal)),
     });
+    // After the clock: the answers' retokenized counts, then the server's running accept length.
+    const answers = await count(run.results.map((r) => r.generatedText ?? ''), false, job.signal);
     let acceptLength: number | undefined;
     if (o.acceptLengthFrom) {
       const info = await o.control.serverInfo(job.signal).catch(() => undefined);
       acceptLength = info ? o.acceptLengthFrom(info) : undefined;
     }
-    return summarizeLevel(run, { ...o.meta, acceptLength, rules, promptLens: counts?.lens });
+    return summarizeLevel(run, { ...o.meta, acceptLength, rules, promptLens: counts?.lens, outputLensRetokenized: answers.lens });
   };
 }
 

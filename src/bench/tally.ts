@@ -38,6 +38,12 @@ export interface StreamTally {
   firstReasoningAt: number | undefined;
   reasoningChunks: number;
   reasoningTokens: number | undefined;
+  /**
+   * The answer as bench_serving keeps it for retokenizing: /generate's last non-empty
+   * cumulative text (kept as its undecoded frame until the end), chat's timed deltas joined.
+   */
+  lastText: string | Buffer | undefined;
+  chatText: string[];
 }
 
 export function newTally(api: BenchApi, sentAt: number, rules: BenchServingRules = DEFAULT_RULES): StreamTally {
@@ -62,6 +68,8 @@ export function newTally(api: BenchApi, sentAt: number, rules: BenchServingRules
     firstReasoningAt: undefined,
     reasoningChunks: 0,
     reasoningTokens: undefined,
+    lastText: undefined,
+    chatText: [],
   };
 }
 
@@ -93,7 +101,9 @@ export function tallyEvent(t: StreamTally, ev: SseEvent, now: number): boolean {
 
 function tallyGenerate(t: StreamTally, data: Json, now: number): void {
   const meta = isObject(data.meta_info) ? data.meta_info : undefined;
-  applyGenerate(t, meta, typeof data.text === 'string' && data.text.length > 0, now);
+  const hasText = typeof data.text === 'string' && data.text.length > 0;
+  if (hasText) t.lastText = data.text as string;
+  applyGenerate(t, meta, hasText, now);
 }
 
 function applyGenerate(t: StreamTally, meta: Json | undefined, hasText: boolean, now: number): void {
@@ -131,6 +141,8 @@ export function tallyFramed(t: StreamTally, ev: FramedEvent, now: number): boole
     return tallyEvent(t, { data: ev.toString('utf8') }, now);
   }
   t.lastEventAt = now;
+  // A reference only: the frame is decoded once, at the end, if the text is asked for.
+  if (text === 'non-empty') t.lastText = ev;
   applyGenerate(t, isObject(meta) ? meta : undefined, text === 'non-empty', now);
   return false;
 }
@@ -168,6 +180,9 @@ function tallyChat(t: StreamTally, data: Json, now: number): void {
   }
   if (t.lastChunkAt !== undefined) t.chunkItlsMs.push(now - t.lastChunkAt);
   t.lastChunkAt = now;
+  // bench_serving's generated_text: the deltas it timed, reasoning first (sglang==0.5.12:sglang/bench_serving.py:480-498).
+  if (reasoning && t.rules.chatReasoningIsText) t.chatText.push(String(delta.reasoning_content || delta.reasoning));
+  if (content) t.chatText.push(delta.content as string);
   onText(t, count ?? t.lastCount + 1, now);
 }
 
@@ -201,6 +216,7 @@ export function finishTally(t: StreamTally, index: number, sentAtMs: number, now
     e2eMs: end - t.sentAt,
     outputTokens: t.completionTokens ?? (t.api === 'generate' ? t.lastCount : t.textChunks),
     promptTokens: t.promptTokens ?? 0,
+    generatedText: generatedText(t),
   };
   if (t.api === 'chat') {
     r.chunkItlsMs = t.chunkItlsMs;
@@ -215,6 +231,22 @@ export function finishTally(t: StreamTally, index: number, sentAtMs: number, now
   const error = failure ?? t.error ?? (t.done ? undefined : 'stream ended before [DONE]');
   if (error !== undefined) r.error = error;
   return r;
+}
+
+/**
+ * The answer text bench_serving would retokenize for total_output_tokens_retokenized
+ * (sglang==0.5.4:sglang/bench_serving.py:562-564 keeps /generate's last non-empty text,
+ * :1625-1627 encodes it): decoded here, after the request, not while it streams.
+ */
+export function generatedText(t: StreamTally): string {
+  if (t.api === 'chat') return t.chatText.join('');
+  if (typeof t.lastText === 'string' || t.lastText === undefined) return t.lastText ?? '';
+  try {
+    const frame = JSON.parse(t.lastText.toString('utf8')) as { text?: unknown };
+    return typeof frame.text === 'string' ? frame.text : '';
+  } catch {
+    return '';
+  }
 }
 
 /** spec_accept_length when the server reports it, else completion_tokens / spec_verify_ct. */

@@ -19,8 +19,21 @@ export interface PromptCounts {
   problem?: string;
 }
 
-export async function tokenizePrompts(baseUrl: string, prompts: readonly string[], signal?: AbortSignal, timeoutMs = 60_000): Promise<PromptCounts> {
-  const distinct = [...new Set(prompts)];
+/**
+ * Token counts of `prompts` by the server's tokenizer. addSpecialTokens: true for prompts
+ * (bench_serving's prompt_len), false for answers (its retokenized output count,
+ * sglang==0.5.4:sglang/bench_serving.py:1625-1627).
+ */
+export async function tokenizePrompts(
+  baseUrl: string,
+  prompts: readonly string[],
+  signal?: AbortSignal,
+  opts: { addSpecialTokens?: boolean; timeoutMs?: number } = {},
+): Promise<PromptCounts> {
+  const timeoutMs = opts.timeoutMs ?? 60_000;
+  const addSpecialTokens = opts.addSpecialTokens ?? true;
+  // An empty answer has no tokens; SGLang's tokenizer would say the same without the round trip.
+  const distinct = [...new Set(prompts)].filter((p) => p.length > 0 || addSpecialTokens);
   const counts = new Map<string, number>();
   const url = `${baseUrl.replace(/\/+$/, '')}/tokenize`;
   for (let i = 0; i < distinct.length; i += BATCH) {
@@ -30,7 +43,7 @@ export async function tokenizePrompts(baseUrl: string, prompts: readonly string[
       const res = await fetch(url, {
         method: 'POST',
         headers: { 'Content-Type': 'application/json' },
-        body: JSON.stringify({ prompt: batch, add_special_tokens: true }),
+        body: JSON.stringify({ prompt: batch, add_special_tokens: addSpecialTokens }),
         signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs),
       });
       if (!res.ok) return { lens: undefined, problem: `POST /tokenize answered HTTP ${res.status}` };
@@ -45,5 +58,5 @@ export async function tokenizePrompts(baseUrl: string, prompts: readonly string[
     }
     batch.forEach((p, k) => counts.set(p, count[k] as number));
   }
-  return { lens: prompts.map((p) => counts.get(p)!) };
+  return { lens: prompts.map((p) => counts.get(p) ?? 0) };
 }

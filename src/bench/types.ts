@@ -38,6 +38,8 @@ export interface RequestResult {
    * on chat it includes the chat template, which bench_serving's prompt_len does not (metrics.ts).
    */
   promptTokens: number;
+  /** The answer bench_serving retokenizes (tally.ts generatedText): /generate's final text, chat's timed deltas. */
+  generatedText?: string;
   /** meta_info.spec_accept_length, else completion_tokens / spec_verify_ct; absent without speculation. */
   acceptLength?: number;
   /** meta_info.e2e_latency × 1000 from the final chunk, when present. */

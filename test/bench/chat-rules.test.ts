@@ -61,6 +61,8 @@ describe('chat tally: TTFT and ITL on the text the release times, reasoning besi
       expect(r.reasoningChunks, v).toBe(2);
       expect(r.reasoningTokens, v).toBe(2);
       expect(r.e2eMs, v).toBe(97);
+      expect(r.generatedText, v).toBe('The answer is'); // what this release retokenizes
+
     }
   });
 
@@ -71,6 +73,7 @@ describe('chat tally: TTFT and ITL on the text the release times, reasoning besi
       expect(r.chunkItlsMs, v).toEqual([20, 30, 10, 15]);
       expect(r.firstReasoningMs, v).toBe(20);
       expect(r.firstContentMs, v).toBe(70);
+      expect(r.generatedText, v).toBe('Let me thinkThe answer is');
     }
   });
 
@@ -189,8 +192,8 @@ describe('tokenizePrompts: SGLang /tokenize as bench_serving counts', () => {
         if (req.url !== '/tokenize') return void res.writeHead(404).end('{"detail":"Not Found"}');
         const parsed = JSON.parse(body) as { prompt: string[]; add_special_tokens: boolean };
         bodies.push(parsed);
-        // The shape SGLang answers (TokenizeResponse): a BOS plus one id per word.
-        const tokens = parsed.prompt.map((p) => [1, ...p.split(' ').map((_, i) => i + 2)]);
+        // The shape SGLang answers (TokenizeResponse): a BOS when asked for special tokens, one id per word.
+        const tokens = parsed.prompt.map((p) => [...(parsed.add_special_tokens ? [1] : []), ...p.split(' ').map((_, i) => i + 2)]);
         res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ tokens, count: tokens.map((t) => t.length), max_model_len: 4096 }));
       });
     });
@@ -203,6 +206,12 @@ describe('tokenizePrompts: SGLang /tokenize as bench_serving counts', () => {
     const got = await tokenizePrompts(base, ['a b', 'c d e', 'a b']);
     expect(got).toEqual({ lens: [3, 4, 3] });
     expect(bodies.at(-1)).toEqual({ prompt: ['a b', 'c d e'], add_special_tokens: true });
+  });
+
+  it('answers: without special tokens, and an empty answer is 0 without asking', async () => {
+    const got = await tokenizePrompts(base, ['x y', ''], undefined, { addSpecialTokens: false });
+    expect(got.lens).toEqual([2, 0]);
+    expect(bodies.at(-1)).toEqual({ prompt: ['x y'], add_special_tokens: false });
   });
 
   it('says why when the server has no /tokenize', async () => {

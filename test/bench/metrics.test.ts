@@ -39,7 +39,7 @@ const run: LevelRun = {
 };
 
 describe('summarizeLevel', () => {
-  const rec = summarizeLevel(run, { backend: 'sglang', datasetName: 'random', randomInputLen: 256, randomOutputLen: 10, acceptLength: 2.4 });
+  const rec = summarizeLevel(run, { backend: 'sglang', datasetName: 'random', randomInputLen: 256, randomOutputLen: 10, acceptLength: 2.4, outputLensRetokenized: [10, 5, 1, 0] });
 
   it('counts only successful requests and divides totals by the duration', () => {
     expect(rec.completed).toBe(3);
@@ -48,7 +48,8 @@ describe('summarizeLevel', () => {
     expect(rec.duration).toBe(2);
     expect(rec.total_input_tokens).toBe(90);
     expect(rec.total_output_tokens).toBe(16);
-    expect(rec.total_output_tokens_retokenized).toBe(16);
+    expect(rec.total_output_tokens_retokenized).toBe(16); // the answers' /tokenize counts, successful requests only
+    expect(summarizeLevel(run, { backend: 'sglang', datasetName: 'random' }).total_output_tokens_retokenized).toBeNull();
     expect(rec.request_throughput).toBe(1.5);
     expect(rec.input_throughput).toBe(45);
     expect(rec.output_throughput).toBe(8);
@@ -103,7 +104,7 @@ describe('summarizeLevel', () => {
   // the retokenizer) printed these; aerie's figures under the same names must equal them.
   it('equals real bench_serving 0.5.4 calculate_metrics on the same outputs', () => {
     const judge: Record<string, number> = {
-      completed: 3, total_input_tokens: 90, total_output_tokens: 16, request_throughput: 1.5, input_throughput: 45, output_throughput: 8,
+      completed: 3, total_input_tokens: 90, total_output_tokens: 16, total_output_tokens_retokenized: 16, request_throughput: 1.5, input_throughput: 45, output_throughput: 8,
       mean_ttft_ms: 200.00000000000003, median_ttft_ms: 200, std_ttft_ms: 81.6496580927726, p99_ttft_ms: 298,
       mean_tpot_ms: 175, median_tpot_ms: 175, std_tpot_ms: 75, p99_tpot_ms: 248.5,
       mean_itl_ms: 146.15384615384613, median_itl_ms: 100, std_itl_ms: 69.23076923076923, p95_itl_ms: 250, p99_itl_ms: 250, max_itl_ms: 250,

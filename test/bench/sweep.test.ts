@@ -137,11 +137,13 @@ describe('aerieDriver against the simulator', () => {
       outputLen: 8,
       warmup: 1,
       control: { flushCache: (s?: AbortSignal) => (order.push('flush'), client.flushCache(s)), serverInfo: (s?: AbortSignal) => client.serverInfo(s) },
-      countPrompts: async (ps) => (order.push('tokenize'), { lens: ps.map((p) => p.split(' ').length + 1) }),
+      countTokens: async (ps, special) => (order.push(special ? 'tokenize' : 'retokenize'), { lens: ps.map((p) => p.split(' ').length + (special ? 1 : 0)) }),
       meta: { backend: 'sglang-oai-chat', datasetName: 'random' },
     });
     const r = await measure({ concurrency: 2, prompts, onProgress: () => order.push('request') });
     expect(order.slice(0, 2)).toEqual(['tokenize', 'flush']);
+    expect(order.at(-1)).toBe('retokenize'); // after the last measured request
+    expect(typeof r.total_output_tokens_retokenized).toBe('number');
     expect(r.completed).toBe(6);
     expect(r.total_input_tokens).toBe(6 * 9);
     // The server's count includes the chat template, so it is larger and kept apart.

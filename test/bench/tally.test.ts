@@ -25,6 +25,7 @@ describe('tally for /generate (bench_serving sglang backend rules)', () => {
       promptTokens: 12,
       acceptLength: 3.5,
       serverE2eMs: 80,
+      generatedText: 'abcdefg', // the last non-empty cumulative text, as bench_serving keeps it
     });
   });
 
