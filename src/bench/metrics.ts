@@ -5,9 +5,11 @@
 // only successful requests count):
 //   duration = first send → last completion (s); throughputs = totals / duration;
 //   TTFT; E2E = latency; TPOT = (E2E − TTFT) / (output_tokens − 1) for requests with
-//   more than one output token; ITL = every per-token entry of every request pooled;
-//   concurrency = Σ E2E / duration. Mean, median, std and every percentile are numpy's
-//   (numpy-stats.ts): a figure under one of bench_serving's names means what it means there.
+//   more than one output token; ITL = every per-token entry of every request pooled (chat:
+//   per chunk or per token as the server's bench_serving release does, bench-rules.ts);
+//   concurrency = Σ E2E / duration. Median and every percentile are numpy's exactly, mean
+//   and std to the last digit or so (numpy sums pairwise) (numpy-stats.ts): a figure under
+//   one of bench_serving's names means what it means there.
 //
 // Input tokens. bench_serving's total_input_tokens sums its dataset rows' prompt_len, the
 // client tokenizer's len(tokenizer.encode(prompt)) with special tokens (BOS) and without the
