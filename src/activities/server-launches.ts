@@ -8,6 +8,10 @@ import type { Host } from '../hosts/host.js';
 import { launchPaths, parsePidFile } from '../hosts/records.js';
 import { eagle3TargetProblem, targetArchitectures } from '../sglang/releases.js';
 import { resolveSglangVersion } from '../stages/capture-launch.js';
+import { serverWarnings } from '../sglang/log-phase.js';
+import { renderStartupRecord, startupRecordPath } from '../sglang/readiness.js';
+import { fatal } from './context.js';
+import type { ServerLaunch, ServerReady } from './server.js';
 
 /**
  * Whether the port's holder is this very launch, started by an earlier attempt whose link or
@@ -51,5 +55,26 @@ async function readJsonOn(host: Host, path: string): Promise<unknown> {
     return JSON.parse((await host.readFile(path)).toString('utf8'));
   } catch {
     return undefined;
+  }
+}
+
+/** Startup warnings are printed first; this much of the log head is read for them. */
+const WARNINGS_HEAD = 4 << 20;
+
+/** Warnings and aerie's notes, written next to the server log and returned for the stage's record. */
+export async function keepStartupRecord(host: Host, launch: ServerLaunch, endpoint: '/health' | '/health_generate', readyAfterMs: number, notes: string[]): Promise<ServerReady> {
+  const head = await host.tailFrom(launch.logPath, 0, WARNINGS_HEAD).catch(() => ({ data: '' }));
+  const warnings = serverWarnings(head.data);
+  const path = startupRecordPath(launch.logPath);
+  const text = renderStartupRecord({ launchId: launch.launchId, argv: launch.argv, readyAfterMs, endpoint, notes: [...launch.notes, ...notes], warnings });
+  await host.writeFileAtomic(path, text);
+  return { elapsedMs: readyAfterMs, phase: 'ready', warnings, notes, startupRecord: path };
+}
+
+export async function readJson(host: Host, path: string): Promise<unknown> {
+  try {
+    return JSON.parse((await host.readFile(path)).toString('utf8'));
+  } catch (err) {
+    throw fatal('ConfigError', `cannot read ${path} on ${host.name}: ${(err as Error).message}`);
   }
 }

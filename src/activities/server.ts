@@ -5,20 +5,19 @@
  */
 import { withRunGpus } from '../config/gpus.js';
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import type { Host, ProcRecord } from '../hosts/host.js';
+import type { ProcRecord } from '../hosts/host.js';
 import { latestGeneration } from '../stages/job-follow.js';
-import { launchRelease, sameArgv, startedButUnrecorded } from './server-launches.js';
+import { keepStartupRecord, launchRelease, readJson, sameArgv, startedButUnrecorded } from './server-launches.js';
 import { renderServerArgv, releaseNotes, serverLaunchEnv, benchmarkReadyArgs, type ServerLaunchSpec } from '../sglang/launch-argv.js';
 import { legacyInfoRoutesFirst, readinessEndpoint } from '../sglang/releases.js';
 import { baseServerSpec } from '../stages/launch-specs.js';
 import { captureLaunchFixes, CaptureSetupError, resolveCapture, type ResolvedCapture } from '../stages/capture-launch.js';
 import { AeriePyError } from '../stages/aerie-py.js';
-import { PHASE_ORDER, readPhase, serverWarnings, lastLines, type ServerPhase } from '../sglang/log-phase.js';
+import { PHASE_ORDER, readPhase, lastLines, type ServerPhase } from '../sglang/log-phase.js';
 import { SglangClient, acceptLengthOf } from '../sglang/client.js';
 import { checkDrafterCompat } from '../sglang/drafter-check.js';
 import {
-  drafterRejectedMessage, early200Note, gateAcceptLength, notReadyMessage, readinessBeat, readinessVerdict, renderStartupRecord,
-  startupRecordPath, type GateSample, type ReadinessBeat,
+  drafterRejectedMessage, early200Note, gateAcceptLength, notReadyMessage, readinessBeat, readinessVerdict, type GateSample, type ReadinessBeat,
 } from '../sglang/readiness.js';
 import { cancelRequested, expandEnv, fatal, keepHeartbeating, runPaths, type ActivityDeps, type RunRef } from './context.js';
 import { confirmOurs, deathReport, describeHolder, pgidOf, portHolderOf, watchServer } from './watch.js';
@@ -71,8 +70,6 @@ interface ServerStep extends RunRef {
 
 /** Bytes of log kept in memory for reading the phase; phases only move forward, so older text is not needed. */
 const PHASE_WINDOW = 1 << 20;
-/** Startup warnings are printed first; this much of the log head is read for them. */
-const WARNINGS_HEAD = 4 << 20;
 /** Tokens per acceptance-gate request. */
 const GATE_TOKENS = 256;
 
@@ -384,24 +381,6 @@ function smokeFailure(launch: ServerLaunch, message: string): ApplicationFailure
     nonRetryable: true,
     details: [{ relaunch: true, logPath: launch.logPath }],
   });
-}
-
-/** Warnings and aerie's notes, written next to the server log and returned for the stage's record. */
-async function keepStartupRecord(host: Host, launch: ServerLaunch, endpoint: '/health' | '/health_generate', readyAfterMs: number, notes: string[]): Promise<ServerReady> {
-  const head = await host.tailFrom(launch.logPath, 0, WARNINGS_HEAD).catch(() => ({ data: '' }));
-  const warnings = serverWarnings(head.data);
-  const path = startupRecordPath(launch.logPath);
-  const text = renderStartupRecord({ launchId: launch.launchId, argv: launch.argv, readyAfterMs, endpoint, notes: [...launch.notes, ...notes], warnings });
-  await host.writeFileAtomic(path, text);
-  return { elapsedMs: readyAfterMs, phase: 'ready', warnings, notes, startupRecord: path };
-}
-
-async function readJson(host: Host, path: string): Promise<unknown> {
-  try {
-    return JSON.parse((await host.readFile(path)).toString('utf8'));
-  } catch (err) {
-    throw fatal('ConfigError', `cannot read ${path} on ${host.name}: ${(err as Error).message}`);
-  }
 }
 
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
