@@ -208,10 +208,14 @@ def _inventory(server_args) -> list[dict]:
             "dest": action.dest,
             "nargs": action.nargs,
             "type": getattr(action.type, "__name__", repr(action.type)) if action.type is not None else None,
-            "choices": _json_safe(list(action.choices)) if action.choices is not None else None,
+            # A set's order changes with each interpreter's hash seed (--sampling-backend's, 0.5.9+),
+            # and so does the order argparse lists it in: recorded sorted, and marked.
+            "choices": _json_safe(sorted(action.choices) if isinstance(action.choices, (set, frozenset)) else list(action.choices)) if action.choices is not None else None,
             "action": type(action).__name__,
             "required": bool(action.required),
         }
+        if isinstance(action.choices, (set, frozenset)):
+            entry["choices_unordered"] = True
         # sglang's deprecation actions (0.5.23 arg_groups/argparse_actions.py, older server_args.py).
         if type(action).__name__.startswith("Deprecated"):
             entry["help"] = action.help

@@ -27,12 +27,19 @@ export interface Verdict {
   standins_touched: string[];
   /** 0.5.23: the message of the model-independent validation step that refused the line. */
   validation_error: string | null;
+  /** argparse's whole `<prog>: error: <message>` line, and the prog its usage line names. */
+  error_line: string | null;
+  usage_prog: string | null;
+  /** An exception other than argparse's exit that ended the parse (`Type: message`). */
+  exception: string | null;
 }
 export interface Judged {
   sglang: string;
   standins: string[];
   verdicts: Verdict[];
   watch_self_test?: string[];
+  /** Every option the release's parser declares (sglang_argparse.py _inventory). */
+  inventory?: Record<string, unknown>[];
 }
 
 export function python(version: Version): string {
@@ -47,9 +54,9 @@ export function python(version: Version): string {
   return py;
 }
 
-export function judge(version: Version, argvs: string[][], watchSelfTest?: string): Judged {
+export function judge(version: Version, argvs: string[][], watchSelfTest?: string, inventory = false): Judged {
   const res = spawnSync(python(version), [join(AERIE_HOME, 'scripts', 'real', 'sglang_argparse.py')], {
-    input: JSON.stringify({ argvs, ...(watchSelfTest ? { watch_self_test: watchSelfTest } : {}) }),
+    input: JSON.stringify({ argvs, ...(watchSelfTest ? { watch_self_test: watchSelfTest } : {}), ...(inventory ? { inventory: true } : {}) }),
     encoding: 'utf8',
     maxBuffer: 64 * 1024 * 1024,
   });
