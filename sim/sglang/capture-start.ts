@@ -15,6 +15,7 @@ import type { ModelConfig } from './model.js';
 import { PLUGIN_GROUP, PLUGIN_VALUE, discoverPlugins, launchFixesMessage, runPluginStartup } from './plugin.js';
 import type { Resolved, SimEnv } from './settings.js';
 import { serverHsMode } from './stock.js';
+import { atLeast } from './release.js';
 import { loadFrames, schedulerException } from './tracebacks.js';
 import { readTargetWeights } from './weights.js';
 
@@ -79,6 +80,9 @@ export function captureStart(o: {
     writer: null,
     states: null,
     plugins() {
+      // General plugins arrive in 0.5.12 (sglang==0.5.12:srt/plugins/__init__.py); 0.5.4 and 0.5.9
+      // load none, so aerie's capture there is never installed and writes nothing.
+      if (!atLeast(o.env.release, '0.5.12')) return null;
       const found = discoverPlugins(procEnv.PYTHONPATH);
       if (found.length === 0) return null;
       // sglang==0.5.23:sglang/srt/plugins/__init__.py:51-86 (SGLANG_PLUGINS is a whitelist of names)
@@ -93,7 +97,7 @@ export function captureStart(o: {
         log.infoAllRanks(tp, `Skipping plugin ${ours.name} (not in SGLANG_PLUGINS)`);
         return null;
       }
-      const out = runPluginStartup(o.argv, procEnv);
+      const out = runPluginStartup(o.argv, procEnv, o.env.release);
       if (out.kind === 'load-error') {
         for (let r = 0; r < tp; r++) log.error(`Failed to load plugin ${ours.name} from group ${PLUGIN_GROUP}\n${out.traceback.trimEnd()}`, r);
         return null;
@@ -104,7 +108,7 @@ export function captureStart(o: {
         for (let r = 0; r < tp; r++) log.error(`Failed to execute general plugin: ${ours.name}\n${out.traceback.trimEnd()}`, r);
         return null;
       }
-      const exit = out.kind === 'exit' ? out.message : out.kind === 'installed' && out.fixes.length > 0 ? launchFixesMessage(out.fixes) : null;
+      const exit = out.kind === 'exit' ? out.message : out.kind === 'installed' && out.fixes.length > 0 ? launchFixesMessage(out.fixes, o.env.release) : null;
       // multiprocessing prints a SystemExit's str code to stderr and exits 1
       if (exit !== null) return `${exit}\n${schedulerDied(0, 1)}`;
       log.infoAllRanks(tp, `Executed general plugin: ${ours.name}`);

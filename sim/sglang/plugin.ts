@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
-/** The release the simulator imitates when the capture is on (py/aerie_hs/sglang_hook.py TARGETS). */
+/** The release the plugin check assumes when none is given (the simulator passes the release it imitates). */
 export const CAPTURE_SGLANG_VERSION = '0.5.23';
 // sglang==0.5.23:sglang/srt/plugins/__init__.py:29
 export const PLUGIN_GROUP = 'sglang.srt.plugins';
@@ -93,8 +93,8 @@ print(json.dumps(out))
 `;
 
 /** Run the plugin's start-up in python3 with the launch's environment. */
-export function runPluginStartup(argv: readonly string[], env: NodeJS.ProcessEnv, python = 'python3'): PluginOutcome {
-  const r = spawnSync(python, ['-c', CHECK, CAPTURE_SGLANG_VERSION, JSON.stringify(argv)], {
+export function runPluginStartup(argv: readonly string[], env: NodeJS.ProcessEnv, release: string = CAPTURE_SGLANG_VERSION, python = 'python3'): PluginOutcome {
+  const r = spawnSync(python, ['-c', CHECK, release, JSON.stringify(argv)], {
     env: { ...env, PYTHONDONTWRITEBYTECODE: '1' },
     encoding: 'utf8',
     timeout: 30_000,
@@ -108,6 +108,6 @@ export function runPluginStartup(argv: readonly string[], env: NodeJS.ProcessEnv
 }
 
 /** The SystemExit the capture would raise for a launch missing what it needs (see the report: plugin() should call check_launch_args). */
-export function launchFixesMessage(fixes: string[]): string {
-  return `aerie's hidden-state capture cannot work with this launch of SGLang ${CAPTURE_SGLANG_VERSION}: ${fixes.join('; ')}`;
+export function launchFixesMessage(fixes: string[], release: string = CAPTURE_SGLANG_VERSION): string {
+  return `aerie's hidden-state capture cannot work with this launch of SGLang ${release}: ${fixes.join('; ')}`;
 }

@@ -68,6 +68,10 @@ describe('deploy: acceptance gate and benchmark-ready launch', () => {
       c.stages.benchmark.baseline = false;
       // Readiness through /health_generate, which still runs a generation when /health does not.
       c.server.readiness.endpoint = '/health_generate';
+      // SGLang 0.5.12 (the oldest the extraction's capture runs on), which logs its spec v2 decision
+      // under EAGLE3; 0.5.23 always runs spec v2 and prints nothing about it (sim/sglang/profile.ts specV2).
+      c.server.launcher = [...c.server.launcher, '--version', '0.5.12'];
+      c.server['sglang-version'] = '0.5.12';
     });
     const runId = `ready-${Date.now()}`;
     const run = await runPipeline(t, config, runId);
@@ -78,15 +82,15 @@ describe('deploy: acceptance gate and benchmark-ready launch', () => {
     expect(launch!.result.argv.join(' ')).toContain('--max-running-requests 64');
     const [gate] = only(run.activities, 'acceptanceGate');
     expect(gate!.result.notes.join('\n')).toMatch(note);
-    expect(gate!.result.warnings.join('\n')).toMatch(/Overlap scheduler is disabled/);
+    expect(gate!.result.warnings.join('\n')).toMatch(/Spec v2 is enabled by default/);
     expect(run.result?.report?.markdown).toMatch(note);
-    expect(run.result?.report?.markdown).toMatch(/Overlap scheduler is disabled/);
+    expect(run.result?.report?.markdown).toMatch(/Spec v2 is enabled by default/);
 
     // Next to the log, in the run folder: what aerie set and what the server warned about.
     const logs = join(workdir, 'runs', runId, 'logs');
     const record = await readFile(join(logs, 'server-deploy-0.startup.md'), 'utf8');
     expect(record).toMatch(note);
-    expect(record).toMatch(/## Server startup warnings\n- Overlap scheduler is disabled/);
+    expect(record).toMatch(/## Server startup warnings\n- Spec v2 is enabled by default/);
     expect(record).toContain('(/health_generate 200, identity confirmed by server_info)');
     const log = await readFile(join(logs, 'server-deploy-0.log'), 'utf8');
     expect(log).not.toMatch(/Max running requests is reset to 48/);
