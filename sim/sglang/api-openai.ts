@@ -210,3 +210,36 @@ export async function handleCompletion(x: Exchange): Promise<void> {
   }
   await run(x, body, { prompt, ids, params }, false);
 }
+
+/**
+ * POST /tokenize and /v1/tokenize: the server's tokenizer on a prompt or a list of them,
+ * special tokens (BOS) added unless add_special_tokens is false; max_model_len is the tokenizer's
+ * model_max_length (8192 in the target's tokenizer_config.json). The same in 0.5.4-0.5.23 for these
+ * fields (sglang==0.5.4:srt/entrypoints/openai/protocol.py:863-879, serving_tokenize.py:30-66,
+ * http_server.py:1126-1141; sglang==0.5.23:srt/entrypoints/openai/protocol.py:1744-1762).
+ */
+export function handleTokenize(x: Exchange): void {
+  const body = (x.body ?? {}) as Body;
+  const special = body.add_special_tokens !== false;
+  const enc = (t: unknown) => x.ctx.lm.tok.encode(String(t), special);
+  const maxModelLen = 8192;
+  if (typeof body.prompt === 'string') {
+    const tokens = enc(body.prompt);
+    return sendJson(x, 200, { tokens, count: tokens.length, max_model_len: maxModelLen });
+  }
+  if (Array.isArray(body.prompt)) {
+    const tokens = body.prompt.map(enc);
+    return sendJson(x, 200, { tokens, count: tokens.map((t) => t.length), max_model_len: maxModelLen });
+  }
+  throw openaiError('1 validation error for TokenizeRequest\nprompt\n  Field required');
+}
+
+/** POST /detokenize and /v1/detokenize (sglang==0.5.4:srt/entrypoints/openai/serving_tokenize.py:69-120). */
+export function handleDetokenize(x: Exchange): void {
+  const body = (x.body ?? {}) as Body;
+  const skip = body.skip_special_tokens !== false;
+  const t = body.tokens;
+  if (!Array.isArray(t)) throw openaiError('1 validation error for DetokenizeRequest\ntokens\n  Field required');
+  if (t.every((v) => typeof v === 'number')) return sendJson(x, 200, { text: x.ctx.lm.tok.decode(t as number[], skip) });
+  return sendJson(x, 200, { text: t.map((row) => x.ctx.lm.tok.decode((row as number[]).map(Number), skip)) });
+}

@@ -6,7 +6,7 @@
 import type http from 'node:http';
 import path from 'node:path';
 import { handleGenerate } from './api-native.js';
-import { handleChat, handleCompletion } from './api-openai.js';
+import { handleChat, handleCompletion, handleDetokenize, handleTokenize } from './api-openai.js';
 import { ArgparseError, PROG, type Parsed, parseLaunchArgs, serverArgsRepr, usageLine } from './args.js';
 import { captureStart } from './capture-start.js';
 import { Engine } from './engine.js';
@@ -191,6 +191,10 @@ export async function runSglang(rawArgv: string[]): Promise<number> {
     '/generate': { methods: ['POST', 'PUT'], handler: handleGenerate },
     '/v1/chat/completions': { methods: ['POST'], handler: handleChat },
     '/v1/completions': { methods: ['POST'], handler: handleCompletion },
+    '/tokenize': { methods: ['POST'], handler: handleTokenize },
+    '/v1/tokenize': { methods: ['POST'], handler: handleTokenize },
+    '/detokenize': { methods: ['POST'], handler: handleDetokenize },
+    '/v1/detokenize': { methods: ['POST'], handler: handleDetokenize },
   });
   const host = args.host as string;
   const port = args.port as number;

@@ -149,13 +149,12 @@ describe('the openai client against the simulator', () => {
     expect(verdict.tokenizer.content_tokens).toBe(p.usage.completion_tokens);
   });
 
-  it("prompt_tokens: the simulator counts the rendered template's words, not its tokens (real SGLang counts tokens)", () => {
-    // Observed: the simulator's prompt_tokens is a whitespace word count of the rendered chat
-    // (sim/sglang/api-openai.ts handleChat → countPromptTokens), while the target's own
-    // tokenizer (apply_chat_template with the generation prompt, as SGLang tokenizes a chat
-    // request) gives a different number. Recorded here so a fix in the simulator shows up:
-    // then this becomes `toBe(verdict.tokenizer.prompt_tokens)`.
-    expect(verdict.plain.usage.prompt_tokens).not.toBe(verdict.tokenizer.prompt_tokens);
+  it("prompt_tokens: the templated conversation's tokens, as the target's own tokenizer counts them", () => {
+    // SGLang counts a chat request's prompt as apply_chat_template(..., tokenize=True,
+    // add_generation_prompt=True) of the target's tokenizer (sglang==0.5.4:srt/entrypoints/openai/serving_chat.py:318-321);
+    // the simulator renders the target's Llama 3 template and encodes it with tokenizer.json's ids
+    // (sim/sglang/api-openai.ts handleChat, sim/sglang/text.ts renderChat). The transformers tokenizer is the judge.
+    expect(verdict.plain.usage.prompt_tokens).toBe(verdict.tokenizer.prompt_tokens);
   });
 
   it('stream=True: chunk objects the client parses and validates, role first, one finish, usage last', () => {

@@ -179,16 +179,16 @@ describe("aerie's load generator and bench_serving at the same level, same simul
     expect(ours.total_output_tokens).toBe(ingested.total_output_tokens);
   });
 
-  it('count input tokens differently: bench_serving tokenizes client-side, aerie takes the server\'s prompt_tokens (issue 13 item 4 must fix)', () => {
-    // issue 13 item 4 must fix (S4): bench_serving sums its own tokenizer's prompt_len, BOS
-    // included (sglang==0.5.4:sglang/bench_serving.py:1157 for sharegpt, summed at :1629), aerie sums
-    // meta_info.prompt_tokens. On this simulator the gap is wide: its prompt_tokens counts
-    // whitespace words (sim/sglang/text.ts countPromptTokens), not tokenizer.json's tokens, and
-    // aerie's random words are often outside the sim vocabulary and split into bytes (observed:
-    // 4116 against 1152 for 24 prompts of 48 words). When aerie counts as bench_serving does,
-    // this becomes `toBe(ingested.total_input_tokens)`.
-    expect(ours.total_input_tokens, report()).toBe(PROMPTS * INPUT_WORDS);
-    expect(ingested.total_input_tokens, report()).toBeGreaterThan(ours.total_input_tokens);
+  it('count the same input tokens: bench_serving\'s client-side prompt_len and the server\'s prompt_tokens (S4)', () => {
+    // bench_serving sums its own tokenizer's prompt_len, BOS included
+    // (sglang==0.5.4:sglang/bench_serving.py:1157-1160 for sharegpt, summed at :1629); aerie sums
+    // meta_info.prompt_tokens, which SGLang counts with the same tokenizer and the same defaults
+    // (sglang==0.5.4:srt/managers/tokenizer_manager.py:554), and so does the simulator: its
+    // prompt_tokens are tokenizer.json's ids of the text, BOS first (sim/sglang/api-native.ts).
+    // Whitespace words would give PROMPTS × INPUT_WORDS, far below: aerie's random words are
+    // often outside the sim vocabulary and split into bytes.
+    expect(ours.total_input_tokens, report()).toBe(ingested.total_input_tokens);
+    expect(ours.total_input_tokens, report()).toBeGreaterThan(PROMPTS * INPUT_WORDS);
   });
 
   it('output throughput agrees within 20%', () => {
@@ -203,7 +203,7 @@ describe("aerie's load generator and bench_serving at the same level, same simul
   });
 
   it('mean and median TTFT agree within one decode step or 50%', () => {
-    // TTFT here is a one-step prefill (~4 ms for 48 prompt tokens as the simulator counts them,
+    // TTFT here is a one-step prefill (of the ~170 prompt tokens 48 words make,
     // drafter extend included) plus the wait for the running
     // decode step to end (0 to ~10 ms at batch 4), so small absolute shifts are large relative
     // ones: a client that is 1-2 ms later to send lands in a different phase of the step.

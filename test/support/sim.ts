@@ -1,6 +1,7 @@
 /**
  * The SGLang simulator as a real child process in its own process group, for stage tests:
- * started on a free port, waited for until /health says 200, stopped by its pgid.
+ * started on a free port, waited for until /health says 200, stopped by its pgid. `version`
+ * picks the SGLang release it imitates (`aerie-sim sglang --version X.Y.Z`; default 0.5.23).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join, resolve } from 'node:path';
@@ -9,17 +10,20 @@ import { freePort } from '../../src/temporal/dev-server.js';
 const ROOT = resolve(import.meta.dirname, '../..');
 
 export interface Sim {
+  /** The release it was started as (`version`), or undefined for the simulator's default. */
+  version?: string;
   child: ChildProcess;
   pgid: number;
   baseUrl: string;
   log: () => string;
 }
 
-export async function startSim(env: Record<string, string> = {}, args: string[] = []): Promise<Sim> {
+export async function startSim(env: Record<string, string> = {}, args: string[] = [], opts: { version?: string } = {}): Promise<Sim> {
   const port = await freePort();
+  const release = opts.version ? ['--version', opts.version] : [];
   const child = spawn(
     process.execPath,
-    [join(ROOT, 'bin/aerie-sim.mjs'), 'sglang', '--model-path', join(ROOT, 'examples/models/sim-llama-8b'), '--port', String(port), ...args],
+    [join(ROOT, 'bin/aerie-sim.mjs'), 'sglang', ...release, '--model-path', join(ROOT, 'examples/models/sim-llama-8b'), '--port', String(port), ...args],
     {
       cwd: ROOT,
       detached: true, // setsid: its own process group, stopped by pgid in afterAll
@@ -30,7 +34,7 @@ export async function startSim(env: Record<string, string> = {}, args: string[] 
   let log = '';
   child.stdout!.on('data', (d: Buffer) => (log += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
-  const sim: Sim = { child, pgid: child.pid!, baseUrl: `http://127.0.0.1:${port}`, log: () => log };
+  const sim: Sim = { version: opts.version, child, pgid: child.pid!, baseUrl: `http://127.0.0.1:${port}`, log: () => log };
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`simulator exited (${child.exitCode}):\n${log}`);
