@@ -9,7 +9,7 @@
 import type { Config } from '../config/schema.js';
 import type { Host } from '../hosts/host.js';
 import { releaseNotes, renderServerArgv, type ServerLaunchSpec } from '../sglang/launch-argv.js';
-import { launchRelease } from './server-launches.js';
+import { launchRelease, type SglangRelease } from './server-launches.js';
 import { AeriePyError } from '../stages/aerie-py.js';
 import { captureLaunchFixes, CaptureSetupError, resolveCapture } from '../stages/capture-launch.js';
 import { baseServerSpec } from '../stages/launch-specs.js';
@@ -21,7 +21,7 @@ import { runDir } from '../shared.js';
  * release renamed is noted, one it cannot take, a spec v2 request it cannot honour, or an
  * EAGLE-3 target it cannot capture aux states for is a problem now, not after the model loads.
  */
-export async function checkRelease(host: Host, config: Config, out: CaptureReport): Promise<string | undefined> {
+export async function checkRelease(host: Host, config: Config, out: CaptureReport): Promise<SglangRelease | undefined> {
   const d = config.stages.deploy;
   const release = await launchRelease(host, config, d['speculative-algorithm']);
   if ('problem' in release) {
@@ -45,7 +45,7 @@ export async function checkRelease(host: Host, config: Config, out: CaptureRepor
       if (!out.problems.includes(m)) out.problems.push(m);
     }
   }
-  return release.version;
+  return release;
 }
 
 export interface CaptureReport {

@@ -26,6 +26,7 @@ import {
 import { SPECFORGE_PROFILES, type SpecforgeProfileId } from '../stages/specforge-revision.js';
 import { runDir } from '../shared.js';
 import { checkCapture, checkRelease } from './preflight-capture.js';
+import type { SglangRelease } from './server-launches.js';
 import { moduleLaunch } from '../stages/capture-launch.js';
 import { fatal, type ActivityDeps, type RunRef } from './context.js';
 
@@ -35,6 +36,7 @@ export interface PreflightReport {
   problems: string[];
   /** The SpecForge revision the train and extract drivers follow (SpecForge drivers only). */
   specforge?: { profile: SpecforgeProfileId; evidence: string };
+  sglang?: SglangRelease; // resolved once for the run; launchServer renders for it
 }
 
 export { moduleLaunch };
@@ -288,7 +290,7 @@ export async function runPreflight(host: Host, config: Config, runId: string): P
   }
 
   await checkLauncher(host, config.server.launcher, 'server.launcher', 'sglang.launch_server', root, out);
-  await checkRelease(host, config, out);
+  out.sglang = await checkRelease(host, config, out);
   const e = config.stages.extract;
   if (e.driver === 'patched-server') await checkCapture(host, config, runId, out);
   await checkLauncher(host, config.stages.train.launcher, 'stages.train.launcher', null, `${root}/train`, out);
@@ -389,10 +391,10 @@ export function renderProblems(problems: readonly string[]): string {
 export function preflightActivities({ hosts }: ActivityDeps) {
   return {
     /** `specforge` (the revision the drivers follow) is the one preflight result later stages read. */
-    async preflight({ runId, config }: RunRef): Promise<{ note: string; checks: string[]; specforge?: SpecforgeProfileId }> {
+    async preflight({ runId, config }: RunRef): Promise<{ note: string; checks: string[]; specforge?: SpecforgeProfileId; sglang?: SglangRelease }> {
       const report = await runPreflight(hosts.get(config), config, runId);
       if (report.problems.length > 0) throw fatal('PreflightFailed', renderProblems(report.problems), { problems: report.problems });
-      return { note: report.checks.join('; '), checks: report.checks, specforge: report.specforge?.profile };
+      return { note: report.checks.join('; '), checks: report.checks, specforge: report.specforge?.profile, sglang: report.sglang };
     },
   };
 }

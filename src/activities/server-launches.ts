@@ -30,6 +30,12 @@ export function sameArgv(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
+/** The host's SGLang release and how it was found (preflight's result, passed on to each launch). */
+export interface SglangRelease {
+  version: string;
+  how: string;
+}
+
 /**
  * The release a launch is rendered for (server.sglang-version, resolved on the host as
  * preflight resolves it) and, for a speculative launch, whether that release can serve the
@@ -39,9 +45,12 @@ export async function launchRelease(
   host: Host,
   config: Config,
   speculativeAlgorithm?: string,
-): Promise<{ version: string; how: string } | { problem: string }> {
-  const v = await resolveSglangVersion(host, config.server.launcher, config.server['sglang-version']);
-  if (v.problem || v.version === undefined) return { problem: v.problem ?? 'server.sglang-version: the release could not be read' };
+  resolved?: SglangRelease,
+): Promise<SglangRelease | { problem: string }> {
+  // Preflight's answer when the workflow passes it on; else read the same way preflight reads it.
+  const v = resolved ?? (await resolveSglangVersion(host, config.server.launcher, config.server['sglang-version']));
+  if ('problem' in v && v.problem) return { problem: v.problem };
+  if (v.version === undefined) return { problem: 'server.sglang-version: the release could not be read' };
   if (speculativeAlgorithm !== undefined) {
     const arch = targetArchitectures(await readJsonOn(host, `${config.target['model-path']}/config.json`));
     const problem = eagle3TargetProblem(v.version, speculativeAlgorithm, arch);

@@ -7,7 +7,7 @@ import { withRunGpus } from '../config/gpus.js';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { ProcRecord } from '../hosts/host.js';
 import { latestGeneration } from '../stages/job-follow.js';
-import { keepStartupRecord, launchRelease, readJson, sameArgv, startedButUnrecorded } from './server-launches.js';
+import { keepStartupRecord, launchRelease, readJson, sameArgv, startedButUnrecorded, type SglangRelease } from './server-launches.js';
 import { renderServerArgv, releaseNotes, serverLaunchEnv, benchmarkReadyArgs, type ServerLaunchSpec } from '../sglang/launch-argv.js';
 import { legacyInfoRoutesFirst, readinessEndpoint } from '../sglang/releases.js';
 import { baseServerSpec } from '../stages/launch-specs.js';
@@ -75,7 +75,7 @@ const GATE_TOKENS = 256;
 
 export function serverActivities({ hosts }: ActivityDeps) {
   return {
-    async launchServer(input: RunRef & { role: ServerRole; drafterDir?: string; maxConcurrency?: number; extractPass?: 'aux' | 'final' }): Promise<ServerLaunch> {
+    async launchServer(input: RunRef & { role: ServerRole; drafterDir?: string; maxConcurrency?: number; extractPass?: 'aux' | 'final'; sglang?: SglangRelease }): Promise<ServerLaunch> {
       const { config, runId, role } = input;
       const host = hosts.get(config);
       const paths = runPaths(host, runId);
@@ -87,7 +87,7 @@ export function serverActivities({ hosts }: ActivityDeps) {
       }
 
       const spec: ServerLaunchSpec = baseServerSpec(config, role);
-      const release = await launchRelease(host, config, role === 'deploy' ? config.stages.deploy['speculative-algorithm'] : undefined);
+      const release = await launchRelease(host, config, role === 'deploy' ? config.stages.deploy['speculative-algorithm'] : undefined, input.sglang);
       if ('problem' in release) throw fatal('ConfigError', release.problem);
       spec.sglangVersion = release.version;
       // aerie's capture rides on the extraction launch: its package on PYTHONPATH, its flags on the line.

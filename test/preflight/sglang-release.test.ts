@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkRelease, type CaptureReport } from '../../src/activities/preflight-capture.js';
+import { launchRelease } from '../../src/activities/server-launches.js';
 import { LocalHost } from '../../src/hosts/local.js';
 import { resolveSglangVersion } from '../../src/stages/capture-launch.js';
 import { freePort } from '../../src/temporal/dev-server.js';
@@ -54,6 +55,16 @@ describe('resolving server.sglang-version', () => {
     expect(v.problem).toMatch(/^server\.sglang-version is auto, but aerie reads SGLang's release through a launcher of the form \[python, -m, sglang\.launch_server\].*Fix: pin server\.sglang-version/);
   });
 
+  it("each launch takes preflight's answer when the workflow passes it on, and still checks the target", async () => {
+    const c = demoConfig(join(work, 'passed'), await freePort(), (x) => {
+      x.server.launcher = ['/nowhere/python', '-m', 'sglang.launch_server'];
+      x.server['sglang-version'] = 'auto';
+    });
+    expect(await launchRelease(host, c, 'EAGLE3', { version: '0.5.12', how: 'preflight' })).toEqual({ version: '0.5.12', how: 'preflight' });
+    // Without it the launch reads the release itself, the way preflight does.
+    expect(await launchRelease(host, c, 'EAGLE3')).toEqual({ problem: expect.stringMatching(/^server\.launcher: \/nowhere\/python on local has no installed sglang distribution/) });
+  });
+
   it('an interpreter without sglang names server.launcher and the fix', async () => {
     const py = await fakePython('py-none', "ModuleNotFoundError: No module named 'sglang'", 1);
     const v = await resolveSglangVersion(host, [py, '-m', 'sglang.launch_server'], 'auto');
@@ -66,7 +77,7 @@ describe('preflight renders every server line for the release', () => {
 
   it('the demo (pinned 0.5.23) passes, and says every launch follows it', async () => {
     const out = report();
-    expect(await checkRelease(host, demoConfig(join(work, 'demo'), await freePort()), out)).toBe('0.5.23');
+    expect(await checkRelease(host, demoConfig(join(work, 'demo'), await freePort()), out)).toEqual({ version: '0.5.23', how: 'server.sglang-version' });
     expect(out.problems).toEqual([]);
     expect(out.checks).toContain('SGLang 0.5.23 (server.sglang-version): every server launch is rendered for it, and each ready server must report it');
     expect(out.checks.join('\n')).toMatch(/spec v2: always on from SGLang 0\.5\.15/);
