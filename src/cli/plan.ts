@@ -10,7 +10,7 @@ import type { Config } from '../config/schema.js';
 import { shJoin } from '../hosts/shell-quote.js';
 import { runDir, type StageName } from '../shared.js';
 import { benchmarkReadyArgs, releaseNotes, renderServerArgv, serverLaunchEnv, type ServerLaunchSpec } from '../sglang/launch-argv.js';
-import { eagle3TargetFloors } from '../sglang/releases.js';
+import { eagle3TargetFloors, readinessEndpoint } from '../sglang/releases.js';
 import { renderPrepareArgv, vocabMappingPath } from '../stages/extract-offline.js';
 import { runDumpDir } from '../stages/capture-launch.js';
 import { baseServerSpec, extractLayout, hiddenForTrain, prepareSpec, trainSpec, type StagePaths } from '../stages/launch-specs.js';
@@ -49,7 +49,8 @@ export function planRelease(config: Config): { version: string; note: string } {
 function serverStep(config: Config, role: Role, stage: StageName, drafterDir?: string, runId = '<run-id>', pass?: 'aux' | 'final'): PlanStep {
   const release = planRelease(config);
   const spec: ServerLaunchSpec = { ...baseServerSpec(config, role), sglangVersion: release.version };
-  const notes: string[] = [release.note];
+  const probe = readinessEndpoint(release.version, config.server.readiness.endpoint, config.server.env);
+  const notes: string[] = [release.note, ...(probe.note ? [probe.note] : [])];
   if (role === 'deploy') {
     const d = config.stages.deploy;
     spec.speculative = {

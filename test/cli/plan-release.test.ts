@@ -62,6 +62,12 @@ describe('aerie plan per SGLang release', () => {
     expect(step(planRun(c, 'r1'), 'launch deploy server').notes?.join('\n')).toMatch(/REFUSED at launch: server\.env sets SGLANG_ENABLE_SPEC_V2, which SGLang 0\.5\.23 no longer reads/);
   });
 
+  it('readiness says when /health would not generate on the release and /health_generate is polled instead', () => {
+    const env = (doc: Record<string, any>) => (doc.server.env.SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION = 'false');
+    expect(step(planRun(kimi('0.5.12', env), 'r1'), 'launch generate server').notes?.join('\n')).toMatch(/readiness polls \/health_generate, not server\.readiness\.endpoint \/health/);
+    expect(step(planRun(kimi('0.5.4', env), 'r1'), 'launch generate server').notes?.join('\n')).toMatch(/which SGLang 0\.5\.4 does not read: \/health still generates/);
+  });
+
   it('extra-args follow the release on every server line', () => {
     const c = kimi('0.5.23', (doc) => (doc.server['extra-args'] = ['--trust-remote-code', '--cuda-graph-max-bs', '128']));
     for (const s of planRun(c, 'r1').filter((x) => x.step.startsWith('launch '))) {
