@@ -78,7 +78,7 @@ export const readinessSchema = z.strictObject({
   endpoint: z
     .enum(['/health', '/health_generate'])
     .default('/health')
-    .describe('Health endpoint polled for readiness; only exactly HTTP 200 counts. /health generates one token (0.5.4 on), except where server.env sets SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=false (0.5.9 on): aerie then polls /health_generate and says so. SGLang before 0.5 answered /health 200 before it could generate: use /health_generate there.'),
+    .describe('Health endpoint polled for readiness; only exactly HTTP 200 counts. /health generates one token (0.5.4 on), except where server.env sets SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=false (0.5.9 on): aerie then polls /health_generate and says so. A release older than those aerie has read (0.5.4 on) may answer /health 200 before it can generate: use /health_generate there.'),
   'require-ready-line': z
     .boolean()
     .default(true)
