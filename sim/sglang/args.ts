@@ -173,11 +173,15 @@ export const SIM_FLAG_NAMES: readonly string[] = [...simSpecByName.keys()];
 export type ServerArgs = Record<string, unknown>;
 
 export class ArgparseError extends Error {
-  /** What the release's argparse writes to stderr before exiting 2. */
+  /**
+   * What the launch writes to stderr before exiting 2: the deprecation notes of the flags
+   * consumed before the error (logged as each is taken), argparse's usage, then its error line.
+   */
   readonly stderr: string;
-  constructor(message: string, readonly release: SimRelease = DEFAULT_SIM_RELEASE) {
+  constructor(message: string, readonly release: SimRelease = DEFAULT_SIM_RELEASE, readonly warnings: readonly string[] = []) {
     super(message);
-    this.stderr = `${usageLine(release)}\n${progFor(release)}: error: ${message}\n`;
+    const notes = warnings.map((w) => `${warningLine(release, w)}\n`).join('');
+    this.stderr = `${notes}${usageLine(release)}\n${progFor(release)}: error: ${message}\n`;
   }
 }
 
@@ -227,7 +231,7 @@ function act(release: SimRelease, o: RealOption, optionString: string, values: s
     case 'DeprecatedAction':
       if (release === '0.5.4') {
         // sglang==0.5.4:srt/server_args.py:3797-3798: `raise ValueError(self.help)`, mid-parse.
-        throw new PyError(deprecatedTraceback(o.help ?? ''));
+        throw new PyError(warnings.map((w) => `${warningLine(release, w)}\n`).join('') + deprecatedTraceback(o.help ?? ''));
       }
       // sglang==0.5.9:srt/server_args.py:5735-5738 (0.5.12 :7897-7900): a no-op that warns.
       warnings.push(`The command line argument '${optionString}' is deprecated and will be removed in future versions.`);
@@ -280,13 +284,13 @@ function deprecatedTraceback(help: string): string {
  */
 export function parseLaunchArgs(argv: readonly string[], release: SimRelease = DEFAULT_SIM_RELEASE): Parsed {
   const table = optionsOf(release);
+  const warnings: string[] = [];
   const fail = (m: string): never => {
-    throw new ArgparseError(m, release);
+    throw new ArgparseError(m, release, [...warnings]);
   };
   const args: ServerArgs = {};
   for (const spec of FLAGS) args[spec.dest] = spec.default;
   const explicit = new Set<string>();
-  const warnings: string[] = [];
   const seen = new Set<RealOption>();
   const extras: string[] = [];
   // `--` makes every later token a positional ('-' in argparse's pattern, which options never take).

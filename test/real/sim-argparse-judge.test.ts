@@ -75,7 +75,40 @@ const PROBES: string[][] = [
   [...M, '--trust-remote-code=yes'],
   [...M, '--port', 'abc', '--cuda-graph-max-bs', '8'],
   [...M, '--bogus', '--port', 'abc'],
+  // nargs ?, *, +; JSON and nullable types; negated booleans; explicit and empty values.
+  [...M, '--lora-paths'],
+  [...M, '--lora-paths', 'a', 'b', '--port', '1'],
+  [...M, '--lora-target-modules', 'q_proj', 'bogus_proj'],
+  [...M, '--bucket-time-to-first-token', '0.1', 'x'],
+  [...M, '--tokenizer-metrics-allowed-custom-labels'],
+  [...M, '--model-checksum'],
+  [...M, '--model-checksum', 'abc'],
+  [...M, '--hybrid-kvcache-ratio', '0.5'],
+  [...M, '--extra-metric-labels', '{bad'],
+  [...M, '--extra-metric-labels', '{"a": "b"}'],
+  [...M, '--piecewise-cuda-graph-tokens', '[1, 2'],
+  [...M, '--no-experts-shared-outer-loras'],
+  [...M, '--no-experts-shared-outer-loras=1'],
+  [...M, '--quantization-param-path', 'None'],
+  [...M, '--enable-metrics', '--enable-metrics'],
+  [...M, '--enable-metrics='],
+  [...M, '--port='],
+  [...M, '--port', '-5'],
+  [...M, '--host', 'a b'],
+  [...M, '--a b'],
+  [...M, '--mem-fraction-static', '.5'],
+  [...M, '--mem-fraction-static', '5.'],
+  [...M, '--mem-fraction-static', '1_0.5'],
+  [...M, '--mem-fraction-static', 'nan'],
+  [...M, '--mem-fraction-static', '0x10'],
+  [...M, '--mem-fraction-static', '1e5x'],
+  [...M, '--max-total-tokens', '1.5k'],
+  [...M, '--max-total-tokens', '2Mi'],
   // --model-path.
+  ['--model-path'],
+  ['--model-path', '-5'],
+  ['--model-path=/m'],
+  ['--help'],
   [],
   ['--port', '1'],
   ['--model', '/m'],
@@ -113,7 +146,8 @@ function sim(argv: string[], release: Version): Outcome {
   } catch (e) {
     if (e instanceof ArgparseError) {
       const lines = e.stderr.trimEnd().split('\n');
-      return { exit: 2, last: lines.at(-1)!, prog: /^usage: (.*?) \[-h\]/.exec(lines[0]!)?.[1] ?? null, warnings: [] };
+      const usage = lines.find((l) => l.startsWith('usage: '))!;
+      return { exit: 2, last: lines.at(-1)!, prog: /^usage: (.*?) \[-h\]/.exec(usage)?.[1] ?? null, warnings: [...e.warnings] };
     }
     if (e instanceof PyError) return { exit: e.exitCode, last: e.traceback.trimEnd().split('\n').at(-1)!, prog: null, warnings: [] };
     throw e;

@@ -124,6 +124,15 @@ describe("argparse's own rules", () => {
     expect(errorLine([...M, '--trust-remote-code=yes'], '0.5.4')).toBe("launch_server.py: error: argument --trust-remote-code: ignored explicit argument 'yes'");
   });
 
+  it('the deprecation notes of flags taken before an error come first on stderr, as they are logged when taken', () => {
+    expect(stderrOf([...M, '--stream-output', '--port', 'x'], '0.5.12').split('\n')).toEqual([
+      "\x1b[1;33m'--stream-output' is deprecated and will be removed in a future release. Use '--incremental-streaming-output' instead.\x1b[0m",
+      expect.stringMatching(/^usage: sglang serve \[-h\] /),
+      "sglang serve: error: argument --port: invalid int value: 'x'",
+      '',
+    ]);
+  });
+
   it('keeps real flags the simulator does not act on, under their SGLang dest', () => {
     const p = parseLaunchArgs([...M, '--enable-hierarchical-cache'], '0.5.23');
     expect(p.args.enable_hierarchical_cache).toBe(true);
