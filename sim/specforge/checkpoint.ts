@@ -52,7 +52,8 @@ async function atomicSave(file: string, obj: unknown): Promise<void> {
  * -latest repoint at :104 come only after all of them):
  * - `rank0-opened`: rank 0's `training_state_rank0.pt.tmp` exists, empty (torch.save opened it).
  * - `shared-written`: rank 0's two files are in place, no peer's yet.
- * - `peers-written`: every rank file is in place, the shared state is not.
+ * - `peers-written`: every rank file is in place, the shared state's temp name is open and empty
+ *   (what the real two-rank SIGKILL left).
  * - `files-written`: every file is in place; -latest still names the previous save.
  */
 export type SavePoint = 'rank0-opened' | 'shared-written' | 'peers-written' | 'files-written';
@@ -94,6 +95,9 @@ export async function saveCheckpoint(out: string, st: SharedState, maxCheckpoint
   };
   if (hooks.peersFirst) {
     await peers();
+    // Rank 0's torch.save of the shared state has opened its temp name (a 20 MB save was still
+    // empty when the real kill landed: test/fixtures/real/specforge-a6b6b023-cpu-ws2/ls-after-kill.txt).
+    await fs.writeFile(`${path.join(dir, STATE_FILE)}.tmp`, '');
     hooks.between?.('peers-written');
     await atomicSave(path.join(dir, STATE_FILE), st);
   } else {

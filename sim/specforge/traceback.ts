@@ -13,18 +13,28 @@
  *   prints its own traceback, then torchrun its ChildFailedError report, and the CLI exits
  *   with torchrun's status (launch_plan.py:1110-1128).
  *
- * Frames the simulator has not checked line by line (application/, launch.py) are left out.
+ * Frames are HEAD's, each checked with `git show a6b6b023:<path> | sed -n <line>p`.
  */
 import { torchrunFailures } from '../train/faults.js';
 
 const SITE = '/usr/local/lib/python3.11/dist-packages';
 type Frame = [file: string, line: number, fn: string, code: string];
 
-// SpecForge@a6b6b023: cli.py:298, :263, :144; training/trainer.py:285 (in Trainer.__init__, :77).
+// `python -m specforge.cli` (how HEAD's CLI starts its workers, and how aerie's launcher may).
+const RUNPY: Frame[] = [['<frozen runpy>', 198, '_run_module_as_main', ''], ['<frozen runpy>', 88, '_run_code', '']];
+// SpecForge@a6b6b023: cli.py:298, :263, :144; application/composition.py:145; training/assembly.py:631;
+// launch.py:623, :114; training/trainer.py:285 (in Trainer.__init__, :77). The same chain the real
+// CPU run printed (test/fixtures/real/specforge-a6b6b023-cpu-ws2/shrink.log), whose PyPI cli.py
+// sits 5 lines lower; the sim leaves out Python 3.11's `^^^^` marker lines.
 const TO_TRAINER: Frame[] = [
+  ...RUNPY,
   ['specforge/cli.py', 298, '<module>', 'raise SystemExit(main())'],
   ['specforge/cli.py', 263, 'main', '_train(bind_run(role_config, resolved.algorithm))'],
   ['specforge/cli.py', 144, '_train', 'return build_application_run(resolved).run()'],
+  ['specforge/application/composition.py', 145, 'build_application_run', 'return build_training_run('],
+  ['specforge/training/assembly.py', 631, 'build_training_run', 'trainer = build_offline_runtime('],
+  ['specforge/launch.py', 623, 'build_offline_runtime', 'return _assemble_trainer('],
+  ['specforge/launch.py', 114, '_assemble_trainer', 'trainer = Trainer('],
 ];
 /** CheckpointManager.read_resume_state's refusal (checkpoint.py:312-319). */
 export const RESUME_REFUSED: Frame[] = [
@@ -37,7 +47,10 @@ export const CONTRACT_REFUSED = (line: number): Frame[] => [...TO_TRAINER, ['spe
 
 export function rankTraceback(rank: number, frames: Frame[], exception: string): string {
   const lines = ['Traceback (most recent call last):'];
-  for (const [file, line, fn, code] of frames) lines.push(`  File "${SITE}/${file}", line ${line}, in ${fn}`, `    ${code}`);
+  for (const [file, line, fn, code] of frames) {
+    lines.push(`  File "${file.startsWith('<') ? file : `${SITE}/${file}`}", line ${line}, in ${fn}`);
+    if (code) lines.push(`    ${code}`);
+  }
   lines.push(exception);
   return `${lines.map((l) => `[rank${rank}]: ${l}`).join('\n')}\n`;
 }

@@ -39,13 +39,11 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 
 export type TrainIO = ScriptIO & { errIsTTY?: boolean };
 
-function ompWarning(now = new Date()): string {
-  const p = (n: number, w = 2): string => String(n).padStart(w, '0');
-  const head = `W${p(now.getUTCMonth() + 1)}${p(now.getUTCDate())} ${p(now.getUTCHours())}:${p(now.getUTCMinutes())}:${p(now.getUTCSeconds())}.${p(now.getUTCMilliseconds(), 3)}000 ${process.pid} torch/distributed/run.py:874] `;
-  const msg = ['', '*****************************************',
-    'Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your system being overloaded, please further tune the variable for optimal performance in your application as needed. ',
-    '*****************************************'];
-  return msg.map((l) => `${head}${l}\n`).join('');
+/** torchrun's warning as its logger prints it: the bare message, no level or source prefix (seen in test/fixtures/real/specforge-a6b6b023-cpu-ws2/clean.log). */
+function ompWarning(): string {
+  return '\n*****************************************\n' +
+    'Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your system being overloaded, please further tune the variable for optimal performance in your application as needed. \n' +
+    '*****************************************\n';
 }
 
 async function countSamples(c: RunConfig): Promise<number> {
