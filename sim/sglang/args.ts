@@ -259,18 +259,28 @@ function convertAll(o: RealOption, values: string[], fail: (m: string) => never)
   return values.map((v) => convert(o, v, fail));
 }
 
+/** The traceback of 0.5.4's retired flag, frames as CPython 3.12.1's argparse has them. */
 function deprecatedTraceback(help: string): string {
   const site = '/usr/local/lib/python3.12/dist-packages';
-  const argparse = '/usr/lib/python3.12/argparse.py';
+  const ap = '/usr/lib/python3.12/argparse.py';
   return [
     'Traceback (most recent call last):',
     '  File "<frozen runpy>", line 198, in _run_module_as_main',
     '  File "<frozen runpy>", line 88, in _run_code',
     `  File "${site}/sglang/launch_server.py", line 11, in <module>`,
     '    server_args = prepare_server_args(sys.argv[1:])',
-    `  File "${site}/sglang/srt/server_args.py", line 3677, in prepare_server_args`,
+    `  File "${site}/sglang/srt/server_args.py", line 3676, in prepare_server_args`,
     '    raw_args = parser.parse_args(argv)',
-    `  File "${argparse}", line 1891, in parse_args`,
+    `  File "${ap}", line 1891, in parse_args`,
+    '    args, argv = self.parse_known_args(args, namespace)',
+    `  File "${ap}", line 1924, in parse_known_args`,
+    '    namespace, args = self._parse_known_args(args, namespace)',
+    `  File "${ap}", line 2136, in _parse_known_args`,
+    '    start_index = consume_optional(start_index)',
+    `  File "${ap}", line 2076, in consume_optional`,
+    '    take_action(action, args, option_string)',
+    `  File "${ap}", line 2000, in take_action`,
+    '    action(self, namespace, argument_values, option_string)',
     `  File "${site}/sglang/srt/server_args.py", line 3798, in __call__`,
     '    raise ValueError(self.help)',
     `ValueError: ${help}`,
