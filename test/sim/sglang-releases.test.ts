@@ -2,7 +2,7 @@
  * The simulator's release profiles judged by one table of conformance checks (conformance.md
  * S2, S4, S6, S7, S10, S11, S14 and the routes/health rows): every check observes one behaviour
  * of a running `aerie-sim sglang --version X` and names what each release does, with the wheel
- * source. The sims at 0.5.4, 0.5.9 and 0.5.23 each pass their own release's checks and fail every
+ * source. The sims at 0.5.4, 0.5.9, 0.5.12 and 0.5.23 each pass their own release's checks and fail every
  * other release's check wherever the two releases differ (issue 13's Done-when).
  * All three serve a Qwen2 target (auto speculative parameters differ there) with EAGLE3.
  */
@@ -13,7 +13,7 @@ import { SimTokenizer } from '../../sim/sglang/tokenizer.js';
 import { type Sim, startSim, stopSim } from '../support/sim.js';
 import { MODEL, makeDrafter, tempDir, until } from './sglang-harness.js';
 
-const RELEASES = ['0.5.4', '0.5.9', '0.5.23'] as const;
+const RELEASES = ['0.5.4', '0.5.9', '0.5.12', '0.5.23'] as const;
 type Release = (typeof RELEASES)[number];
 
 interface Check {
@@ -45,13 +45,13 @@ const CHECKS: Check[] = [
     name: 'the warmup reads /get_model_info (0.5.4) or /model_info (0.5.9 on)',
     source: 'sglang==0.5.4:srt/entrypoints/http_server.py:1446; sglang==0.5.9:…:1678; sglang==0.5.23:…:2374',
     observe: async (s) => WARMUP_GETS.exec(s.sim.log())?.[1],
-    expected: { '0.5.4': '/get_model_info', '0.5.9': '/model_info', '0.5.23': '/model_info' },
+    expected: { '0.5.4': '/get_model_info', '0.5.9': '/model_info', '0.5.12': '/model_info', '0.5.23': '/model_info' },
   },
   {
     name: '/get_server_info reports the release',
     source: 'http_server.py "version": __version__ (sglang==0.5.4:…:505; sglang==0.5.23 server_info)',
     observe: async (s) => (await s.get('/get_server_info')).body.version,
-    expected: { '0.5.4': '0.5.4', '0.5.9': '0.5.9', '0.5.23': '0.5.23' },
+    expected: { '0.5.4': '0.5.4', '0.5.9': '0.5.9', '0.5.12': '0.5.12', '0.5.23': '0.5.23' },
   },
   {
     name: "/server_info is FastAPI's 404 on 0.5.4, the server info from 0.5.9",
@@ -60,19 +60,19 @@ const CHECKS: Check[] = [
       const r = await s.get('/server_info');
       return r.status === 404 ? r.body : r.status;
     },
-    expected: { '0.5.4': { detail: 'Not Found' }, '0.5.9': 200, '0.5.23': 200 },
+    expected: { '0.5.4': { detail: 'Not Found' }, '0.5.9': 200, '0.5.12': 200, '0.5.23': 200 },
   },
   {
     name: '/model_info likewise',
     source: 'sglang==0.5.4:srt/entrypoints/http_server.py:475 (only /get_model_info); sglang==0.5.9:…:553',
     observe: async (s) => (await s.get('/model_info')).status,
-    expected: { '0.5.4': 404, '0.5.9': 200, '0.5.23': 200 },
+    expected: { '0.5.4': 404, '0.5.9': 200, '0.5.12': 200, '0.5.23': 200 },
   },
   {
     name: '/get_model_info has model_type and architectures from 0.5.9',
     source: 'sglang==0.5.4:srt/entrypoints/http_server.py:478-484; sglang==0.5.9:…:557-570',
     observe: async (s) => 'architectures' in (await s.get('/get_model_info')).body,
-    expected: { '0.5.4': false, '0.5.9': true, '0.5.23': true },
+    expected: { '0.5.4': false, '0.5.9': true, '0.5.12': true, '0.5.23': true },
   },
   {
     name: '/get_server_info logs its deprecation from 0.5.9',
@@ -82,7 +82,7 @@ const CHECKS: Check[] = [
       await s.settle();
       return s.sim.log().includes("Endpoint '/get_server_info' is deprecated");
     },
-    expected: { '0.5.4': false, '0.5.9': true, '0.5.23': true },
+    expected: { '0.5.4': false, '0.5.9': true, '0.5.12': true, '0.5.23': true },
   },
   {
     name: 'with SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=false, /health still probes on 0.5.4 only',
@@ -94,7 +94,7 @@ const CHECKS: Check[] = [
       await s.settle();
       return probes(s.sim.log()) - before;
     },
-    expected: { '0.5.4': 1, '0.5.9': 0, '0.5.23': 0 },
+    expected: { '0.5.4': 1, '0.5.9': 0, '0.5.12': 0, '0.5.23': 0 },
   },
   {
     name: '/health_generate probes in every release',
@@ -106,10 +106,10 @@ const CHECKS: Check[] = [
       await s.settle();
       return probes(s.sim.log()) - before;
     },
-    expected: { '0.5.4': 1, '0.5.9': 1, '0.5.23': 1 },
+    expected: { '0.5.4': 1, '0.5.9': 1, '0.5.12': 1, '0.5.23': 1 },
   },
   {
-    name: 'a streamed /generate sends output_ids as deltas (0.5.4) or cumulative (0.5.9 on, without --stream-output)',
+    name: 'a streamed /generate sends output_ids as deltas (0.5.4) or cumulative (0.5.9 on, without --stream-output or --incremental-streaming-output)',
     source: 'sglang==0.5.4:srt/managers/tokenizer_manager.py:1393-1407; sglang==0.5.9:…:1550-1566; sglang==0.5.23:…:2629-2670',
     observe: async (s) => {
       const r = await s.post('/generate', { text: 'stream the ids please', stream: true, sampling_params: { max_new_tokens: 24, ignore_eos: true } });
@@ -120,7 +120,7 @@ const CHECKS: Check[] = [
       if (lens.at(-1) === total) return 'cumulative';
       return lens;
     },
-    expected: { '0.5.4': 'deltas', '0.5.9': 'cumulative', '0.5.23': 'cumulative' },
+    expected: { '0.5.4': 'deltas', '0.5.9': 'cumulative', '0.5.12': 'cumulative', '0.5.23': 'cumulative' },
   },
   {
     name: 'speculative fields only on the finished chunk',
@@ -130,7 +130,7 @@ const CHECKS: Check[] = [
       const chunks = sse(r.text).filter((c) => c !== '[DONE]');
       return { before: chunks.slice(0, -1).some((c) => specKeys(c.meta_info).length > 0), last: specKeys(chunks.at(-1).meta_info).length > 0 };
     },
-    expected: { '0.5.4': { before: false, last: true }, '0.5.9': { before: false, last: true }, '0.5.23': { before: false, last: true } },
+    expected: { '0.5.4': { before: false, last: true }, '0.5.9': { before: false, last: true }, '0.5.12': { before: false, last: true }, '0.5.23': { before: false, last: true } },
   },
   {
     name: 'the speculative field names of meta_info',
@@ -139,6 +139,8 @@ const CHECKS: Check[] = [
     expected: {
       '0.5.4': ['spec_accept_length', 'spec_accept_rate', 'spec_verify_ct'],
       '0.5.9': ['spec_accept_length', 'spec_accept_rate', 'spec_accept_token_num', 'spec_draft_token_num', 'spec_verify_ct'],
+      // 0.5.12's backward-compat aliases (sglang==0.5.12:srt/managers/tokenizer_manager.py:2139-2141), gone in 0.5.23.
+      '0.5.12': ['spec_accept_length', 'spec_accept_rate', 'spec_accepted_drafts', 'spec_num_correct_drafts', 'spec_num_proposed_drafts', 'spec_proposed_drafts', 'spec_verify_ct'],
       '0.5.23': ['spec_accept_length', 'spec_accept_rate', 'spec_num_correct_drafts', 'spec_num_proposed_drafts', 'spec_verify_ct'],
     },
   },
@@ -149,7 +151,7 @@ const CHECKS: Check[] = [
       const m = (await s.post('/generate', { text: 'one token only', sampling_params: { max_new_tokens: 1 } })).body.meta_info;
       return Object.fromEntries(specKeys(m).map((k) => [k, m[k]]));
     },
-    expected: { '0.5.4': { spec_accept_length: 0, spec_accept_rate: 0, spec_verify_ct: 0 }, '0.5.9': {}, '0.5.23': {} },
+    expected: { '0.5.4': { spec_accept_length: 0, spec_accept_rate: 0, spec_verify_ct: 0 }, '0.5.9': {}, '0.5.12': {}, '0.5.23': {} },
   },
   {
     name: 'what the release logs about spec v2 under EAGLE3 (S2)',
@@ -159,6 +161,7 @@ const CHECKS: Check[] = [
       '0.5.4': ['Overlap scheduler is disabled because of using eagle3 and standalone speculative decoding.'],
       '0.5.9': ['Overlap scheduler is disabled when spec v2 is off or using unsupported speculative algorithm. ' +
         'You can set env SGLANG_ENABLE_SPEC_V2=True to enable the experimental overlap scheduler.'],
+      '0.5.12': ['Spec v2 is enabled by default for eagle/eagle3/standalone speculative decoding.'],
       '0.5.23': [],
     },
   },
@@ -169,6 +172,7 @@ const CHECKS: Check[] = [
     expected: {
       '0.5.4': { cap: 48, line: ['Max running requests is reset to 48 for speculative decoding.'] },
       '0.5.9': { cap: 48, line: ['Max running requests is reset to 48 for speculative decoding. You can override this by explicitly setting --max-running-requests.'] },
+      '0.5.12': { cap: 48, line: ['Max running requests is reset to 48 for speculative decoding. You can override this by explicitly setting --max-running-requests.'] },
       '0.5.23': { cap: 48, line: ['Max running requests is reset to 48 for speculative decoding. You can override this by explicitly setting --max-running-requests.'] },
     },
   },
@@ -179,7 +183,7 @@ const CHECKS: Check[] = [
       const b = (await s.get('/get_server_info')).body;
       return [b.speculative_num_steps, b.speculative_eagle_topk, b.speculative_num_draft_tokens];
     },
-    expected: { '0.5.4': [5, 4, 8], '0.5.9': [3, 1, 4], '0.5.23': [3, 1, 4] },
+    expected: { '0.5.4': [5, 4, 8], '0.5.9': [3, 1, 4], '0.5.12': [3, 1, 4], '0.5.23': [3, 1, 4] },
   },
   {
     name: 'a /generate whose rid is in flight (S14)',
@@ -195,7 +199,7 @@ const CHECKS: Check[] = [
       abort.abort();
       return second.status === 200 ? 200 : second.body;
     },
-    expected: { '0.5.4': 200, '0.5.9': 200, '0.5.23': { error: { message: 'Duplicate request ID detected: same-rid' } } },
+    expected: { '0.5.4': 200, '0.5.9': 200, '0.5.12': { error: { message: 'Duplicate request ID detected: same-rid' } }, '0.5.23': { error: { message: 'Duplicate request ID detected: same-rid' } } },
   },
   {
     name: 'a streamed chat over the context length: an error event in a 200 stream (0.5.4, 0.5.9) or a 400 ErrorResponse (0.5.12 on)',
@@ -207,6 +211,7 @@ const CHECKS: Check[] = [
     expected: {
       '0.5.4': { status: 200, events: [['object', 'message', 'type', 'param', 'code'], '[DONE]'] },
       '0.5.9': { status: 200, events: [['object', 'message', 'type', 'param', 'code'], '[DONE]'] },
+      '0.5.12': { status: 400, keys: ['object', 'message', 'type', 'param', 'code'] },
       '0.5.23': { status: 400, keys: ['object', 'message', 'type', 'param', 'code'] },
     },
   },
@@ -220,6 +225,7 @@ const CHECKS: Check[] = [
     expected: {
       '0.5.4': { status: 400, object: 'error', type: 'BadRequestError', param: null, code: 400 },
       '0.5.9': { status: 400, object: 'error', type: 'BadRequestError', param: null, code: 400 },
+      '0.5.12': { status: 400, object: 'error', type: 'BadRequestError', param: null, code: 400 },
       '0.5.23': { status: 400, object: 'error', type: 'BadRequestError', param: null, code: 400 },
     },
   },
