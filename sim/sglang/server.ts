@@ -7,7 +7,7 @@ import type http from 'node:http';
 import path from 'node:path';
 import { handleGenerate } from './api-native.js';
 import { handleChat, handleCompletion, handleDetokenize, handleTokenize } from './api-openai.js';
-import { ArgparseError, PROG, type Parsed, parseLaunchArgs, serverArgsRepr, usageLine } from './args.js';
+import { ArgparseError, type Parsed, parseLaunchArgs, serverArgsRepr, usageLine, warningLine } from './args.js';
 import { captureStart } from './capture-start.js';
 import { Engine } from './engine.js';
 import { FaultGate } from './faults.js';
@@ -17,7 +17,7 @@ import { SimLog } from './log.js';
 import { type ModelConfig, acceptPlan, hasConfig, readModelConfig } from './model.js';
 import { type Resolved, type SimEnv, SimEnvError, readSimEnv, resolveServerArgs } from './settings.js';
 import { runStartup } from './startup.js';
-import { type SimRelease, SimReleaseError, pickRelease } from './release.js';
+import { SimReleaseError, pickRelease } from './release.js';
 import { SimTokenizer } from './tokenizer.js';
 import { FIRST_DECODE_ERROR, MISSING_MODULE, PyError, bindError, firstDecodeFrames, schedulerException } from './tracebacks.js';
 
@@ -72,18 +72,26 @@ function prepare(rawArgv: string[]): (Prepared & { argv: string[] }) | number {
   }
   let parsed: Parsed;
   try {
-    parsed = parseForRelease(argv, env.release);
+    parsed = parseLaunchArgs(argv, env.release);
   } catch (e) {
+    // The release's argparse error (its prog, deprecation notes of flags taken before it first), exit 2.
     if (e instanceof ArgparseError) {
-      process.stderr.write(`${usageLine()}\n${PROG}: error: ${e.message}\n`);
+      process.stderr.write(e.stderr);
       return 2;
+    }
+    // 0.5.4's retired flags raise ValueError from their action: a traceback, exit 1.
+    if (e instanceof PyError) {
+      process.stderr.write(e.traceback + '\n');
+      return e.exitCode;
     }
     throw e;
   }
   if (parsed.help) {
-    process.stdout.write(usageLine() + '\n');
+    process.stdout.write(usageLine(env.release) + '\n');
     return 0;
   }
+  // Deprecated flags print their note while argparse takes them, before any log line.
+  for (const w of parsed.warnings) process.stderr.write(`${warningLine(env.release, w)}\n`);
   try {
     const target = readModelConfig(path.resolve(parsed.args.model_path as string));
     return { env, faults, parsed, target, resolved: resolveServerArgs(parsed, target, env), argv };
@@ -94,14 +102,6 @@ function prepare(rawArgv: string[]): (Prepared & { argv: string[] }) | number {
     }
     throw e;
   }
-}
-
-/**
- * The release's own flag table (args.ts, helper ARGS: `parseLaunchArgs(argv, release)`); an
- * args.ts that still takes only argv ignores the second argument.
- */
-function parseForRelease(argv: string[], release: SimRelease): Parsed {
-  return (parseLaunchArgs as (a: readonly string[], r: SimRelease) => Parsed)(argv, release);
 }
 
 export async function runSglang(rawArgv: string[]): Promise<number> {

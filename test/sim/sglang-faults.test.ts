@@ -27,7 +27,8 @@ describe('simulated SGLang server: launch failures and injected faults', () => {
   it('an unknown flag is an argparse error: exit 2', async () => {
     const sim = await runToExit(['--model-path', MODEL, '--no-such-flag', '3']);
     expect(sim.exitCode).toBe(2);
-    expect(sim.stderr).toContain('launch_server.py: error: unrecognized arguments: --no-such-flag 3');
+    // 0.5.23 (the default release) names its parser 'sglang serve' (sim/sglang/args.ts progFor).
+    expect(sim.stderr).toContain('sglang serve: error: unrecognized arguments: --no-such-flag 3');
   });
 
   it('a model path without config.json and a missing draft path both end in a traceback, exit 1', async () => {
