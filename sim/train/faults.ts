@@ -60,7 +60,8 @@ function stamp(d: Date): string {
  * torchrun's report after workers exited non-zero: one ChildFailedError naming every failed
  * rank, the first (root cause) apart (torch 2.13 torch/distributed/elastic/multiprocessing/errors/__init__.py:184-202,
  * launcher/api.py:383-386). `entrypoint` is the script, or the module after `--module`
- * (launcher/api.py:202-219). Ranks stopped by the agent after the first failure are not listed.
+ * (launcher/api.py:202-219). The root cause is the first rank observed failing; the sim takes
+ * the first of `failed`.
  */
 export function torchrunFailures(failed: { rank: number; exitcode: number }[], now = new Date(), entrypoint = SCRIPT): string {
   const pid = (rank: number): number => process.pid + 1 + rank;
@@ -74,17 +75,33 @@ export function torchrunFailures(failed: { rank: number; exitcode: number }[], n
     '  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html',
   ];
   const [root, ...others] = failed;
+  const T = '/usr/local/lib/python3.11/dist-packages/torch/distributed';
+  const module = !entrypoint.endsWith('.py');
+  // `python -m torch.distributed.run … --module M`, as HEAD's CLI starts it: the frames and
+  // log lines a real two-rank refusal printed (test/fixtures/real/specforge-a6b6b023-cpu-ws2/grow-resume.log).
+  const launcher = module
+    ? [
+        '  File "<frozen runpy>", line 198, in _run_module_as_main', '  File "<frozen runpy>", line 88, in _run_code',
+        `  File "${T}/run.py", line 1032, in <module>`, '    main()',
+        `  File "${T}/elastic/multiprocessing/errors/__init__.py", line 367, in wrapper`, '    return f(*args, **kwargs)', '           ^^^^^^^^^^^^^^^^^^',
+        `  File "${T}/run.py", line 1028, in main`, '    run(args)',
+        `  File "${T}/run.py", line 1019, in run`, '    elastic_launch(',
+        `  File "${T}/launcher/api.py", line 194, in __call__`, '    return launch_agent(', '           ^^^^^^^^^^^^^',
+      ]
+    : [
+        '  File "/usr/local/bin/torchrun", line 8, in <module>', '    sys.exit(main())',
+        `  File "${T}/run.py", line 1028, in main`, '    run(args)',
+      ];
+  const p = (n: number, w = 2): string => String(n).padStart(w, '0');
+  const glog = (level: string, line: number): string =>
+    `${level}${p(now.getUTCMonth() + 1)}${p(now.getUTCDate())} ${p(now.getUTCHours())}:${p(now.getUTCMinutes())}:${p(now.getUTCSeconds())}.${p(now.getUTCMilliseconds(), 3)}000 ${process.pid} ${T.slice(1)}/elastic/multiprocessing/api.py:${line}]`;
   return [
-    `E0000 00:00:00.000000 ${process.pid} torch/distributed/elastic/multiprocessing/api.py:1003] failed (exitcode: ${root!.exitcode}) local_rank: ${root!.rank} (pid: ${pid(root!.rank)}) of binary: /usr/bin/python3`,
+    // The agent stops the ranks still running when it sees the first failure (api.py:1028).
+    ...others.map((f) => `${glog('W', 1028)} Sending process ${pid(f.rank)} closing signal SIGTERM`),
+    `${glog('E', 1002)} failed (exitcode: ${root!.exitcode}) local_rank: ${root!.rank} (pid: ${pid(root!.rank)}) of binary: /usr/bin/python3`,
     'Traceback (most recent call last):',
-    // `torchrun …`, or `python -m torch.distributed.run … --module M` as HEAD's CLI starts it.
-    ...(entrypoint.endsWith('.py')
-      ? ['  File "/usr/local/bin/torchrun", line 8, in <module>', '    sys.exit(main())']
-      : ['  File "<frozen runpy>", line 198, in _run_module_as_main', '  File "<frozen runpy>", line 88, in _run_code',
-        '  File "/usr/local/lib/python3.11/dist-packages/torch/distributed/run.py", line 1032, in <module>', '    main()']),
-    '  File "/usr/local/lib/python3.11/dist-packages/torch/distributed/run.py", line 1028, in main',
-    '    run(args)',
-    '  File "/usr/local/lib/python3.11/dist-packages/torch/distributed/launcher/api.py", line 383, in launch_agent',
+    ...launcher,
+    `  File "${T}/launcher/api.py", line 383, in launch_agent`,
     '    raise ChildFailedError(',
     'torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ',
     '============================================================',

@@ -107,6 +107,19 @@ describe('real SpecForge at world size 2 (CPU, gloo)', () => {
   });
 });
 
+describe('real SpecForge: a one-rank checkpoint resumed at two ranks', () => {
+  it('both ranks refuse, torchrun reports both; aerie’s planner refuses it before launching and the classifier after', async () => {
+    const log = await fixture('grow-resume.log');
+    for (const rank of [0, 1]) expect(log).toMatch(new RegExp(`^\\[rank${rank}\\]: ValueError: checkpoint \\S+tiny-step4 has no usable per-rank state for rank ${rank} at world_size=2 \\(written at world_size=1\\)`, 'm'));
+    expect(log).toMatch(/^specforge\.cli FAILED$/m);
+    const f = classifySpecforgeFailure(log);
+    expect(f).toMatchObject({ kind: 'usage', retryable: false });
+    expect(f.advice).toMatch(/written at world_size=1 with world_size=2/);
+    const l = await listSpecforgeCheckpoints(host, await rebuild('ls-after-grow.txt'), 'tiny');
+    expect(planSpecforgeResume(l, 2)).toMatchObject({ kind: 'world-mismatch', writtenAt: 1, worldSize: 2 });
+  });
+});
+
 describe('the simulator against the real two-rank runs', () => {
   const cfg = async (): Promise<string> => {
     const features = join(dir, 'features', 'rows_0-2000');
@@ -159,5 +172,24 @@ describe('the simulator against the real two-rank runs', () => {
     const refusal = (t: string) => /^\[rank0\]: (ValueError: checkpoint )\S+( has no usable per-rank state .*)$/m.exec(t)!.slice(1).join('<dir>');
     expect(refusal(r.stderr)).toBe(refusal(real));
     expect(r.stderr).not.toContain('ChildFailedError');
+  });
+
+  it('refuses a one-rank checkpoint at two ranks as the real run did: both ranks, then torchrun’s report with its frames', async () => {
+    const c = await cfg();
+    const out = join(dir, 'sim-grow');
+    expect(sim({}, '-c', c, `output_dir=${out}`, 'deployment.trainer.nproc_per_node=1', 'training.max_steps=4').status).toBe(0);
+    const r = sim({}, '-c', c, `output_dir=${out}`, `training.resume_from=${join(out, 'tiny-step4')}`);
+    expect(r.status).toBe(1);
+    const real = await fixture('grow-resume.log');
+    const refusals = (t: string) => [...t.matchAll(/^\[rank(\d)\]: ValueError: checkpoint \S+( has no usable .*)$/gm)].map((m) => `${m[1]}${m[2]}`).sort();
+    expect(refusals(r.stderr)).toEqual(refusals(real));
+    // torchrun's own traceback and report, down to the failure entries (whose order follows timing).
+    const report = (t: string) => {
+      const from = t.indexOf('Traceback (most recent call last):\n  File "<frozen runpy>"');
+      return t.slice(from, t.indexOf('Failures:', from)).replace(/File "[^"]*\/torch\//g, 'File "torch/');
+    };
+    expect(report(r.stderr)).toBe(report(real));
+    expect(r.stderr).toMatch(/^W\d{4} [\d:.]+ \d+ \S+\/elastic\/multiprocessing\/api\.py:1028\] Sending process \d+ closing signal SIGTERM$/m);
+    expect(real).toMatch(/^W\d{4} [\d:.]+ \d+ \S+\/elastic\/multiprocessing\/api\.py:1028\] Sending process \d+ closing signal SIGTERM$/m);
   });
 });

@@ -127,7 +127,7 @@ describe('two ranks, simulated from SpecForge@a6b6b023', () => {
   const cases = [
     { point: 'rank0-opened', files: ['training_state_rank0.pt.tmp'], resumeFrom: 2, skipped: /r-step3 lacks training_state\.pt, training_state_rank0\.pt, training_state_rank1\.pt/ },
     { point: 'shared-written', files: ['training_state.pt', 'training_state_rank0.pt'], resumeFrom: 2, skipped: /r-step3 lacks training_state_rank1\.pt/ },
-    { point: 'peers-written', files: ['training_state_rank0.pt', 'training_state_rank1.pt'], resumeFrom: 2, skipped: /r-step3 lacks training_state\.pt/ },
+    { point: 'peers-written', files: ['training_state.pt.tmp', 'training_state_rank0.pt', 'training_state_rank1.pt'], resumeFrom: 2, skipped: /r-step3 lacks training_state\.pt/ },
     { point: 'files-written', files: ['training_state.pt', 'training_state_rank0.pt', 'training_state_rank1.pt'], resumeFrom: 3, skipped: undefined },
   ] as const;
   for (const c of cases) {
