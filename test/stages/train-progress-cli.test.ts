@@ -108,6 +108,18 @@ describe('parseSpecforgeProgress', () => {
   });
 });
 
+describe('parseSpecforgeProgress with several ranks in one log', () => {
+  const dict = (step: number, loss: number) => `step ${step}: {'acc': 0.5, 'loss': ${loss}, 'lr': 1e-05, 'perf/optimizer_step_time_s': 0.${step}}`;
+  it('reads two ranks’ prints that ran together before their newlines (test/fixtures/real/specforge-a6b6b023-cpu-ws2/resume.log)', () => {
+    const p = parseSpecforgeProgress(`${dict(6, 1.5)}\n${dict(6, 1.5)}\n${dict(7, 1.25)}${dict(7, 1.25)}\n\n`);
+    expect(p).toMatchObject({ step: 7, loss: 1.25, acc: 0.5, lr: 1e-5 });
+  });
+  it('reads a dict that another rank’s traceback line followed on the same line', () => {
+    const p = parseSpecforgeProgress(`${dict(3, 2)}[rank1]: Traceback (most recent call last):\n`);
+    expect(p).toMatchObject({ step: 3, loss: 2 });
+  });
+});
+
 describe('specforgeStopStep', () => {
   it('is the data steps: samples padded per DP rank, partial batches dropped, accumulation over epochs', () => {
     // 17 files on 2 ranks: 9 each (padded), batch 2 → 4 micro-batches × 3 epochs / accumulation 2 = 6.
