@@ -10,6 +10,7 @@ import type { FaultGate } from './faults.js';
 import { type ServerContext, WARMUP_HEADER } from './http.js';
 import type { ModelConfig } from './model.js';
 import { warmupInfoPath } from './profile.js';
+import { atLeast } from './release.js';
 import { gpusFor, holdGpus } from '../gpu/registry.js';
 import { CUDA_GRAPH_GIB, GPU_TOTAL_GIB } from './settings.js';
 import {
@@ -117,13 +118,31 @@ export async function runStartup(d: StartupDeps): Promise<void> {
   all(`Memory pool end. avail mem=${gb(m.availAfterPool)} GB`);
   hold(GPU_TOTAL_GIB - m.availAfterPool);
   let avail = m.availAfterPool;
+  const bsList = JSON.stringify(cudaGraphBatchSizes(r.cudaGraphMaxBs)).replace(/,/g, ', ');
+  const modern = atLeast(env.release, '0.5.23');
   const capture = async (what: string, seconds: number, memGiB: number) => {
-    all(`Capture ${what} begin. This can take up to several minutes. avail mem=${gb(avail)} GB`);
-    if (what === 'cuda graph') log.info(`Capture cuda graph bs ${JSON.stringify(cudaGraphBatchSizes(r.cudaGraphMaxBs)).replace(/,/g, ', ')}`, 0);
     const start = performance.now();
+    const elapsed = () => ((performance.now() - start) / 1000).toFixed(2);
+    if (modern) {
+      // sglang==0.5.23:srt/model_executor/model_runner_components/cuda_graph_setup.py:757-788 (target),
+      // srt/speculative/eagle_worker_v2.py:513-537,632-658 (draft decode, draft extend): one line from rank 0 for the drafts.
+      const spec = r.spec;
+      const [name, perReq] = what === 'cuda graph' ? [spec ? 'target verify' : 'target decode', spec ? spec.numDraftTokens : 1]
+        : what === 'draft cuda graph' ? ['draft decode', spec?.topk ?? 1] : ['draft extend', spec?.numDraftTokens ?? 1];
+      const draft = what !== 'cuda graph';
+      const say = (m: string) => (draft ? log.info(m, 0) : all(m));
+      say(`Capture ${name} CUDA graph begin. backend=full, num_tokens_per_req=${perReq}, ${draft ? `bs=${bsList}, ` : ''}avail mem=${gb(avail)} GB`);
+      await wait(seconds);
+      avail -= memGiB;
+      say(`Capture ${name} CUDA graph end. ${draft ? '' : `bs=${bsList}, `}elapsed=${elapsed()} s, mem usage=${gb(memGiB)} GB, avail mem=${gb(avail)} GB.`);
+      return;
+    }
+    // sglang==0.5.4:srt/model_executor/model_runner.py:2055-2071, cuda_graph_runner.py:257; 0.5.12 model_runner.py:2945-2965.
+    all(`Capture ${what} begin. This can take up to several minutes. avail mem=${gb(avail)} GB`);
+    if (what === 'cuda graph') log.info(`Capture cuda graph bs ${bsList}`, 0);
     await wait(seconds);
     avail -= memGiB;
-    all(`Capture ${what} end. Time elapsed: ${((performance.now() - start) / 1000).toFixed(2)} s. mem usage=${gb(memGiB)} GB. avail mem=${gb(avail)} GB.`);
+    all(`Capture ${what} end. Time elapsed: ${elapsed()} s. mem usage=${gb(memGiB)} GB. avail mem=${gb(avail)} GB.`);
   };
   if (graphs) await capture('cuda graph', PHASE_SECONDS.cudaGraph, CUDA_GRAPH_GIB);
 

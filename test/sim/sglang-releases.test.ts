@@ -10,6 +10,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SimTokenizer } from '../../sim/sglang/tokenizer.js';
+import { readPhase } from '../../src/sglang/log-phase.js';
 import { type Sim, startSim, stopSim } from '../support/sim.js';
 import { MODEL, makeDrafter, tempDir, until } from './sglang-harness.js';
 
@@ -164,6 +165,23 @@ const CHECKS: Check[] = [
       '0.5.12': ['Spec v2 is enabled by default for eagle/eagle3/standalone speculative decoding.'],
       '0.5.23': [],
     },
+  },
+  {
+    name: 'the first cuda graph capture line',
+    source: 'sglang==0.5.4:srt/model_executor/model_runner.py:2055; sglang==0.5.12:…:2945; sglang==0.5.23:srt/model_executor/model_runner_components/cuda_graph_setup.py:757-761',
+    observe: async (s) => messageOf(s.sim.log(), /\] (Capture .*graph begin\. .*?)(?:, )?avail mem=/)[0],
+    expected: {
+      '0.5.4': 'Capture cuda graph begin. This can take up to several minutes.',
+      '0.5.9': 'Capture cuda graph begin. This can take up to several minutes.',
+      '0.5.12': 'Capture cuda graph begin. This can take up to several minutes.',
+      '0.5.23': 'Capture target verify CUDA graph begin. backend=full, num_tokens_per_req=4',
+    },
+  },
+  {
+    name: "aerie's log parser (src/sglang/log-phase.ts) reads each release's capture lines as the cuda graph phase",
+    source: 'the wording above; readPhase over the log up to the scheduler\'s max_total_num_tokens line',
+    observe: async (s) => readPhase(s.sim.log().slice(0, s.sim.log().indexOf('max_total_num_tokens='))).phase,
+    expected: { '0.5.4': 'capturing cuda graphs', '0.5.9': 'capturing cuda graphs', '0.5.12': 'capturing cuda graphs', '0.5.23': 'capturing cuda graphs' },
   },
   {
     name: 'the 48 cap and its wording',

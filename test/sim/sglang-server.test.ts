@@ -38,8 +38,9 @@ describe('simulated SGLang server: readiness, native and OpenAI APIs', () => {
       'Load weight begin. avail mem=',
       'Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16',
       'Memory pool end',
-      'Capture cuda graph begin. This can take up to several minutes.',
-      'Capture cuda graph end. Time elapsed:',
+      // 0.5.23's wording (the default release; sim/sglang/startup.ts).
+      'Capture target decode CUDA graph begin. backend=full, num_tokens_per_req=1, avail mem=',
+      'Capture target decode CUDA graph end. bs=[1, 2, 4, 8, 12, 16,',
       'max_total_num_tokens=',
       'Uvicorn running on http://127.0.0.1:',
       'The server is fired up and ready to roll!',

@@ -48,7 +48,7 @@ describe('simulated SGLang server: speculative decoding depends on the drafter (
     expect(info.body).toMatchObject({ speculative_algorithm: 'EAGLE3', speculative_num_steps: 5, speculative_eagle_topk: 4, speculative_num_draft_tokens: 8 });
     expect(Math.abs(info.body.internal_states[0].avg_spec_accept_length - QUALITY)).toBeLessThan(0.35);
     expect(eagle3.stderr).toMatch(/Decode batch\. #running-req: \d+, #token: \d+, token usage: [\d.]+, accept len: \d\.\d\d, accept rate: [\d.]+, cuda graph: True/);
-    expect(eagle3.stderr).toContain('Capture draft cuda graph end');
+    expect(eagle3.stderr).toContain('Capture draft decode CUDA graph end. elapsed=');
   });
 
   it('EAGLE with the same drafter runs without error and accepts exactly 1.00', async () => {
