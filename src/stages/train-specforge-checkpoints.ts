@@ -5,10 +5,12 @@
  *
  * - `<output_dir>/<run_id>-step<N>/` created under its final name (no temp directory), :92.
  * - every rank writes `training_state_rank<r>.pt` (optimizer shard or None, RNG), then rank 0
- *   writes the shared `training_state.pt` (weights, counters, world_size), :93-99; each file
- *   through `<name>.tmp` + os.replace, :416-419. Nothing orders rank 0's shared file after
- *   the other ranks' files, so a crash can leave `training_state.pt` without a peer's
- *   rank file; resume needs this rank's file at the saved world size, :298-319.
+ *   writes the shared `training_state.pt` (weights, counters, world_size; under DDP also the
+ *   optimizer, controller.py:845-879), :93-99; each file through `<name>.tmp` + os.replace,
+ *   :416-419. Nothing orders rank 0's shared file against the other ranks' files, so a crash
+ *   can leave `training_state.pt` without a peer's rank file, or every rank file without it
+ *   (the real two-rank SIGKILL did: test/fixtures/real/specforge-a6b6b023-cpu-ws2/); resume
+ *   needs this rank's file at the saved world size, :298-319.
  * - only after every rank reports success (an all_gather, :102,131-144) does rank 0 repoint
  *   the relative symlink `<run_id>-latest` → `<run_id>-step<N>` (:104,428-442) and rotate.
  * - rotation (max_checkpoints > 0) removes the oldest dirs holding `training_state.pt`, never
