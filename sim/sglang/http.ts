@@ -14,7 +14,7 @@ import type { SimLog } from './log.js';
 import type { AcceptPlan, ModelConfig } from './model.js';
 import type { Resolved, SimEnv } from './settings.js';
 import { deprecatedInfoRoute, hasInfoRoutes, healthRid, modelInfoHasArchitecture } from './profile.js';
-import type { SimRelease } from './release.js';
+import { type SimRelease, atLeast } from './release.js';
 /** Marks the server's own warmup request, which the crash-first-decode fault spares. */
 export const WARMUP_HEADER = 'x-aerie-sim-warmup';
 
@@ -232,8 +232,14 @@ export function modelInfo(ctx: ServerContext): Record<string, unknown> {
     weight_version: a.weight_version,
   };
   if (!modelInfoHasArchitecture(ctx.env.release)) return base;
+  // 0.5.23 adds the served name and four launch choices (sglang==0.5.23:srt/entrypoints/http_server.py:816-836).
+  const more = atLeast(ctx.env.release, '0.5.23')
+    ? { served_model_name: a.served_model_name, load_format: a.load_format ?? 'auto', reasoning_parser: a.reasoning_parser ?? null,
+      tool_call_parser: a.tool_call_parser ?? null, disaggregation_mode: a.disaggregation_mode ?? 'null' }
+    : {};
   return {
     ...base,
+    ...more,
     has_image_understanding: false,
     has_audio_understanding: false,
     model_type: ctx.target.modelType,

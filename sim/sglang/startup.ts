@@ -124,7 +124,7 @@ export async function runStartup(d: StartupDeps): Promise<void> {
     const start = performance.now();
     const elapsed = () => ((performance.now() - start) / 1000).toFixed(2);
     if (modern) {
-      // sglang==0.5.23:srt/model_executor/model_runner_components/cuda_graph_setup.py:757-788 (target),
+      // sglang==0.5.23:srt/model_executor/model_runner_components/cuda_graph_setup.py:758-791 (target),
       // srt/speculative/eagle_worker_v2.py:513-537,632-658 (draft decode, draft extend): one line from rank 0 for the drafts.
       const spec = r.spec;
       const [name, perReq] = what === 'cuda graph' ? [spec ? 'target verify' : 'target decode', spec ? spec.numDraftTokens : 1]

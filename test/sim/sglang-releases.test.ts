@@ -50,7 +50,7 @@ const CHECKS: Check[] = [
   },
   {
     name: '/get_server_info reports the release',
-    source: 'http_server.py "version": __version__ (sglang==0.5.4:…:505; sglang==0.5.23 server_info)',
+    source: 'http_server.py "version": __version__ (sglang==0.5.4:srt/entrypoints/http_server.py:506; sglang==0.5.23 server_info)',
     observe: async (s) => (await s.get('/get_server_info')).body.version,
     expected: { '0.5.4': '0.5.4', '0.5.9': '0.5.9', '0.5.12': '0.5.12', '0.5.23': '0.5.23' },
   },
@@ -168,7 +168,7 @@ const CHECKS: Check[] = [
   },
   {
     name: 'the first cuda graph capture line',
-    source: 'sglang==0.5.4:srt/model_executor/model_runner.py:2055; sglang==0.5.12:…:2945; sglang==0.5.23:srt/model_executor/model_runner_components/cuda_graph_setup.py:757-761',
+    source: 'sglang==0.5.4:srt/model_executor/model_runner.py:2055; sglang==0.5.12:…:2945; sglang==0.5.23:srt/model_executor/model_runner_components/cuda_graph_setup.py:758-762',
     observe: async (s) => messageOf(s.sim.log(), /\] (Capture .*graph begin\. .*?)(?:, )?avail mem=/)[0],
     expected: {
       '0.5.4': 'Capture cuda graph begin. This can take up to several minutes.',
