@@ -17,6 +17,7 @@ import {
 } from '@temporalio/workflow';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { ServerLaunch, ServerRole } from '../activities/server.js';
+import type { SglangRelease } from '../activities/server-launches.js';
 import type { LedgerCheck } from '../activities/ledger.js';
 import type { BenchServingRecord } from '../bench/metrics.js';
 import { STAGES, type PipelineInput, type PipelineResult, type RetryRequest, type RunStatus, type StageName } from '../shared.js';
@@ -60,6 +61,8 @@ export async function pipeline(input: PipelineInput): Promise<PipelineResult> {
     },
   );
   const base = { runId, config };
+  /** The host's SGLang release, read once by preflight; every launch renders for it. */
+  let sglang: SglangRelease | undefined;
   // Histories started before the setting existed carry configs without it: the old 30 s.
   const { launch, readiness, smoke, stop, longRunning } = heartbeating(config.run['heartbeat-timeout']);
   const target = `${config.target.host}:${config.server.port}`;
@@ -110,7 +113,7 @@ export async function pipeline(input: PipelineInput): Promise<PipelineResult> {
       const again = attempt > 1 ? ` (relaunch ${attempt - 1} of ${SERVER_LAUNCHES - 1})` : '';
       const srv = await acts.launchServer.executeWithOptions(
         { ...launch, summary: `launch sglang ${describeRole(role, config.stages.deploy['speculative-algorithm'])} tp=${config.server['tp-size']} on ${target}${again}` },
-        [{ ...base, role, ...extra }],
+        [{ ...base, role, ...extra, sglang }],
       );
       live.set(srv.launchId, srv);
       try {
@@ -174,6 +177,7 @@ export async function pipeline(input: PipelineInput): Promise<PipelineResult> {
       // The SpecForge revision preflight found (or the config pinned) decides the drivers' flags,
       // resume and final-save handling; an activity result, so replays read the same value.
       const revision = { specforge: pre.specforge };
+      sglang = pre.sglang;
 
       const data = await ledgered('generate', [], () =>
         withServer('generate', async (srv) => {

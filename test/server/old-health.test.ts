@@ -12,7 +12,8 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { startTestTemporal, waitUntil, type TestTemporal } from '../support/temporal.js';
-import { activityRuns, faultConfig, launchRecords, only, runPipeline } from './harness.js';
+import { activityRuns, launchRecords, only, runPipeline } from './harness.js';
+import { legacyDemoConfig } from '../support/demo-config.js';
 import { stopRecordedLaunches } from '../support/cleanup.js';
 
 let t: TestTemporal;
@@ -40,10 +41,16 @@ async function cancelAfterSmoke(handle: WorkflowHandle): Promise<void> {
 }
 
 function oldServerConfig(workdir: string, port: number, requireReadyLine: boolean) {
-  return faultConfig(workdir, port, { OLD_SGLANG_READY_AFTER_MS: String(READY_AFTER) }, (c) => {
+  // The legacy drivers: prepare_hidden_states runs its own target, so no extraction server needs
+  // a release aerie's capture supports (preflight refuses 0.3.0 for that).
+  return legacyDemoConfig(workdir, port, (c) => {
+    c.server.env = { ...c.server.env, OLD_SGLANG_READY_AFTER_MS: String(READY_AFTER) };
     c.server.launcher = [process.execPath, OLD_SGLANG];
+    // The stand-in reports 0.3.0 in its server_info, and aerie checks the release it launched for.
+    c.server['sglang-version'] = '0.3.0';
     c.server.readiness.endpoint = '/health';
     c.server.readiness['poll-interval'] = 250;
+    c.server.readiness.budget = 60_000;
     c.server.readiness['require-ready-line'] = requireReadyLine;
   });
 }

@@ -26,7 +26,7 @@ describe("examples/kimi-k2.5.yaml: aerie's capture, the specforge CLI offline, E
     const s = step(steps, 'generate', 'launch generate server');
     expect(s.host).toBe('gpu8');
     expect(s.argv).toEqual([...server, '--trust-remote-code']);
-    expect(s.env).toEqual({ PYTHONUNBUFFERED: '1', SGLANG_ENABLE_SPEC_V2: 'True', HF_TOKEN: '${HF_TOKEN}' });
+    expect(s.env).toEqual({ PYTHONUNBUFFERED: '1', HF_TOKEN: '${HF_TOKEN}' });
   });
 
   it("tokenizes on the host as SpecForge does, with the target environment's python", () => {
@@ -44,7 +44,7 @@ describe("examples/kimi-k2.5.yaml: aerie's capture, the specforge CLI offline, E
       '--trust-remote-code',
     ]);
     expect(s.env).toEqual({
-      PYTHONUNBUFFERED: '1', SGLANG_ENABLE_SPEC_V2: 'True', HF_TOKEN: '${HF_TOKEN}',
+      PYTHONUNBUFFERED: '1', HF_TOKEN: '${HF_TOKEN}',
       AERIE_HS_DUMP_DIR: '/dev/shm/aerie-hs/r1', AERIE_HS_AUX_LAYERS: '[1,2,3]', PYTHONPATH: '/data/aerie/aerie-py/<version>',
     });
     expect(s.notes!.join('\n')).toContain("the draft config's eagle_aux_hidden_state_layer_ids replace [1, 2, 3] (shown)");
@@ -72,7 +72,8 @@ describe("examples/kimi-k2.5.yaml: aerie's capture, the specforge CLI offline, E
       '--speculative-num-draft-tokens', '4',
       '--trust-remote-code',
     ]);
-    expect(s.env?.SGLANG_ENABLE_SPEC_V2).toBe('True');
+    expect(s.env?.SGLANG_ENABLE_SPEC_V2).toBeUndefined();
+    expect(s.notes).toContain('spec v2: always on from SGLang 0.5.15 (this host: 0.5.23); nothing to set');
   });
 
   it('prints the host with its exec prefix and never an expanded secret', () => {
