@@ -194,6 +194,14 @@ def _write_error(dump_dir: str, rid: str, message: str) -> None:
 _HEALTH_PREFIX = "HEALTH_CHECK"
 
 
+def _no_graph_flags():
+    # 0.5.23 has per-phase backends and no --disable-piecewise-cuda-graph
+    # (sglang==0.5.23:srt/arg_groups/fields/exec_.py:613-628); 0.5.12 has both old flags.
+    if _state.get("version") == "0.5.23":
+        return "--cuda-graph-backend-decode disabled --cuda-graph-backend-prefill disabled"
+    return "--disable-cuda-graph --disable-piecewise-cuda-graph"
+
+
 def _capture_batch(batch, result, final_attr: str) -> None:
     from sglang.srt.distributed.parallel_state import get_tensor_model_parallel_rank
 
@@ -207,8 +215,7 @@ def _capture_batch(batch, result, final_attr: str) -> None:
     problem = None
     if aux is None or fin is None:
         problem = ("the server computed no aux or final states for this prefill (a cuda-graph "
-                   "prefill path bypasses the capture: launch with --disable-cuda-graph "
-                   "--disable-piecewise-cuda-graph)")
+                   f"prefill path bypasses the capture: launch with {_no_graph_flags()})")
     elif _state["capture_ids"] is None:
         problem = "the model never set its capture layers"
     elif aux.shape[0] != sum(exts) or fin.shape[0] != sum(exts):
