@@ -87,23 +87,26 @@ export function flagName(arg: string): string | undefined {
   return eq === -1 ? arg : arg.slice(0, eq);
 }
 
+/**
+ * Whether argparse reads `name` as one of these spellings: exactly, or as an abbreviation
+ * (allow_abbrev, on in every release: `--mem-frac 0.9` sets --mem-fraction-static). No real
+ * flag of 0.5.4-0.5.23 is itself a prefix of a spelling aerie manages but the --model alias
+ * (sim/sglang/args-flags.json), so a prefix is never another flag; an ambiguous one argparse refuses anyway.
+ */
+export function spells(name: string, spellings: readonly string[]): boolean {
+  return spellings.includes(name) || (name.length > 2 && spellings.some((s) => s.startsWith(name)));
+}
+
 /** The value given for any spelling of a flag in an argv, or undefined when absent. */
 export function flagValue(args: readonly string[], spellings: readonly string[]): string | undefined {
   for (let i = 0; i < args.length; i++) {
     const name = flagName(args[i]);
-    if (name === undefined || !spellings.includes(name)) continue;
+    if (name === undefined || !spells(name, spellings)) continue;
     const eq = args[i].indexOf('=');
     if (eq !== -1) return args[i].slice(eq + 1);
     return args[i + 1];
   }
   return undefined;
-}
-
-function hasFlag(args: readonly string[], spellings: readonly string[]): boolean {
-  return args.some((a) => {
-    const name = flagName(a);
-    return name !== undefined && spellings.includes(name);
-  });
 }
 
 function requireInt(value: number, what: string, min: number, max = Number.MAX_SAFE_INTEGER): void {
@@ -133,11 +136,16 @@ export function validateLaunchSpec(spec: ServerLaunchSpec): void {
       (canonical === '--mem-fraction-static' && spec.memFractionStatic !== undefined) ||
       (canonical === '--max-running-requests' && spec.maxRunningRequests !== undefined);
     // argparse keeps the last value, so a duplicate in extra-args would silently replace ours.
-    if (renderedNow && hasFlag(spec.extraArgs, spellings)) {
-      throw new Error(`extra-args sets ${canonical}, which aerie sets itself from the config; remove it from extra-args`);
+    const given = renderedNow ? spec.extraArgs.map(flagName).find((n) => n !== undefined && spells(n, spellings)) : undefined;
+    if (given !== undefined) {
+      const read = spellings.includes(given) ? '' : ` (${given}, which argparse reads as ${canonical})`;
+      throw new Error(`extra-args sets ${canonical}${read}, which aerie sets itself from the config; remove it from extra-args`);
     }
   }
-  const specFlag = spec.extraArgs.find((a) => flagName(a)?.startsWith(SPECULATIVE_FLAG_PREFIX));
+  const specFlag = spec.extraArgs.find((a) => {
+    const name = flagName(a);
+    return name !== undefined && (name.startsWith(SPECULATIVE_FLAG_PREFIX) || (name.length > 2 && SPECULATIVE_FLAG_PREFIX.startsWith(name)));
+  });
   if (specFlag !== undefined) {
     throw new Error(
       `extra-args sets ${flagName(specFlag)}; speculative settings belong in stages.deploy, where aerie checks the drafter before launch`,

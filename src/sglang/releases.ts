@@ -162,8 +162,10 @@ interface FlagRename {
   new: string;
   /** The first read release where the old spelling is only an alias (or gone) and the new one exists. */
   from: string;
-  /** The first read release that rejects the old spelling, if any. */
+  /** The first read release that rejects the old spelling, if any (0.5.19 still takes all three). */
   removed?: string;
+  /** How that release's argparse refuses it (checked against the real parser: test/real/sim-argparse-judge.test.ts). */
+  refusal?: string;
   source: string;
 }
 
@@ -171,17 +173,21 @@ interface FlagRename {
 const RENAMES: FlagRename[] = [
   {
     old: '--stream-output', new: '--incremental-streaming-output', from: '0.5.12', removed: '0.5.23',
+    refusal: 'unrecognized arguments: --stream-output',
     // alias with dest=incremental_streaming_output: sglang==0.5.12:srt/server_args.py:5109-5115, 0.5.15:srt/server_args.py:6189-6195;
     // gone in 0.5.23 (srt/arg_groups/fields/serving.py:274 only); 0.5.9 has only the old one (server_args.py:3348).
     source: 'sglang==0.5.12:srt/server_args.py:5109-5115',
   },
   {
     old: '--cuda-graph-max-bs', new: '--cuda-graph-max-bs-decode', from: '0.5.15', removed: '0.5.23',
+    // A prefix of two new flags, so argparse's allow_abbrev makes it ambiguous rather than unknown.
+    refusal: 'ambiguous option: --cuda-graph-max-bs could match --cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill',
     // alias with dest=cuda_graph_max_bs_decode: sglang==0.5.15:srt/server_args.py:6243-6249; gone in 0.5.23 (arg_groups/fields/exec_.py:629).
     source: 'sglang==0.5.15:srt/server_args.py:6243-6249',
   },
   {
     old: '--cuda-graph-bs', new: '--cuda-graph-bs-decode', from: '0.5.15', removed: '0.5.23',
+    refusal: 'ambiguous option: --cuda-graph-bs could match --cuda-graph-bs-decode, --cuda-graph-bs-prefill',
     // alias with dest=cuda_graph_bs_decode: sglang==0.5.15:srt/server_args.py:6251-6258; gone in 0.5.23 (arg_groups/fields/exec_.py:640).
     source: 'sglang==0.5.15:srt/server_args.py:6251-6258',
   },
@@ -233,7 +239,7 @@ export function releaseExtraArgs(version: string | undefined, extraArgs: readonl
     const r = RENAMES.find((x) => x.old === name);
     if (r && atLeast(version, r.from)) {
       args.push(arg === name ? r.new : `${r.new}${arg.slice(name.length)}`);
-      const state = r.removed && atLeast(version, r.removed) ? `removed in ${r.removed} (argparse: "unrecognized arguments: ${r.old}")` : `deprecated there ("Use '${r.new}' instead")`;
+      const state = r.removed && atLeast(version, r.removed) ? `removed in ${r.removed} (argparse: "${r.refusal}")` : `deprecated there ("Use '${r.new}' instead")`;
       notes.push(`server.extra-args: ${r.old} is ${state} on SGLang ${version}; rendered as ${r.new}, the same setting (${r.source})`);
       continue;
     }

@@ -89,6 +89,10 @@ describe('renderServerArgv', () => {
     expect(() => renderServerArgv(target({ extraArgs: ['--port=30001'] }))).toThrow(/extra-args sets --port/);
     expect(() => renderServerArgv(target({ extraArgs: ['--tp', '2'] }))).toThrow(/extra-args sets --tp-size/);
     expect(() => renderServerArgv(target({ extraArgs: ['--model', '/other'] }))).toThrow(/extra-args sets --model-path/);
+    // argparse's allow_abbrev: an abbreviation replaces aerie's value just the same.
+    expect(() => renderServerArgv(target({ extraArgs: ['--tensor-p', '8'] }))).toThrow(/extra-args sets --tp-size \(--tensor-p, which argparse reads as --tp-size\)/);
+    expect(() => renderServerArgv(target({ memFractionStatic: 0.8, extraArgs: ['--mem-frac=0.9'] }))).toThrow(/extra-args sets --mem-fraction-static \(--mem-frac/);
+    expect(() => renderServerArgv(target({ extraArgs: ['--specul', 'EAGLE'] }))).toThrow(/speculative settings belong in stages.deploy/);
     expect(() => renderServerArgv(target({ memFractionStatic: 0.8, extraArgs: ['--mem-fraction-static', '0.9'] }))).toThrow(
       /extra-args sets --mem-fraction-static/,
     );

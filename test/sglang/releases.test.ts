@@ -101,7 +101,7 @@ describe('extra-args a release renamed or removed (S8, S9)', () => {
     ]);
     expect(r.notes).toEqual([
       expect.stringMatching(/--stream-output is removed in 0\.5\.23 \(argparse: "unrecognized arguments: --stream-output"\) on SGLang 0\.5\.23; rendered as --incremental-streaming-output/),
-      expect.stringMatching(/--cuda-graph-max-bs is removed in 0\.5\.23 .*rendered as --cuda-graph-max-bs-decode, the same setting/),
+      expect.stringMatching(/--cuda-graph-max-bs is removed in 0\.5\.23 \(argparse: "ambiguous option: --cuda-graph-max-bs could match --cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill"\).*rendered as --cuda-graph-max-bs-decode, the same setting/),
       expect.stringMatching(/--cuda-graph-bs is removed in 0\.5\.23 .*rendered as --cuda-graph-bs-decode/),
       expect.stringMatching(/--disable-cuda-graph is deprecated on SGLang 0\.5\.23 \("Use '--cuda-graph-backend-\{decode,prefill\}=disabled' instead"\)/),
     ]);
