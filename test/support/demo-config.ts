@@ -22,10 +22,13 @@ export function demoConfig(workdir: string, port: number, tweak: (c: Config) => 
  * SpecForge CLI: SpecForge's prepare_hidden_states.py as the v0.2.0 release has it
  * (`aerie-sim prepare-hidden-states`) and the v0.2 scripts' trainer (`aerie-sim train`) on its
  * files. Pinned to the v0.2.0 release (73e6f808), the sim's default, so neither preflight's
- * detection nor the sim's default decides which v0.2 runs.
+ * detection nor the sim's default decides which v0.2 runs; its servers are SGLang 0.5.4's.
  */
+/** The SGLang release the legacy demo's servers imitate (SpecForge v0.2.0 is of its time, 2025). */
+export const LEGACY_SGLANG = '0.5.4';
+
 export function legacyDemoConfig(workdir: string, port: number, tweak: (c: Config) => void = () => undefined): Config {
-  const doc = YAML.parse(readFileSync(join(AERIE_HOME, 'examples', 'demo.yaml'), 'utf8')) as { stages: Record<string, Record<string, unknown>> };
+  const doc = YAML.parse(readFileSync(join(AERIE_HOME, 'examples', 'demo.yaml'), 'utf8')) as { stages: Record<string, Record<string, unknown>>; server: Record<string, unknown> };
   const train = doc.stages.train!;
   doc.stages.extract = {
     driver: 'specforge-offline',
@@ -44,6 +47,11 @@ export function legacyDemoConfig(workdir: string, port: number, tweak: (c: Confi
     'save-interval': train['save-interval'],
     env: { ...(train.env as Record<string, string>), AERIE_SIM_SPECFORGE_REVISION: 'v0.2.0' },
   };
+  // The SGLang of that era: the simulator imitates 0.5.4 (its /get_* routes, delta output_ids,
+  // /health that always generates), and aerie renders every launch for it.
+  const server = doc.server;
+  server.launcher = ['${AERIE_HOME}/bin/aerie-sim.mjs', 'sglang', '--version', LEGACY_SGLANG];
+  server['sglang-version'] = LEGACY_SGLANG;
   const c = parseConfigText(YAML.stringify(doc), 'demo.yaml (legacy drivers)');
   c.hosts.local!.workdir = workdir;
   c.server.port = port;
