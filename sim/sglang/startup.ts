@@ -10,7 +10,7 @@ import type { FaultGate } from './faults.js';
 import { type ServerContext, WARMUP_HEADER } from './http.js';
 import type { ModelConfig } from './model.js';
 import { warmupInfoPath } from './profile.js';
-import { atLeast } from './release.js';
+import { type SimRelease, atLeast } from './release.js';
 import { gpusFor, holdGpus } from '../gpu/registry.js';
 import { CUDA_GRAPH_GIB, GPU_TOTAL_GIB } from './settings.js';
 import {
@@ -56,6 +56,17 @@ function cudaGraphBatchSizes(max: number): number[] {
   const all = [1, 2, 4, 8, 12];
   for (let b = 16; b <= 256; b += 8) all.push(b);
   return all.filter((b) => b <= max);
+}
+
+/**
+ * "Load weight end." per release: 0.5.4 type and dtype (sglang==0.5.4:srt/model_executor/model_runner.py:934-940);
+ * 0.5.9 the elapsed time first (sglang==0.5.9:…:1040-1047); from 0.5.12 no dtype unless quantized
+ * (sglang==0.5.12:…:1553-1560; sglang==0.5.23:…:1372-1379).
+ */
+function loadEnd(release: SimRelease, elapsedS: number, type: string, availGiB: number, usageGiB: number): string {
+  const elapsed = atLeast(release, '0.5.9') ? `elapsed=${elapsedS.toFixed(2)} s, ` : '';
+  const dtype = atLeast(release, '0.5.12') ? '' : 'dtype=torch.bfloat16, ';
+  return `Load weight end. ${elapsed}type=${type}, ${dtype}avail mem=${gb(availGiB)} GB, mem usage=${gb(usageGiB)} GB.`;
 }
 
 function clock(seconds: number): string {
@@ -111,10 +122,12 @@ export async function runStartup(d: StartupDeps): Promise<void> {
   if (weightsError !== null) return d.fail(weightsError);
   ctx.capture = d.capture.writer;
   ctx.states = d.capture.states;
-  all(`Load weight end. type=${target.architectures[0] ?? 'LlamaForCausalLM'}, dtype=torch.bfloat16, avail mem=${gb(m.availAfterLoad)} GB, mem usage=${gb(m.weights)} GB.`);
+  all(loadEnd(env.release, (performance.now() - t0) / 1000, target.architectures[0] ?? 'LlamaForCausalLM', m.availAfterLoad, m.weights));
 
   await wait(PHASE_SECONDS.memoryPool);
-  all(`KV Cache is allocated. #tokens: ${r.maxTotalTokens}, K size: ${gb(m.kvGiB / 2)} GB, V size: ${gb(m.kvGiB / 2)} GB`);
+  // 0.5.23 names the dtype (sglang==0.5.23:srt/mem_cache/memory_pool.py:2087-2091); 0.5.4-0.5.12 do not (sglang==0.5.4:…:453, 0.5.12 :744).
+  const dtype = atLeast(env.release, '0.5.23') ? 'dtype: torch.bfloat16, ' : '';
+  all(`KV Cache is allocated. ${dtype}#tokens: ${r.maxTotalTokens}, K size: ${gb(m.kvGiB / 2)} GB, V size: ${gb(m.kvGiB / 2)} GB`);
   all(`Memory pool end. avail mem=${gb(m.availAfterPool)} GB`);
   hold(GPU_TOTAL_GIB - m.availAfterPool);
   let avail = m.availAfterPool;
@@ -154,10 +167,11 @@ export async function runStartup(d: StartupDeps): Promise<void> {
     }
     const drafter = d.drafter.cfg;
     all(`Load weight begin. avail mem=${gb(avail)} GB`);
+    const draftStart = performance.now();
     await wait(PHASE_SECONDS.draftLoad);
     const draftGiB = Math.max(0.01, (drafter.numLayers * 12 * drafter.hiddenSize ** 2 * 2) / 2 ** 30 / tp);
     avail -= draftGiB;
-    all(`Load weight end. type=${drafter.architectures[0] ?? 'LlamaForCausalLM'}, dtype=torch.bfloat16, avail mem=${gb(avail)} GB, mem usage=${gb(draftGiB)} GB.`);
+    all(loadEnd(env.release, (performance.now() - draftStart) / 1000, drafter.architectures[0] ?? 'LlamaForCausalLM', avail, draftGiB));
     if (graphs) {
       await capture('draft cuda graph', PHASE_SECONDS.draftCudaGraph, 0.21);
       await capture('draft extend cuda graph', PHASE_SECONDS.draftExtendCudaGraph, 0.12);

@@ -167,6 +167,17 @@ const CHECKS: Check[] = [
     },
   },
   {
+    name: "the target's Load weight end line and the KV pool line, numbers aside",
+    source: 'sglang==0.5.4:srt/model_executor/model_runner.py:934-940, mem_cache/memory_pool.py:453; sglang==0.5.9:…/model_runner.py:1040-1047; sglang==0.5.12:…:1553-1560; sglang==0.5.23:…:1372-1379, memory_pool.py:2087-2091',
+    observe: async (s) => [/\] (Load weight end\..*)$/, /\] (KV Cache is allocated\..*)$/].map((re) => messageOf(s.sim.log(), re)[0]!.replace(/\b\d+(?:\.\d+)?\b/g, 'N')),
+    expected: {
+      '0.5.4': ['Load weight end. type=Qwen2ForCausalLM, dtype=torch.bfloat16, avail mem=N GB, mem usage=N GB.', 'KV Cache is allocated. #tokens: N, K size: N GB, V size: N GB'],
+      '0.5.9': ['Load weight end. elapsed=N s, type=Qwen2ForCausalLM, dtype=torch.bfloat16, avail mem=N GB, mem usage=N GB.', 'KV Cache is allocated. #tokens: N, K size: N GB, V size: N GB'],
+      '0.5.12': ['Load weight end. elapsed=N s, type=Qwen2ForCausalLM, avail mem=N GB, mem usage=N GB.', 'KV Cache is allocated. #tokens: N, K size: N GB, V size: N GB'],
+      '0.5.23': ['Load weight end. elapsed=N s, type=Qwen2ForCausalLM, avail mem=N GB, mem usage=N GB.', 'KV Cache is allocated. dtype: torch.bfloat16, #tokens: N, K size: N GB, V size: N GB'],
+    },
+  },
+  {
     name: 'the first cuda graph capture line',
     source: 'sglang==0.5.4:srt/model_executor/model_runner.py:2055; sglang==0.5.12:…:2945; sglang==0.5.23:srt/model_executor/model_runner_components/cuda_graph_setup.py:758-762',
     observe: async (s) => messageOf(s.sim.log(), /\] (Capture .*graph begin\. .*?)(?:, )?avail mem=/)[0],

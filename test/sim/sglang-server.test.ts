@@ -36,7 +36,8 @@ describe('simulated SGLang server: readiness, native and OpenAI APIs', () => {
     const lines = [
       'server_args=ServerArgs(',
       'Load weight begin. avail mem=',
-      'Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16',
+      'Load weight end. elapsed=',
+      's, type=LlamaForCausalLM, avail mem=',
       'Memory pool end',
       // 0.5.23's wording (the default release; sim/sglang/startup.ts).
       'Capture target decode CUDA graph begin. backend=full, num_tokens_per_req=1, avail mem=',
