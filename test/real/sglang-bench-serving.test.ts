@@ -224,7 +224,7 @@ describe("aerie's load generator and bench_serving at the same level, same simul
     // aerie from /server_info. The simulator seeds each request's acceptance draws by the
     // request (sim/sglang/engine.ts:61), so both clients' requests accept alike (aerie's
     // per-request mean is the same to the last digit run after run); the server's running
-    // average moves only every --decode-log-interval (40) decode steps (engine.ts:328), so each
+    // average moves only every --decode-log-interval (40) decode steps (engine.ts:336), so each
     // reader sees the level less up to 39 trailing steps of ~130, and which steps those are
     // depends on the client's timing. Observed: within 1% (1.95 against 1.94); 10% leaves room
     // for a tail of unlucky steps without letting a wrong field (e.g. accept rate ~0.3, or
