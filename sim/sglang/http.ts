@@ -135,7 +135,9 @@ export function createHttpServer(ctx: ServerContext, extra: Routes): http.Server
             try {
               x.body = JSON.parse(text);
             } catch (e) {
-              throw new HttpError(400, `JSON decode error: ${(e as Error).message}`);
+              // FastAPI's RequestValidationError (json_invalid), which SGLang answers with an ErrorResponse on
+              // every route (sglang==0.5.4:srt/entrypoints/http_server.py:348-381; sglang==0.5.23:…:635-690).
+              throw new OpenAIError(400, `JSON decode error: ${(e as Error).message}`, 'Bad Request');
             }
           }
         }

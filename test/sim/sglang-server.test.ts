@@ -78,6 +78,10 @@ describe('simulated SGLang server: readiness, native and OpenAI APIs', () => {
     const none = await sim.json('/generate', { sampling_params: {} });
     expect(none.status).toBe(400);
     expect(none.body.error.message).toContain('text or input_ids');
+    // A body that is not JSON fails FastAPI's validation: SGLang's ErrorResponse, on /generate too.
+    const garbled = await fetch(sim.base + '/generate', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"text": ' });
+    expect(garbled.status).toBe(400);
+    expect(await garbled.json()).toMatchObject({ object: 'error', type: 'Bad Request', param: null, code: 400 });
     const streamed = await sim.sse('/generate', { text: 'x', stream: true, sampling_params: { top_k: 0 } });
     expect(streamed).toEqual([{ error: { message: 'top_k must be -1 (disable), or at least 1, got 0.' } }, '[DONE]']);
   });
