@@ -139,6 +139,9 @@ export function resolveServerArgs(parsed: Parsed, target: ModelConfig, env: SimE
   if ((a.return_hidden_states_mode ?? null) === null && (a.enable_return_hidden_states || a.enable_return_aux_hidden_states)) {
     a.return_hidden_states_mode = 'full';
   }
+  // 0.5.12 on take the algorithm in any case (sglang==0.5.12:srt/server_args.py:3562;
+  // sglang==0.5.23:srt/arg_groups/speculative_hook.py:138-143); 0.5.4 and 0.5.9 have argparse choices.
+  if (atLeast(env.release, '0.5.12') && typeof a.speculative_algorithm === 'string') a.speculative_algorithm = a.speculative_algorithm.toUpperCase();
   let algorithm = (a.speculative_algorithm as string | null) ?? null;
   let spec: SpecShape | null = null;
   if (algorithm === 'NEXTN') algorithm = a.speculative_algorithm = 'EAGLE';

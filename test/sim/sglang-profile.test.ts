@@ -7,6 +7,9 @@ import { describe, expect, it } from 'vitest';
 import { autoSpecParams, mixedChunkOff, specMeta, specV2, streamDeltas } from '../../sim/sglang/profile.js';
 import { SimReleaseError, pickRelease } from '../../sim/sglang/release.js';
 import { BIN, MODEL } from './sglang-harness.js';
+import { parseLaunchArgs } from '../../sim/sglang/args.js';
+import { readModelConfig } from '../../sim/sglang/model.js';
+import { readSimEnv, resolveServerArgs } from '../../sim/sglang/settings.js';
 
 describe('choosing the release', () => {
   it('takes --version X.Y.Z right after sglang (stripped), else AERIE_SIM_SGLANG_VERSION, else 0.5.23', () => {
@@ -63,6 +66,13 @@ describe('rules the release table does not reach', () => {
     expect(mixedChunkOff('0.5.12', 'EAGLE3')).toBe('Mixed chunked prefill is disabled because of using eagle speculative decoding.');
     expect(mixedChunkOff('0.5.23', 'EAGLE3')).toBeNull();
     expect(mixedChunkOff('0.5.23', 'STANDALONE')).toBe('Mixed chunked prefill is disabled: STANDALONE speculative decoding does not support it.');
+  });
+
+  it('a lower-case algorithm is taken from 0.5.12 (upper-cased after parsing)', () => {
+    const target = readModelConfig(MODEL);
+    const r = resolveServerArgs(parseLaunchArgs(['--model-path', MODEL, '--speculative-algorithm', 'eagle3'], '0.5.23'), target, readSimEnv({}, '0.5.23'));
+    expect(r.algorithm).toBe('EAGLE3');
+    expect(() => parseLaunchArgs(['--model-path', MODEL, '--speculative-algorithm', 'eagle3'], '0.5.4')).toThrow(/invalid choice: 'eagle3'/);
   });
 
   it("spec fields: 0.5.4's rate divides by steps, later ones by draft tokens - 1", () => {
