@@ -70,7 +70,7 @@ describe('deploy: acceptance gate and benchmark-ready launch', () => {
       c.server.readiness.endpoint = '/health_generate';
       // SGLang 0.5.12 (the oldest the extraction's capture runs on), which logs its spec v2 decision
       // under EAGLE3; 0.5.23 always runs spec v2 and prints nothing about it (sim/sglang/profile.ts specV2).
-      c.server.launcher = [...c.server.launcher, '--version', '0.5.12'];
+      c.server.launcher = [...c.server.launcher.slice(0, c.server.launcher.indexOf('sglang') + 1), '--version', '0.5.12'];
       c.server['sglang-version'] = '0.5.12';
     });
     const runId = `ready-${Date.now()}`;
