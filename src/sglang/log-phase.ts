@@ -303,6 +303,11 @@ const KNOWN_WARNINGS: RegExp[] = [
   /speculative_num_draft_tokens is adjusted to/,
   /Overlap scheduler is disabled/,
   /Spec v2 is enabled|Beta spec is enabled/,
+  // Info lines that change what a benchmark measures: 0.5.12 falling back to spec v1
+  // (sglang==0.5.12:srt/server_args.py:3765), 0.5.23's synchronous spec v2
+  // (sglang==0.5.23:srt/arg_groups/speculative_hook.py:1100), mixed chunked prefill turned off
+  // (sglang==0.5.4:srt/server_args.py:1308-1313, 0.5.23:srt/arg_groups/speculative_hook.py:1113-1118).
+  /Spec v1 is used|Non-overlap \(synchronous\) spec v2|Mixed chunked prefill is disabled/,
   /DeepGEMM/,
   /is deprecated/,
 ];

@@ -161,6 +161,22 @@ describe('stripLogPrefix', () => {
   });
 });
 
+describe('serverWarnings on the spec lines each release prints at info level', () => {
+  it('keeps the spec v1 fallback (0.5.12), synchronous spec v2 (0.5.23) and mixed-chunk lines', () => {
+    const log = [
+      '[2026-12-01 10:00:00] Spec v1 is used for eagle/eagle3/standalone speculative decoding because overlap schedule is disabled.',
+      '[2026-12-01 10:00:00] Non-overlap (synchronous) spec v2 is used for eagle/eagle3/standalone speculative decoding.',
+      '[2026-12-01 10:00:00] Mixed chunked prefill is disabled because of using eagle speculative decoding.',
+      '[2026-12-01 10:00:00] Load weight end.',
+    ].join('\n');
+    expect(serverWarnings(log)).toEqual([
+      'Spec v1 is used for eagle/eagle3/standalone speculative decoding because overlap schedule is disabled.',
+      'Non-overlap (synchronous) spec v2 is used for eagle/eagle3/standalone speculative decoding.',
+      'Mixed chunked prefill is disabled because of using eagle speculative decoding.',
+    ]);
+  });
+});
+
 describe('serverWarnings', () => {
   it('collects SGLang warnings (which carry no level word) and library warnings, each once', () => {
     const twice = '[2025-07-01 10:00:09 TP1] /opt/sglang/.venv/lib/python3.11/site-packages/torch/cuda/__init__.py:63: FutureWarning: The pynvml package is deprecated. Please install nvidia-ml-py instead.';
