@@ -7,7 +7,7 @@
  * processed (py/aerie_hs/CAPTURE.md, "not yet done by aerie").
  */
 import type { Host } from '../hosts/host.js';
-import { postJson } from './generate-http.js';
+import { HttpStatusError, postJson } from './generate-http.js';
 import { sleep } from './generate-pool.js';
 
 /** This sample's capture went wrong (refused, missing, wrong length): worth another prefill, then an error row. */
@@ -57,11 +57,7 @@ export async function prefillOne(ctx: PrefillContext, row: TokenRow, signal: Abo
   await removeIfPresent(host, refusal);
   // The request the capture's contract names (py/aerie_hs/CAPTURE.md, "aerie's capture"): ids,
   // rid = sample id, one greedy token; no return_hidden_states, so no state crosses HTTP.
-  const res = (await postJson(
-    `${ctx.baseUrl}/generate`,
-    { input_ids: row.input_ids, rid: row.id, sampling_params: { max_new_tokens: 1, temperature: 0 } },
-    { signal, timeoutMs: ctx.requestTimeoutMs },
-  )) as { output_ids?: unknown; meta_info?: { prompt_tokens?: unknown } };
+  const res = (await postWhenRidFree(ctx, row, signal)) as { output_ids?: unknown; meta_info?: { prompt_tokens?: unknown } };
   const seen = res?.meta_info?.prompt_tokens;
   if (seen !== row.input_ids.length) {
     throw new BadDumpError(
@@ -76,6 +72,34 @@ export async function prefillOne(ctx: PrefillContext, row: TokenRow, signal: Abo
   }
   await waitForResult(ctx, row.id, dump, refusal, signal);
   return { dumpPath: dump, greedyNext: greedy };
+}
+
+/**
+ * SGLang 0.5.12 on refuses a rid still in flight with 400 "Duplicate request ID detected"
+ * (sglang==0.5.12:srt/managers/tokenizer_manager.py:2595, sglang==0.5.23:srt/managers/tokenizer_manager.py:3836):
+ * an earlier attempt of this sample (a client timeout, a dropped link) is still being served.
+ * Ask again once it ends, within the request timeout; its dump, if it lands first, holds the
+ * same ids. 0.5.4 and 0.5.9 replace the earlier request instead (sim/sglang/profile.ts).
+ */
+async function postWhenRidFree(ctx: PrefillContext, row: TokenRow, signal: AbortSignal): Promise<unknown> {
+  const deadline = Date.now() + ctx.requestTimeoutMs;
+  let interval = 50;
+  for (;;) {
+    try {
+      return await postJson(
+        `${ctx.baseUrl}/generate`,
+        { input_ids: row.input_ids, rid: row.id, sampling_params: { max_new_tokens: 1, temperature: 0 } },
+        { signal, timeoutMs: ctx.requestTimeoutMs },
+      );
+    } catch (err) {
+      if (!(err instanceof HttpStatusError && err.status === 400 && /Duplicate request ID/.test(err.message))) throw err;
+      if (Date.now() >= deadline) {
+        throw new BadDumpError(`the server still serves an earlier request for ${row.id} after ${ctx.requestTimeoutMs} ms (400 Duplicate request ID)`);
+      }
+      await sleep(interval, signal);
+      interval = Math.min(interval * 2, 1000);
+    }
+  }
 }
 
 async function waitForResult(ctx: PrefillContext, id: string, dump: string, refusal: string, signal: AbortSignal): Promise<void> {
