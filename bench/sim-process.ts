@@ -21,9 +21,12 @@ export async function freeLoopbackPort(): Promise<number> {
   return port;
 }
 
-/** A drafter directory holding the example EAGLE-3 config with the simulated quality set. */
-export async function simDrafter(acceptLength: number): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'aerie-bench-draft-'));
+/**
+ * A drafter directory holding the example EAGLE-3 config with the simulated quality set, made
+ * under `parent` (default the system temp dir); the caller removes it.
+ */
+export async function simDrafter(acceptLength: number, parent: string = tmpdir()): Promise<string> {
+  const dir = await mkdtemp(join(parent, 'aerie-bench-draft-'));
   const cfg = JSON.parse(await readFile(DRAFT_CONFIG, 'utf8')) as Record<string, unknown>;
   cfg.aerie_sim = { accept_length: acceptLength };
   await writeFile(join(dir, 'config.json'), JSON.stringify(cfg));

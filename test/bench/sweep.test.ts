@@ -85,8 +85,9 @@ describe('runSweep', () => {
 
 describe('aerieDriver against the simulator', () => {
   let spec: SimServer;
+  let drafter: string | undefined;
   beforeAll(async () => {
-    const drafter = await simDrafter(3);
+    drafter = await simDrafter(3);
     spec = await SimServer.start({
       decodeScale: 0,
       // a decode-log line every 2 steps, so the server's running accept length moves within a short level
@@ -95,6 +96,7 @@ describe('aerieDriver against the simulator', () => {
   }, 60_000);
   afterAll(async () => {
     await spec?.stop();
+    if (drafter) await rm(drafter, { recursive: true, force: true });
   });
 
   it('reads the server version, flushes after the warmup, measures, then reads the server accept length for the level', async () => {

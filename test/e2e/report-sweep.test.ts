@@ -56,7 +56,7 @@ beforeAll(async () => {
     c.stages.benchmark['output-len'] = 32;
     c.stages.benchmark['input-len'] = 32;
   });
-  const drafterDir = await simDrafter(3);
+  const drafterDir = await simDrafter(3, work);
 
   const base = await serve('baseline');
   baseline = await inActivity(() => bench.benchmarkSweep({ runId, config, launch: base, variant: 'baseline' }), { heartbeats, abort: new AbortController() });
