@@ -1,0 +1,79 @@
+/**
+ * The pipeline workflow on a real Worker against stub activities, in @temporalio/testing's
+ * local environment: the Temporal CLI set-up installed (.venv/bin/temporal, see
+ * scripts/setup.sh), started by the SDK with an in-memory store and a free port, so nothing
+ * is downloaded at test time. (The time-skipping server is a separate download: not used;
+ * stub activities answer at once, so no test waits on a timer anyway.)
+ */
+import { fileURLToPath } from 'node:url';
+import type { Activities } from '../../src/activities/index.js';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { SEARCH_ATTRIBUTES } from '../../src/shared.js';
+import { temporalBinary } from '../../src/temporal/dev-server.js';
+
+/** The workflow package the worker registers (src/workflows/index.ts, as src/worker.ts bundles it). */
+export const WORKFLOWS_INDEX = fileURLToPath(new URL('../../src/workflows/index.ts', import.meta.url));
+
+const noop = () => undefined;
+const quietLogger = { log: noop, trace: noop, debug: noop, info: noop, warn: noop, error: noop };
+
+let runtimeInstalled = false;
+/**
+ * Worker and SDK logs at ERROR: the tests fail activities on purpose, and each failure
+ * would otherwise print a warning with a stack trace.
+ */
+export function quietWorkerLogs(): void {
+  if (runtimeInstalled) return;
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  runtimeInstalled = true;
+}
+quietWorkerLogs.logger = quietLogger;
+
+export interface WorkflowEnv {
+  env: TestWorkflowEnvironment;
+  bundle: WorkflowBundleWithSourceMap;
+  /** fn with a Worker on its own task queue, registering the given activities; stopped after. */
+  withWorker<T>(activities: Activities, fn: (taskQueue: string) => Promise<T>): Promise<T>;
+  stop(): Promise<void>;
+}
+
+let queues = 0;
+
+export async function startWorkflowEnv(): Promise<WorkflowEnv> {
+  quietWorkerLogs();
+  const [env, bundle] = await Promise.all([
+    TestWorkflowEnvironment.createLocal({
+      server: {
+        executable: { type: 'existing-path', path: temporalBinary() },
+        ip: '127.0.0.1',
+        // The workflow upserts AerieStage: the server must know the keys (as aerie's own dev server does).
+        searchAttributes: Object.keys(SEARCH_ATTRIBUTES).map((name) => defineSearchAttributeKey(name, SearchAttributeType.KEYWORD)),
+        log: { format: 'pretty', level: 'error' },
+      },
+    }),
+    bundleWorkflowCode({ workflowsPath: WORKFLOWS_INDEX, logger: quietLogger }),
+  ]);
+  return {
+    env,
+    bundle,
+    async withWorker<T>(activities: Activities, fn: (taskQueue: string) => Promise<T>): Promise<T> {
+      const taskQueue = `wf-test-${process.pid}-${++queues}`;
+      const worker = await Worker.create({
+        connection: env.nativeConnection,
+        namespace: env.namespace ?? 'default',
+        taskQueue,
+        workflowBundle: bundle,
+        activities,
+        // A cancelled activity hears of it on its next heartbeat: send them at once.
+        maxHeartbeatThrottleInterval: '50ms',
+        defaultHeartbeatThrottleInterval: '50ms',
+      });
+      return worker.runUntil(fn(taskQueue));
+    },
+    async stop() {
+      await env.teardown();
+    },
+  };
+}
