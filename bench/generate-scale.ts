@@ -24,7 +24,8 @@ import { Client, Connection } from '@temporalio/client';
 import { buildIsCurrent } from '../bin/build-stamp.mjs';
 import { AERIE_HOME, parseConfigText } from '../src/config/load.js';
 import { HostPool } from '../src/hosts/index.js';
-import { TASK_QUEUE, WORKFLOW_TYPE, type PipelineInput } from '../src/shared.js';
+import { TASK_QUEUE, type PipelineInput } from '../src/shared.js';
+import { pipeline } from '../src/workflows/index.js';
 import { ensureSearchAttributes } from '../src/temporal/connect.js';
 import { ensureDevServer, freePort, stopDevServer } from '../src/temporal/dev-server.js';
 
@@ -125,8 +126,8 @@ async function main(): Promise<void> {
   }, 100);
   try {
     const runId = `genscale-${Date.now()}`;
-    const args: PipelineInput[] = [{ runId, config, configPath: 'bench/generate-scale.ts' }];
-    const handle = await client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args });
+    const args: [PipelineInput] = [{ runId, config, configPath: 'bench/generate-scale.ts' }];
+    const handle = await client.workflow.start(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args });
     const ledger = join(workdir, 'runs', runId, '.aerie', 'ledger', 'generate.json');
     const started = await waitFor('the generate activity to start', async () => {
       const d = await handle.describe();

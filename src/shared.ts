@@ -5,7 +5,6 @@
 import type { Config } from './config/schema.js';
 
 export const TASK_QUEUE = 'aerie-pipeline';
-export const WORKFLOW_TYPE = 'pipeline';
 
 /** Workers send a heartbeat at most this often (maxHeartbeatThrottleInterval), and aerie's activities beat every second. */
 export const HEARTBEAT_THROTTLE_MS = 1000;
@@ -21,7 +20,10 @@ export const MIN_HEARTBEAT_TIMEOUT_MS = 5 * HEARTBEAT_THROTTLE_MS;
 export const STAGES = ['preflight', 'generate', 'extract', 'train', 'deploy', 'benchmark'] as const;
 export type StageName = (typeof STAGES)[number];
 
-/** Search attributes aerie registers on the dev server and sets on every run. */
+/**
+ * Search attributes aerie registers on the dev server and sets on every run: the one list of
+ * their names; src/workflows/search-attributes.ts makes the typed keys from it.
+ */
 export const SEARCH_ATTRIBUTES = {
   AerieStage: 'Keyword',
   AerieTarget: 'Keyword',

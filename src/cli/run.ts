@@ -9,17 +9,13 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { loadConfigFile } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { HostPool } from '../hosts/index.js';
-import { TASK_QUEUE, WORKFLOW_TYPE, type PipelineInput, type PipelineResult } from '../shared.js';
+import { TASK_QUEUE, type PipelineInput, type PipelineResult } from '../shared.js';
 import { connectClient, connectWorker, resolveTemporal, webUiUrl, type TemporalTarget } from '../temporal/connect.js';
 import { stateDir } from '../temporal/dev-server.js';
 import { createWorker, installQuietRuntime } from '../worker.js';
-import { AerieStage } from '../workflows/pipeline.js';
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { AerieLabel, AerieStage, AerieTarget, pipeline } from '../workflows/index.js';
 import { followRun } from './watch.js';
 import { copyReportFiles } from './report.js';
-
-const AerieTarget = defineSearchAttributeKey('AerieTarget', SearchAttributeType.KEYWORD);
-const AerieLabel = defineSearchAttributeKey('AerieLabel', SearchAttributeType.KEYWORD);
 
 export function newRunId(label: string, now = new Date()): string {
   const stamp = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
@@ -34,7 +30,7 @@ export interface RunOptions {
 
 async function startWorkflow(client: Client, input: PipelineInput): Promise<void> {
   const { config, runId } = input;
-  await client.workflow.start(WORKFLOW_TYPE, {
+  await client.workflow.start(pipeline, {
     taskQueue: TASK_QUEUE,
     workflowId: runId,
     args: [input],

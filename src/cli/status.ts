@@ -1,6 +1,7 @@
 /** `aerie status <run>`: what a run is doing or how it ended, with or without a worker. */
 import type { PipelineResult, RunStatus } from '../shared.js';
 import { connectClient, resolveTemporal, webUiUrl } from '../temporal/connect.js';
+import { AerieStage } from '../workflows/search-attributes.js';
 import { renderStageTable } from '../workflows/status.js';
 import { describeActivity } from './phase.js';
 import { pendingActivities, queryStatus } from './watch.js';
@@ -19,7 +20,7 @@ export async function statusCommand(runId: string, out: NodeJS.WritableStream = 
       const phase = pending.length ? pending.map(describeActivity).join('; ') : undefined;
       if (status) out.write(renderStageTable(status, phase) + '\n');
       else {
-        const stage = desc.typedSearchAttributes.getAll().find((p) => p.key.name === 'AerieStage')?.value;
+        const stage = desc.typedSearchAttributes.get(AerieStage);
         out.write(`  stage: ${String(stage ?? '?')}${phase ? ` — ${phase}` : ''}\n  (no worker is polling this run: start one with \`aerie worker\` or \`aerie resume ${runId}\`)\n`);
       }
     } else if (desc.status.name === 'COMPLETED') {

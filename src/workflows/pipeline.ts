@@ -15,7 +15,6 @@ import {
   setHandler,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { ServerLaunch, ServerRole } from '../activities/server.js';
 import type { SglangRelease } from '../activities/server-launches.js';
 import type { LedgerCheck } from '../activities/ledger.js';
@@ -25,11 +24,11 @@ import { acts, heartbeating, quick } from './activities.js';
 import { SERVER_RELAUNCHABLE } from '../sglang/readiness.js';
 import { renderStageMarkdown, StageBoard } from './status.js';
 import { hiddenForTrain } from '../stages/launch-specs.js';
+import { AerieStage } from './search-attributes.js';
 
 export const statusQuery = defineQuery<RunStatus>('status');
 /** Operator action after a failure the run waits on: re-run from the failed stage, or an earlier one. */
 export const retryUpdate = defineUpdate<string, [RetryRequest]>('retry');
-export const AerieStage = defineSearchAttributeKey('AerieStage', SearchAttributeType.KEYWORD);
 
 /** How many times a server that dies on load or on its first request is relaunched. */
 const SERVER_LAUNCHES = 3;

@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HostPool } from '../../src/hosts/index.js';
-import { TASK_QUEUE, WORKFLOW_TYPE, type PipelineResult, type RunStatus } from '../../src/shared.js';
+import { TASK_QUEUE, type PipelineResult, type RunStatus } from '../../src/shared.js';
+import { pipeline } from '../../src/workflows/index.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { createWorker } from '../../src/worker.js';
 import { retryUpdate, statusQuery } from '../../src/workflows/pipeline.js';
@@ -45,7 +46,7 @@ describe('operator actions', () => {
     const hosts = new HostPool();
     const { worker } = await createWorker({ connection: t.nativeConnection, workflowBundle: t.bundle, hosts });
     const result = await worker.runUntil(async () => {
-      const handle = await t.client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args: [{ runId, config, configPath: 'test' }] });
+      const handle = await t.client.workflow.start(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [{ runId, config, configPath: 'test' }] });
       const waiting = await waitUntil(async () => {
         const s: RunStatus = await handle.query(statusQuery);
         return s.stages.find((x) => x.state === 'waiting');

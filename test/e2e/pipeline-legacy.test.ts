@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseJsonLine } from '../../src/bench/jsonl.js';
-import { TASK_QUEUE, WORKFLOW_TYPE, type PipelineInput, type PipelineResult } from '../../src/shared.js';
+import { TASK_QUEUE, type PipelineInput, type PipelineResult } from '../../src/shared.js';
+import { pipeline } from '../../src/workflows/index.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { LEGACY_SGLANG, legacyDemoConfig } from '../support/demo-config.js';
 import { startTestTemporal, type TestTemporal } from '../support/temporal.js';
@@ -36,7 +37,7 @@ describe(`pipeline end to end on SGLang ${LEGACY_SGLANG} (simulated) with the le
     const config = legacyDemoConfig(workdir, await freePort());
     const runId = `e2e-legacy-${Date.now()}`;
     const input: PipelineInput = { runId, config, configPath: 'test' };
-    const result = (await t.withWorker(() => t.client.workflow.execute(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] }))) as PipelineResult;
+    const result = (await t.withWorker(() => t.client.workflow.execute(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] }))) as PipelineResult;
     expect(stageStates(result)).toEqual(ALL_STAGES_DONE);
 
     const procs = join(workdir, '.aerie', 'procs');

@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseJsonLine } from '../../src/bench/jsonl.js';
-import { TASK_QUEUE, WORKFLOW_TYPE, type PipelineInput, type PipelineResult } from '../../src/shared.js';
+import { TASK_QUEUE, type PipelineInput, type PipelineResult } from '../../src/shared.js';
+import { pipeline } from '../../src/workflows/index.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { demoConfig } from '../support/demo-config.js';
 import { startTestTemporal, type TestTemporal } from '../support/temporal.js';
@@ -41,7 +42,7 @@ describe('pipeline end to end on the simulator', () => {
     const config = demoConfig(workdir, await freePort());
     const runId = `e2e-full-${Date.now()}`;
     const input: PipelineInput = { runId, config, configPath: 'test' };
-    const result = (await t.withWorker(() => t.client.workflow.execute(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] }))) as PipelineResult;
+    const result = (await t.withWorker(() => t.client.workflow.execute(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] }))) as PipelineResult;
 
     expect(stageStates(result)).toEqual(ALL_STAGES_DONE);
     expect(result.report?.table).toMatch(/speedup/i);
@@ -58,7 +59,7 @@ describe('pipeline end to end on the simulator', () => {
     );
 
     // Same run id again (what `aerie resume` does after a failure): every stage is a ledger hit.
-    const again = (await t.withWorker(() => t.client.workflow.execute(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] }))) as PipelineResult;
+    const again = (await t.withWorker(() => t.client.workflow.execute(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] }))) as PipelineResult;
     expect(again.stages.map((s) => s.state)).toEqual(['done', 'skipped', 'skipped', 'skipped', 'skipped', 'skipped']);
     expect(await launchRecords(workdir)).toEqual(launchesAfterFirst);
   }, 300_000);
@@ -74,7 +75,7 @@ describe('pipeline end to end on the simulator', () => {
     });
     const runId = `e2e-stock-${Date.now()}`;
     const input: PipelineInput = { runId, config, configPath: 'test' };
-    const result = (await t.withWorker(() => t.client.workflow.execute(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] }))) as PipelineResult;
+    const result = (await t.withWorker(() => t.client.workflow.execute(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] }))) as PipelineResult;
     expect(stageStates(result)).toEqual(ALL_STAGES_DONE);
     expect(result.stages.find((s) => s.stage === 'extract')?.note).toMatch(/^96 of 96 samples, .* \(stock SGLang, two passes\).*self-check: 32 samples/);
     const launches = await launchRecords(workdir);
@@ -94,7 +95,7 @@ describe('pipeline end to end on the simulator', () => {
     });
     const runId = `e2e-eagle-${Date.now()}`;
     const err = await t.withWorker(() =>
-      t.client.workflow.execute(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args: [{ runId, config, configPath: 'test' }] }).then(
+      t.client.workflow.execute(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [{ runId, config, configPath: 'test' }] }).then(
         () => undefined,
         (e: unknown) => e,
       ),

@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AERIE_HOME } from '../../src/config/load.js';
 import { LocalHost } from '../../src/hosts/local.js';
-import { TASK_QUEUE, WORKFLOW_TYPE } from '../../src/shared.js';
+import { TASK_QUEUE } from '../../src/shared.js';
+import { pipeline } from '../../src/workflows/index.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { demoConfig } from '../support/demo-config.js';
 import { startTestTemporal, waitUntil, type TestTemporal } from '../support/temporal.js';
@@ -101,7 +102,7 @@ describe('generate resumes by id after the worker is SIGKILLed half-way', () => 
       c.server.env.AERIE_SIM_DECODE_SCALE = '1.5'; // a stage of ~20 s: time to kill it half-way
     });
     const runId = `resume-gen-${Date.now()}`;
-    const handle = await t.client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args: [{ runId, config, configPath: 'test' }] });
+    const handle = await t.client.workflow.start(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [{ runId, config, configPath: 'test' }] });
     const first = await startWorker('worker-1');
 
     const shards = join(workdir, 'runs', runId, 'data', 'shards');

@@ -12,7 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runPreflight } from '../../src/activities/preflight.js';
 import { AERIE_HOME } from '../../src/config/load.js';
 import { LocalHost } from '../../src/hosts/local.js';
-import { TASK_QUEUE, WORKFLOW_TYPE, type PipelineInput, type PipelineResult } from '../../src/shared.js';
+import { TASK_QUEUE, type PipelineInput, type PipelineResult } from '../../src/shared.js';
+import { pipeline } from '../../src/workflows/index.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { stopRecordedLaunches } from '../support/cleanup.js';
 import { demoConfig } from '../support/demo-config.js';
@@ -89,7 +90,7 @@ describe('a run beside a server aerie did not start', () => {
     const input: PipelineInput = { runId, config, configPath: 'test' };
     let seenOnOurGpu = false;
     const result = (await t.withWorker(async () => {
-      const handle = await t.client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] });
+      const handle = await t.client.workflow.start(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] });
       // The run's first server shows up on GPU 2 (CUDA_VISIBLE_DEVICES=2,3, tp 1), never on GPU 0.
       const gpu2 = (await nvidiaSmi(['--query-gpu=index,uuid', '--format=csv,noheader'])).stdout.split('\n')[2]!.split(', ')[1]!;
       await waitUntil(async () => {

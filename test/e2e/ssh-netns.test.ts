@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AERIE_HOME, loadConfigFile } from '../../src/config/load.js';
-import { TASK_QUEUE, WORKFLOW_TYPE, type PipelineInput, type PipelineResult } from '../../src/shared.js';
+import { TASK_QUEUE, type PipelineInput, type PipelineResult } from '../../src/shared.js';
+import { pipeline } from '../../src/workflows/index.js';
 import { freePort, portOpen } from '../../src/temporal/dev-server.js';
 import { stopRecordedLaunches } from '../support/cleanup.js';
 import { startSshFixture, type SshFixture } from '../support/ssh-fixture.js';
@@ -77,7 +78,7 @@ describe('a host whose servers live in their own network namespace', () => {
     const runId = `e2e-netns-${Date.now()}`;
     const input: PipelineInput = { runId, config, configPath: 'examples/demo-ssh.yaml' };
     const result = (await t.withWorker(async () => {
-      const handle = await t.client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] });
+      const handle = await t.client.workflow.start(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] });
       // While the generate server serves, its port is open in the namespace and closed on the host's loopback.
       const logs = join(workdir, 'runs', runId, 'logs');
       await waitUntil(

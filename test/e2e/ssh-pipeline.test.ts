@@ -10,7 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AERIE_HOME, loadConfigFile } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { SshHost } from '../../src/hosts/ssh.js';
-import { TASK_QUEUE, WORKFLOW_TYPE, type PipelineInput, type PipelineResult } from '../../src/shared.js';
+import { TASK_QUEUE, type PipelineInput, type PipelineResult } from '../../src/shared.js';
+import { pipeline } from '../../src/workflows/index.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { startSshFixture, type SshFixture } from '../support/ssh-fixture.js';
 import { startTestTemporal, waitUntil, type TestTemporal } from '../support/temporal.js';
@@ -52,7 +53,7 @@ describe('pipeline end to end over SSH', () => {
     const runId = `e2e-ssh-${Date.now()}`;
     const input: PipelineInput = { runId, config, configPath: 'examples/demo-ssh.yaml' };
     const { result, stats } = await t.withWorker(async (hosts) => {
-      const handle = await t.client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] });
+      const handle = await t.client.workflow.start(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] });
       // Drop the SSH link once the generate server is launched and being polled.
       const logs = join(workdir, 'runs', runId, 'logs');
       await waitUntil(async () => (await readdir(logs).catch(() => [] as string[])).some((f) => f.startsWith('server-generate')), 'the generate server launch', 120_000, 100);

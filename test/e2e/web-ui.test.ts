@@ -6,11 +6,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HostPool } from '../../src/hosts/index.js';
-import { TASK_QUEUE, WORKFLOW_TYPE } from '../../src/shared.js';
+import { TASK_QUEUE } from '../../src/shared.js';
+import { AerieLabel, pipeline } from '../../src/workflows/index.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { createWorker } from '../../src/worker.js';
 import { launchChromium } from '../support/browser.js';
@@ -32,8 +32,6 @@ afterAll(async () => {
   if (work) await stopRecordedLaunches(work);
   if (work) await rm(work, { recursive: true, force: true });
 });
-
-const AerieLabel = defineSearchAttributeKey('AerieLabel', SearchAttributeType.KEYWORD);
 
 async function waitForFrameTable(page: Page, containing: string, timeoutMs: number): Promise<string> {
   const deadline = Date.now() + timeoutMs;
@@ -59,7 +57,7 @@ describe('Temporal Web UI', () => {
     const chrome = await launchChromium();
     // The worker stays up while the page loads: current details are read through it.
     await worker.runUntil(async () => {
-      await t.client.workflow.execute(WORKFLOW_TYPE, {
+      await t.client.workflow.execute(pipeline, {
         taskQueue: TASK_QUEUE,
         workflowId: runId,
         args: [{ runId, config, configPath: 'test' }],

@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AERIE_HOME } from '../../src/config/load.js';
-import { TASK_QUEUE, WORKFLOW_TYPE, type PipelineResult } from '../../src/shared.js';
+import { TASK_QUEUE, type PipelineResult } from '../../src/shared.js';
+import { pipeline } from '../../src/workflows/index.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { demoConfig } from '../support/demo-config.js';
 import { startTestTemporal, waitUntil, type TestTemporal } from '../support/temporal.js';
@@ -62,7 +63,7 @@ describe('worker SIGKILL during training', () => {
       c.stages.train.env.AERIE_SIM_TIME_SCALE = '0.6';
     });
     const runId = `crash-${Date.now()}`;
-    const handle = await t.client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args: [{ runId, config, configPath: 'test' }] });
+    const handle = await t.client.workflow.start(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [{ runId, config, configPath: 'test' }] });
     const first = await startWorker('worker-1');
 
     const trainLog = join(workdir, 'runs', runId, 'train', 'train-0.log');

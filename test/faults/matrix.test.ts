@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config/schema.js';
-import { TASK_QUEUE, WORKFLOW_TYPE } from '../../src/shared.js';
+import { TASK_QUEUE } from '../../src/shared.js';
+import { pipeline } from '../../src/workflows/index.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { demoConfig, legacyDemoConfig } from '../support/demo-config.js';
 import { startSshFixture, type SshFixture } from '../support/ssh-fixture.js';
@@ -106,7 +107,7 @@ async function runPipeline(name: string, variant: Variant, tweak: (c: Config) =>
   const runId = `fault-${slug}-${Date.now()}`.slice(0, 120);
   const undo = prepare ? await prepare({ workdir, runId }) : async () => undefined;
   const handle = await rig.client.workflow
-    .start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args: [{ runId, config, configPath: 'fault-matrix' }] })
+    .start(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [{ runId, config, configPath: 'fault-matrix' }] })
     .catch(async (err: unknown) => {
       await undo();
       throw err;

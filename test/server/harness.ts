@@ -10,7 +10,8 @@ import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { Config } from '../../src/config/schema.js';
 import { HostPool } from '../../src/hosts/index.js';
-import { TASK_QUEUE, WORKFLOW_TYPE, type PipelineInput, type PipelineResult, type RunStatus } from '../../src/shared.js';
+import { TASK_QUEUE, type PipelineInput, type PipelineResult, type RunStatus } from '../../src/shared.js';
+import { pipeline } from '../../src/workflows/index.js';
 import { createWorker } from '../../src/worker.js';
 import { demoConfig } from '../support/demo-config.js';
 import type { TestTemporal } from '../support/temporal.js';
@@ -132,7 +133,7 @@ export async function runPipeline(t: TestTemporal, config: Config, runId: string
   let cancelled = false;
   try {
     return await worker.runUntil(async () => {
-      const handle = await t.client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] });
+      const handle = await t.client.workflow.start(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] });
       const watcher = opts.cancelWhen ? cancelWhen(handle, opts.cancelWhen, () => (cancelled = true)) : undefined;
       if (opts.during) await opts.during(handle);
       let result: PipelineResult | undefined;

@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HostPool } from '../../src/hosts/index.js';
-import { TASK_QUEUE, WORKFLOW_TYPE, type RunStatus } from '../../src/shared.js';
+import { TASK_QUEUE, type RunStatus } from '../../src/shared.js';
+import { pipeline } from '../../src/workflows/index.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { createWorker } from '../../src/worker.js';
 import { startTestTemporal, waitUntil, type TestTemporal } from '../support/temporal.js';
@@ -101,7 +102,7 @@ describe('server faults after ready, through the pipeline workflow', () => {
       c.server.readiness['poll-interval'] = 500;
     });
     const runId = `reattach-${Date.now()}`;
-    const handle = await t.client.workflow.start(WORKFLOW_TYPE, { taskQueue: TASK_QUEUE, workflowId: runId, args: [{ runId, config, configPath: 'test' }] });
+    const handle = await t.client.workflow.start(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [{ runId, config, configPath: 'test' }] });
     const beats: Record<string, unknown>[] = [];
 
     const first = await createWorker({ connection: t.nativeConnection, workflowBundle: t.bundle, hosts: new HostPool(), taskQueue: TASK_QUEUE });
