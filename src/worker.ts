@@ -2,8 +2,11 @@
  * The aerie worker: the pipeline workflow plus every activity, on one task queue. Hosts
  * (and their SSH connections, later) are created once per worker and shared by activities.
  */
+import { mkdirSync, openSync, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
+import { inspect } from 'node:util';
+import { DefaultLogger, makeTelemetryFilterString, NativeConnection, Runtime, Worker, type LogEntry, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from './activities/index.js';
 import { HostPool } from './hosts/index.js';
 import { HEARTBEAT_THROTTLE_MS, TASK_QUEUE } from './shared.js';
@@ -47,7 +50,31 @@ export async function createWorker(opts: AerieWorkerOptions): Promise<{ worker: 
   return { worker, hosts };
 }
 
-/** The CLI's live table owns the terminal: the SDK only speaks up for warnings and errors. */
-export function installQuietRuntime(level: 'WARN' | 'INFO' = 'WARN'): void {
-  Runtime.install({ logger: new DefaultLogger(level) });
+let runtimeLog: string | undefined;
+
+/**
+ * `aerie run` owns its terminal: the stage table and, at the end, one reason. Its in-process
+ * worker logs to a file instead, the SDK's lines and the Rust core's alike (forwarded, or
+ * core would print them to stderr itself): an expected failure such as preflight's is logged
+ * by the SDK as a WARN with its stack and task token, which a user should never have to read
+ * past. `aerie worker` keeps the SDK's default, its terminal being its log. Once per process
+ * (the SDK's Runtime is a singleton); returns the file the logs go to.
+ */
+export function installFileLogRuntime(logPath: string): string {
+  if (runtimeLog) return runtimeLog;
+  mkdirSync(dirname(logPath), { recursive: true });
+  const fd = openSync(logPath, 'a');
+  // Synchronous appends: the CLI exits with process.exit right after the run ends, which
+  // would drop lines still queued in a stream, and the last lines are the ones that explain.
+  const write = (entry: LogEntry) => {
+    const at = new Date(Number(entry.timestampNanos / 1_000_000n)).toISOString();
+    const meta = entry.meta && Object.keys(entry.meta).length ? ` ${inspect(entry.meta, { depth: 6, breakLength: 160 })}` : '';
+    writeSync(fd, `${at} [${entry.level}] ${entry.message}${meta}\n`);
+  };
+  Runtime.install({
+    logger: new DefaultLogger('INFO', write),
+    telemetryOptions: { logging: { forward: {}, filter: makeTelemetryFilterString({ core: 'INFO', other: 'WARN' }) } },
+  });
+  runtimeLog = logPath;
+  return logPath;
 }

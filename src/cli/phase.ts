@@ -48,6 +48,34 @@ export function describeActivity(a: PendingActivity): string {
     case 'benchmarkSweep':
       text = renderSweepProgress(a.details);
       break;
+    // Activities that report no progress of their own: say what they do rather than their name.
+    case 'preflight':
+      text = 'checking the target host: SSH, interpreters, port, GPUs, paths, disk';
+      break;
+    case 'checkLedger':
+      text = 'checking the ledger for finished work';
+      break;
+    case 'writeLedger':
+      text = 'recording the stage in the ledger';
+      break;
+    case 'launchServer':
+      text = 'launching the server';
+      break;
+    case 'smokeTest':
+      text = `smoke test: ${String(d.smoke ?? 'greedy generation')} ${secs(d.elapsedMs)}`.trimEnd();
+      break;
+    case 'acceptanceGate':
+      text = `acceptance gate: ${String(d.gate ?? 'greedy requests')}${num('done') !== undefined && num('of') !== undefined ? ` ${num('done')}/${num('of')}` : ''}`;
+      break;
+    case 'stopServer':
+      text = 'stopping the server';
+      break;
+    case 'storedSweep':
+      text = 'reading the stored benchmark results';
+      break;
+    case 'writeReport':
+      text = 'writing report.md, report.html and results.jsonl';
+      break;
     default:
       text = a.activityType;
   }

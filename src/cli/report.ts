@@ -13,7 +13,7 @@ import type { Config } from '../config/schema.js';
 import { HostPool } from '../hosts/index.js';
 import type { PipelineInput, PipelineResult } from '../shared.js';
 import { connectClient, resolveTemporal } from '../temporal/connect.js';
-import { localRunFolder } from './run.js';
+import { localRunFolder } from './run-folder.js';
 
 /** What a finished run says about its report (writeReport's result, kept in PipelineResult.report). */
 export interface RunReportRef {

@@ -11,11 +11,13 @@ import type { Config } from '../config/schema.js';
 import { HostPool } from '../hosts/index.js';
 import { TASK_QUEUE, type PipelineInput, type PipelineResult } from '../shared.js';
 import { connectClient, connectWorker, resolveTemporal, webUiUrl, type TemporalTarget } from '../temporal/connect.js';
-import { stateDir } from '../temporal/dev-server.js';
-import { createWorker, installQuietRuntime } from '../worker.js';
+import { createWorker, installFileLogRuntime } from '../worker.js';
 import { AerieLabel, AerieStage, AerieTarget, pipeline } from '../workflows/index.js';
 import { followRun } from './watch.js';
 import { copyReportFiles } from './report.js';
+import { localRunFolder, shownPath, workerLogPath } from './run-folder.js';
+
+export { localRunFolder } from './run-folder.js';
 
 export function newRunId(label: string, now = new Date()): string {
   const stamp = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
@@ -52,10 +54,17 @@ async function startWorkflow(client: Client, input: PipelineInput): Promise<void
 export async function attach(target: TemporalTarget, client: Client, runId: string, opts: RunOptions): Promise<number> {
   const out = opts.out ?? process.stdout;
   const ui = webUiUrl(target, runId);
-  out.write(`run ${runId}\n${ui ? `Web UI: ${ui}\n` : ''}\n`);
+  // Before the worker (and the SDK's Runtime) exists: every log line it makes goes to the file.
+  const log = opts.worker ? installFileLogRuntime(workerLogPath(runId)) : undefined;
+  out.write(`run ${runId}\n${ui ? `Web UI: ${ui}\n` : ''}${log ? `worker log: ${shownPath(log)}\n` : ''}\n`);
+  const details = log ? `details: ${shownPath(log)}\n` : '';
   const follow = async (): Promise<number> => {
-    if ((await followRun(client, runId, out)) === 'waiting') {
-      out.write(`\nrun ${runId} is waiting for an operator (see the failed stage above).\nafter fixing the cause: aerie retry ${runId} [--stage S]    or stop it: aerie cancel ${runId}\n`);
+    const end = await followRun(client, runId, out);
+    if (end.state === 'waiting') {
+      out.write(
+        `\nrun ${runId} is waiting for an operator: ${end.error ?? 'see the failed stage above'}\n${details}` +
+          `after fixing the cause: aerie retry ${runId} [--stage S]    or stop it: aerie cancel ${runId}\n`,
+      );
       return 1;
     }
     try {
@@ -73,12 +82,11 @@ export async function attach(target: TemporalTarget, client: Client, runId: stri
     } catch (err) {
       const reason = err instanceof WorkflowFailedError ? innermost(err) : (err as Error).message;
       const cancelled = err instanceof WorkflowFailedError && /cancel/i.test(String(err.cause?.name ?? '') + String(err.cause?.message ?? ''));
-      out.write(cancelled ? `\nrun ${runId} cancelled\n` : `\nrun ${runId} failed: ${reason}\nresume after fixing the cause: aerie resume ${runId}\n`);
+      out.write(cancelled ? `\nrun ${runId} cancelled\n` : `\nrun ${runId} failed: ${reason}\n${details}resume after fixing the cause: aerie resume ${runId}\n`);
       return 1;
     }
   };
   if (!opts.worker) return follow();
-  installQuietRuntime();
   const hosts = new HostPool();
   const connection = await connectWorker(target);
   const { worker } = await createWorker({ connection, namespace: target.namespace, hosts });
@@ -144,10 +152,6 @@ async function originalInput(client: Client, runId: string): Promise<PipelineInp
   const payload = started?.input?.payloads?.[0];
   if (!payload) throw new Error(`cannot find the input of run ${runId} in its history`);
   return defaultPayloadConverter.fromPayload(payload) as PipelineInput;
-}
-
-export function localRunFolder(runId: string): string {
-  return join(stateDir(), 'runs', runId);
 }
 
 async function saveRunFolder(runId: string, result: PipelineResult): Promise<void> {

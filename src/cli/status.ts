@@ -2,9 +2,8 @@
 import type { PipelineResult, RunStatus } from '../shared.js';
 import { connectClient, resolveTemporal, webUiUrl } from '../temporal/connect.js';
 import { AerieStage } from '../workflows/search-attributes.js';
-import { renderStageTable } from '../workflows/status.js';
 import { describeActivity } from './phase.js';
-import { pendingActivities, queryStatus } from './watch.js';
+import { pendingActivities, queryStatus, tableOf } from './watch.js';
 
 export async function statusCommand(runId: string, out: NodeJS.WritableStream = process.stdout): Promise<number> {
   const target = await resolveTemporal();
@@ -18,14 +17,14 @@ export async function statusCommand(runId: string, out: NodeJS.WritableStream = 
       // Queries need a worker; without one, the search attribute and heartbeats still tell a lot.
       const [status, pending] = await Promise.all([queryStatus(handle, 3000), pendingActivities(handle)]);
       const phase = pending.length ? pending.map(describeActivity).join('; ') : undefined;
-      if (status) out.write(renderStageTable(status, phase) + '\n');
+      if (status) out.write(tableOf(status, phase) + '\n');
       else {
         const stage = desc.typedSearchAttributes.get(AerieStage);
         out.write(`  stage: ${String(stage ?? '?')}${phase ? ` — ${phase}` : ''}\n  (no worker is polling this run: start one with \`aerie worker\` or \`aerie resume ${runId}\`)\n`);
       }
     } else if (desc.status.name === 'COMPLETED') {
       const result = (await handle.result()) as PipelineResult;
-      out.write(renderStageTable({ runId, label: '', stages: result.stages } as RunStatus) + '\n');
+      out.write(tableOf({ runId, label: '', stages: result.stages } as RunStatus) + '\n');
       if (result.report) out.write(`\n${result.report.table}\nreport: ${result.report.paths.join(', ')}\n`);
     } else {
       try {

@@ -34,11 +34,33 @@ export async function queryStatus(handle: WorkflowHandle, timeoutMs = 5000): Pro
   return Promise.race([handle.query<RunStatus>('status').catch(() => undefined), timeout]);
 }
 
-/**
- * Redraws the table in place on a terminal; prints changes line by line otherwise. Returns
- * 'waiting' when the run stopped to wait for an operator (it stays open), else 'closed'.
- */
-export async function followRun(client: Client, workflowId: string, out: NodeJS.WriteStream = process.stdout): Promise<'closed' | 'waiting'> {
+/** A failure's note is the whole message, lists and all; in the table only its first line, the reason follows below it. */
+export function tableOf(status: RunStatus, phase?: string): string {
+  const oneLine = (note?: string) => {
+    if (note === undefined) return undefined;
+    const first = note.split('\n')[0]!.trimEnd();
+    return first === note ? note : `${first} …`;
+  };
+  return renderStageTable({ ...status, stages: status.stages.map((s) => ({ ...s, note: oneLine(s.note) })) }, oneLine(phase));
+}
+
+/** The line a log (not a terminal) gets for the running stage; never "stage: " with nothing after. */
+export function phaseLine(status: RunStatus, phase?: string): string | undefined {
+  const stage = status.stages.find((s) => s.stage === status.current);
+  // A stage that has just failed is left to the table and the reason printed after it.
+  if (!stage || stage.state !== 'running') return undefined;
+  return `${stage.stage}: ${phase ?? (stage.note || 'starting')}`;
+}
+
+export interface FollowEnd {
+  /** 'waiting': the run stopped to wait for an operator (it stays open); 'closed': it ended. */
+  state: 'closed' | 'waiting';
+  /** What the waiting run failed on, in full (the table shows its first line). */
+  error?: string;
+}
+
+/** Redraws the table in place on a terminal; prints changes line by line otherwise. */
+export async function followRun(client: Client, workflowId: string, out: NodeJS.WriteStream = process.stdout): Promise<FollowEnd> {
   const handle = client.workflow.getHandle(workflowId);
   const tty = out.isTTY === true;
   let drawn = 0;
@@ -50,20 +72,20 @@ export async function followRun(client: Client, workflowId: string, out: NodeJS.
     const [status, pending] = await Promise.all([queryStatus(handle), pendingActivities(handle).catch(() => [])]);
     if (status?.stages.some((st) => st.state === 'waiting')) {
       if (tty && drawn) out.write(`\x1b[${drawn}A\x1b[J`);
-      out.write(renderStageTable(status) + '\n');
-      return 'waiting';
+      out.write(tableOf(status) + '\n');
+      return { state: 'waiting', error: status.error };
     }
     if (status) {
       const phase = pending.length ? pending.map(describeActivity).join('; ') : undefined;
-      const table = renderStageTable(status, phase);
       if (tty) {
+        const table = tableOf(status, phase);
         if (drawn) out.write(`\x1b[${drawn}A\x1b[J`);
         out.write(table + '\n');
         drawn = table.split('\n').length;
       } else {
-        const line = `${status.current ?? ''}: ${phase ?? status.stages.find((s) => s.stage === status.current)?.note ?? ''}`;
-        if (line !== lastPrinted) out.write(`  ${new Date().toISOString().slice(11, 19)} ${line}\n`);
-        lastPrinted = line;
+        const line = phaseLine(status, phase);
+        if (line !== undefined && line !== lastPrinted) out.write(`  ${new Date().toISOString().slice(11, 19)} ${line.split('\n')[0]}\n`);
+        lastPrinted = line ?? lastPrinted;
       }
     }
     await Promise.race([result.catch(() => undefined), new Promise((r) => setTimeout(r, tty ? 500 : 1000))]);
@@ -71,7 +93,7 @@ export async function followRun(client: Client, workflowId: string, out: NodeJS.
   const final = await queryStatus(handle, 3000);
   if (final) {
     if (tty && drawn) out.write(`\x1b[${drawn}A\x1b[J`);
-    out.write(renderStageTable(final) + '\n');
+    out.write(tableOf(final) + '\n');
   }
-  return 'closed';
+  return { state: 'closed' };
 }

@@ -1,0 +1,46 @@
+/** The lines `aerie run` prints while it follows a run: never an empty phase, never a raw activity name. */
+import { describe, expect, it } from 'vitest';
+import { describeActivity } from '../../src/cli/phase.js';
+import { phaseLine, tableOf } from '../../src/cli/watch.js';
+import { STAGES, type RunStatus, type StageStatus } from '../../src/shared.js';
+
+function status(current: StageStatus['stage'] | undefined, stages: Partial<Record<StageStatus['stage'], Partial<StageStatus>>>): RunStatus {
+  return { runId: 'r', label: 'l', current, stages: STAGES.map((stage) => ({ stage, state: 'pending', ...stages[stage] })) };
+}
+
+describe('phase lines (a log, not a terminal)', () => {
+  it('says "starting" for a stage that has begun with no activity and no note yet', () => {
+    expect(phaseLine(status('preflight', { preflight: { state: 'running' } }))).toBe('preflight: starting');
+  });
+
+  it('prints nothing before the first stage begins, and nothing for a stage that has just failed', () => {
+    expect(phaseLine(status(undefined, {}))).toBeUndefined();
+    expect(phaseLine(status('preflight', { preflight: { state: 'failed', note: 'preflight found 1 problem:\n  - x' } }))).toBeUndefined();
+  });
+
+  it('prefers the running activity, then the stage note', () => {
+    const s = status('generate', { generate: { state: 'running', note: 'regenerating' } });
+    expect(phaseLine(s, 'regenerated 3/10')).toBe('generate: regenerated 3/10');
+    expect(phaseLine(s)).toBe('generate: regenerating');
+  });
+});
+
+describe('the stage table', () => {
+  it('shows the first line of a multi-line failure; the full reason is printed below it', () => {
+    const table = tableOf(status('preflight', { preflight: { state: 'failed', note: 'preflight found 2 problems:\n  - a\n  - b' } }));
+    expect(table.split('\n')).toHaveLength(STAGES.length);
+    expect(table).toMatch(/^ {2}✗ preflight +failed +preflight found 2 problems: …$/m);
+  });
+});
+
+describe('activities with no progress of their own', () => {
+  it('are described in words, not by their type name', () => {
+    for (const type of ['preflight', 'checkLedger', 'writeLedger', 'launchServer', 'smokeTest', 'acceptanceGate', 'stopServer', 'storedSweep', 'writeReport']) {
+      const text = describeActivity({ activityType: type, attempt: 1 });
+      expect(text).not.toBe(type);
+      expect(text.trim()).not.toBe('');
+    }
+    expect(describeActivity({ activityType: 'preflight', attempt: 1 })).toMatch(/^checking the target host/);
+    expect(describeActivity({ activityType: 'acceptanceGate', attempt: 1, details: { gate: 'greedy requests', done: 3, of: 8 } })).toBe('acceptance gate: greedy requests 3/8');
+  });
+});
