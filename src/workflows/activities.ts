@@ -1,6 +1,7 @@
 /**
- * Activity proxies with their timeouts and retry policies. Every long activity has a
- * short heartbeatTimeout (run.heartbeat-timeout) so a lost worker is noticed in seconds, not hours.
+ * The workflow's handle on aerie's activities, and the options it calls them with: timeouts
+ * and retry policies, each with its reason. Every long activity has a short heartbeatTimeout
+ * (run.heartbeat-timeout) so a lost worker is noticed in seconds, not hours.
  */
 import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
@@ -28,13 +29,14 @@ const retry = (maximumAttempts: number) => ({
   nonRetryableErrorTypes: NON_RETRYABLE,
 });
 
-export const quick: ActivityOptions = { startToCloseTimeout: '2m', retry: retry(5) };
+/** An activity that answers in seconds and does not heartbeat: ledger, preflight, report. */
+export const shortActivity: ActivityOptions = { startToCloseTimeout: '2m', retry: retry(5) };
 
 /**
  * Options of the activities that heartbeat, for a run's run.heartbeat-timeout: how long a
  * lost worker goes unnoticed before the activity is retried on another.
  */
-export function heartbeating(heartbeatTimeout: number = DEFAULT_HEARTBEAT_TIMEOUT_MS) {
+export function heartbeatingActivities(heartbeatTimeout: number = DEFAULT_HEARTBEAT_TIMEOUT_MS) {
   return {
     /** Launching only spawns and records the process: seconds. A lost worker is retried and re-attaches. */
     launch: { startToCloseTimeout: '5m', heartbeatTimeout, retry: retry(5) },
@@ -51,8 +53,12 @@ export function heartbeating(heartbeatTimeout: number = DEFAULT_HEARTBEAT_TIMEOU
     smoke: { startToCloseTimeout: '10m', heartbeatTimeout, retry: retry(3) },
     /** Stopping: TERM, a grace period, KILL, then waiting for the GPUs to be released. */
     stop: { startToCloseTimeout: '5m', heartbeatTimeout, retry: retry(5) },
+    /** Generate, extract, train, a benchmark sweep: hours or days; each resumes from what it saved, so a retry costs little. */
     longRunning: { startToCloseTimeout: '72h', heartbeatTimeout, retry: retry(20) },
   } satisfies Record<string, ActivityOptions>;
 }
 
-export const acts = proxyActivities<Activities>(quick);
+export type HeartbeatingActivities = ReturnType<typeof heartbeatingActivities>;
+
+/** Every call names its options (executeWithOptions): shortActivity or one of heartbeatingActivities. */
+export const activities = proxyActivities<Activities>(shortActivity);

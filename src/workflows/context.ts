@@ -1,0 +1,36 @@
+/**
+ * One run's workflow-side state, handed to every step: what it was started with, its board,
+ * the operator's retry, its live servers and the activity options for its heartbeat timeout.
+ */
+import type { RunRef } from '../activities/context.js';
+import type { Config } from '../config/schema.js';
+import type { PipelineInput } from '../shared.js';
+import { heartbeatingActivities, type HeartbeatingActivities } from './activities.js';
+import { Operator } from './operator.js';
+import { Progress } from './progress.js';
+import { Servers } from './servers.js';
+
+export interface Run {
+  runId: string;
+  config: Config;
+  /** What every activity gets first: the run and its config. */
+  base: RunRef;
+  /** host:port of the model server, for summaries. */
+  target: string;
+  options: HeartbeatingActivities;
+  progress: Progress;
+  operator: Operator;
+  servers: Servers;
+}
+
+/** Sets up a run's state and registers its query and update handlers; call once, first thing. */
+export function openRun({ runId, config }: PipelineInput): Run {
+  const progress = new Progress(runId, config.run.label);
+  const operator = new Operator(runId);
+  const base = { runId, config };
+  // Histories started before the setting existed carry configs without it: the old 30 s.
+  const options = heartbeatingActivities(config.run['heartbeat-timeout']);
+  const target = `${config.target.host}:${config.server.port}`;
+  const run = { runId, config, base, target, options, progress, operator } as Omit<Run, 'servers'>;
+  return { ...run, servers: new Servers(run) };
+}
