@@ -41,7 +41,9 @@ export function tableOf(status: RunStatus, phase?: string): string {
     const first = note.split('\n')[0]!.trimEnd();
     return first === note ? note : `${first} …`;
   };
-  return renderStageTable({ ...status, stages: status.stages.map((s) => ({ ...s, note: oneLine(s.note) })) }, oneLine(phase));
+  // A stage just entered, before its first activity or note: "starting", not a blank.
+  const note = (s: RunStatus['stages'][number]) => oneLine(s.note) || (s.state === 'running' && !phase ? 'starting' : undefined);
+  return renderStageTable({ ...status, stages: status.stages.map((s) => ({ ...s, note: note(s) })) }, oneLine(phase));
 }
 
 /** The line a log (not a terminal) gets for the running stage; never "stage: " with nothing after. */

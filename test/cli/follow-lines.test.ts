@@ -31,6 +31,11 @@ describe('the stage table', () => {
     expect(table.split('\n')).toHaveLength(STAGES.length);
     expect(table).toMatch(/^ {2}✗ preflight +failed +preflight found 2 problems: …$/m);
   });
+
+  it('says "starting" on a running stage with no activity and no note yet', () => {
+    expect(tableOf(status('preflight', { preflight: { state: 'running' } }))).toMatch(/^ {2}▶ preflight +running +starting$/m);
+    expect(tableOf(status('preflight', { preflight: { state: 'running' } }), 'checking')).toMatch(/^ {2}▶ preflight +running +checking$/m);
+  });
 });
 
 describe('activities with no progress of their own', () => {

@@ -113,7 +113,7 @@ describe('aerie run when preflight fails', () => {
     expect(log).toContain('[WARN] Activity failed');
     expect(log).toContain('taskToken');
     expect(log).toContain("type: 'PreflightFailed'");
-    expect(log).toMatch(/^\s+at .+preflight\.ts:\d+:\d+\)?$/m);
+    expect(log).toMatch(/^\s+at .+preflight\.[jt]s:\d+:\d+\)?$/m);
     // Nothing was launched on the host.
     expect(await readdir(join(dir, 'host', '.aerie', 'procs')).catch(() => [])).toEqual([]);
   }, 60_000);
