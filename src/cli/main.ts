@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AERIE_HOME, ConfigError, configJsonSchema } from '../config/load.js';
 import { TASK_QUEUE } from '../shared.js';
-import { connectClient, connectWorker, resolveTemporal, webUiUrl } from '../temporal/connect.js';
+import { connectWorker, resolveTemporal, webUiUrl } from '../temporal/connect.js';
+import { CliError, reachTemporal } from './reach.js';
 import { ensureDevServer, stopDevServer, stateDir } from '../temporal/dev-server.js';
 import { createWorker } from '../worker.js';
 import { doctorCommand } from './doctor.js';
@@ -120,7 +121,7 @@ function usage(problem: string): number {
 
 async function workerCommand(): Promise<number> {
   const target = await resolveTemporal();
-  (await connectClient(target)).connection.close().catch(() => undefined);
+  (await reachTemporal(target)).connection.close().catch(() => undefined);
   const connection = await connectWorker(target);
   const { worker, hosts } = await createWorker({ connection, namespace: target.namespace });
   process.stdout.write(`worker on task queue ${TASK_QUEUE} at ${target.address}${webUiUrl(target) ? ` — ${webUiUrl(target)}` : ''} (${COMPILED ? 'compiled' : 'from source'})\n`);
@@ -140,7 +141,7 @@ async function devServerCommand(stop: boolean): Promise<number> {
     return 0;
   }
   const rec = await ensureDevServer();
-  const client = await connectClient({ address: rec.address, namespace: 'default', devServer: rec, connectionOptions: { address: rec.address } });
+  const client = await reachTemporal({ address: rec.address, namespace: 'default', devServer: rec, connectionOptions: { address: rec.address } });
   await client.connection.close();
   process.stdout.write(
     `Temporal dev server (pid ${rec.pid}) at ${rec.address}\nWeb UI: http://127.0.0.1:${rec.uiPort}\nstate: ${stateDir()} (history persists in ${rec.dbPath})\nstop it with: aerie dev-server --stop\n`,
@@ -154,6 +155,10 @@ main(process.argv.slice(2)).then(
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);
       process.exit(2);
+    }
+    if (err instanceof CliError) {
+      process.stderr.write(`aerie: ${err.message}\n`);
+      process.exit(1);
     }
     process.stderr.write(`aerie: ${(err as Error).stack ?? String(err)}\n`);
     process.exit(1);

@@ -1,7 +1,8 @@
 /** Operator actions on a run: `aerie retry` after a fix, `aerie cancel` to stop everything it started. */
 import type { RetryRequest, StageName } from '../shared.js';
 import { STAGES } from '../shared.js';
-import { connectClient, resolveTemporal } from '../temporal/connect.js';
+import { resolveTemporal } from '../temporal/connect.js';
+import { reachTemporal } from './reach.js';
 import { retryUpdate } from '../workflows/pipeline.js';
 import { attach, type RunOptions } from './run.js';
 
@@ -11,7 +12,7 @@ export async function retryCommand(runId: string, stage: string | undefined, opt
     return 2;
   }
   const target = await resolveTemporal();
-  const client = await connectClient(target);
+  const client = await reachTemporal(target);
   try {
     const req: RetryRequest = stage ? { stage: stage as StageName } : {};
     // The update's validator refuses a run that is not waiting, before anything changes.
@@ -30,7 +31,7 @@ export async function retryCommand(runId: string, stage: string | undefined, opt
  */
 export async function cancelCommand(runId: string, opts: RunOptions): Promise<number> {
   const target = await resolveTemporal();
-  const client = await connectClient(target);
+  const client = await reachTemporal(target);
   try {
     await client.workflow.getHandle(runId).cancel();
     (opts.out ?? process.stdout).write(`cancel requested for ${runId}; stopping what it launched\n`);

@@ -12,7 +12,8 @@ import { renderReportTable } from '../bench/report.js';
 import type { Config } from '../config/schema.js';
 import { HostPool } from '../hosts/index.js';
 import type { PipelineInput, PipelineResult } from '../shared.js';
-import { connectClient, resolveTemporal } from '../temporal/connect.js';
+import { resolveTemporal } from '../temporal/connect.js';
+import { reachTemporal } from './reach.js';
 import { localRunFolder } from './run-folder.js';
 
 /** What a finished run says about its report (writeReport's result, kept in PipelineResult.report). */
@@ -139,7 +140,7 @@ export async function reportCommand(runId: string, opts: ReportCommandOptions = 
 
 /** The run's status, result and config (the input it was last started with) from Temporal. */
 export async function lookupRun(runId: string): Promise<RunLookup> {
-  const client = await connectClient(await resolveTemporal());
+  const client = await reachTemporal(await resolveTemporal());
   try {
     const handle = client.workflow.getHandle(runId);
     const desc = await handle.describe();

@@ -10,7 +10,8 @@ import { loadConfigFile } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { HostPool } from '../hosts/index.js';
 import { TASK_QUEUE, type PipelineInput, type PipelineResult } from '../shared.js';
-import { connectClient, connectWorker, resolveTemporal, webUiUrl, type TemporalTarget } from '../temporal/connect.js';
+import { connectWorker, resolveTemporal, webUiUrl, type TemporalTarget } from '../temporal/connect.js';
+import { reachTemporal } from './reach.js';
 import { createWorker, installFileLogRuntime } from '../worker.js';
 import { AerieLabel, AerieStage, AerieTarget, pipeline } from '../workflows/index.js';
 import { followRun } from './watch.js';
@@ -108,7 +109,7 @@ export async function runCommand(configPath: string, opts: RunOptions): Promise<
   const config = await loadConfigFile(path);
   const runId = newRunId(config.run.label);
   const target = await resolveTemporal();
-  const client = await connectClient(target);
+  const client = await reachTemporal(target);
   const folder = localRunFolder(runId);
   await mkdir(folder, { recursive: true });
   await copyFile(path, join(folder, 'config.yaml'));
@@ -122,7 +123,7 @@ export async function runCommand(configPath: string, opts: RunOptions): Promise<
 
 export async function resumeCommand(runId: string, opts: RunOptions & { configPath?: string }): Promise<number> {
   const target = await resolveTemporal();
-  const client = await connectClient(target);
+  const client = await reachTemporal(target);
   const out = opts.out ?? process.stdout;
   try {
     const handle = client.workflow.getHandle(runId);

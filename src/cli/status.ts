@@ -1,13 +1,14 @@
 /** `aerie status <run>`: what a run is doing or how it ended, with or without a worker. */
 import type { PipelineResult, RunStatus } from '../shared.js';
-import { connectClient, resolveTemporal, webUiUrl } from '../temporal/connect.js';
+import { resolveTemporal, webUiUrl } from '../temporal/connect.js';
+import { reachTemporal } from './reach.js';
 import { AerieStage } from '../workflows/search-attributes.js';
 import { describeActivity } from './phase.js';
 import { pendingActivities, queryStatus, tableOf } from './watch.js';
 
 export async function statusCommand(runId: string, out: NodeJS.WritableStream = process.stdout): Promise<number> {
   const target = await resolveTemporal();
-  const client = await connectClient(target);
+  const client = await reachTemporal(target);
   try {
     const handle = client.workflow.getHandle(runId);
     const desc = await handle.describe();

@@ -69,6 +69,14 @@ stages:
     expect(Object.keys(schema.properties)).toContain('stages');
   });
 
+  it('says in one line that Temporal does not answer and how to fix it, without a stack', async () => {
+    const r = await aerie(['status', 'some-run']);
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/^aerie: cannot reach Temporal at 127\.0\.0\.1:9 \(.+\): it came from TEMPORAL_ADDRESS .*Fix: /);
+    expect(r.stderr).not.toMatch(/^\s+at /m);
+  });
+
   it('explains usage for an unknown command', async () => {
     const r = await aerie(['frobnicate']);
     expect(r.code).toBe(2);
