@@ -31,6 +31,6 @@ export function openRun({ runId, config }: PipelineInput): Run {
   // Histories started before the setting existed carry configs without it: the old 30 s.
   const options = heartbeatingActivities(config.run['heartbeat-timeout']);
   const target = `${config.target.host}:${config.server.port}`;
-  const run = { runId, config, base, target, options, progress, operator } as Omit<Run, 'servers'>;
+  const run: Omit<Run, 'servers'> = { runId, config, base, target, options, progress, operator };
   return { ...run, servers: new Servers(run) };
 }
