@@ -46,6 +46,18 @@ export function tableOf(status: RunStatus, phase?: string): string {
   return renderStageTable({ ...status, stages: status.stages.map((s) => ({ ...s, note: note(s) })) }, oneLine(phase));
 }
 
+/**
+ * Each line cut to the terminal's width: the live table is redrawn by moving the cursor up
+ * one row per line, and a line the terminal wrapped would leave its tail behind.
+ */
+export function fitWidth(text: string, columns: number | undefined): string {
+  if (!columns || columns < 10) return text;
+  return text
+    .split('\n')
+    .map((l) => (l.length > columns - 1 ? `${l.slice(0, columns - 2)}…` : l))
+    .join('\n');
+}
+
 /** The line a log (not a terminal) gets for the running stage; never "stage: " with nothing after. */
 export function phaseLine(status: RunStatus, phase?: string): string | undefined {
   const stage = status.stages.find((s) => s.stage === status.current);
@@ -80,7 +92,7 @@ export async function followRun(client: Client, workflowId: string, out: NodeJS.
     if (status) {
       const phase = pending.length ? pending.map(describeActivity).join('; ') : undefined;
       if (tty) {
-        const table = tableOf(status, phase);
+        const table = fitWidth(tableOf(status, phase), out.columns);
         if (drawn) out.write(`\x1b[${drawn}A\x1b[J`);
         out.write(table + '\n');
         drawn = table.split('\n').length;

@@ -1,7 +1,7 @@
 /** The lines `aerie run` prints while it follows a run: never an empty phase, never a raw activity name. */
 import { describe, expect, it } from 'vitest';
 import { describeActivity } from '../../src/cli/phase.js';
-import { phaseLine, tableOf } from '../../src/cli/watch.js';
+import { fitWidth, phaseLine, tableOf } from '../../src/cli/watch.js';
 import { STAGES, type RunStatus, type StageStatus } from '../../src/shared.js';
 
 function status(current: StageStatus['stage'] | undefined, stages: Partial<Record<StageStatus['stage'], Partial<StageStatus>>>): RunStatus {
@@ -35,6 +35,17 @@ describe('the stage table', () => {
   it('says "starting" on a running stage with no activity and no note yet', () => {
     expect(tableOf(status('preflight', { preflight: { state: 'running' } }))).toMatch(/^ {2}▶ preflight +running +starting$/m);
     expect(tableOf(status('preflight', { preflight: { state: 'running' } }), 'checking')).toMatch(/^ {2}▶ preflight +running +checking$/m);
+  });
+});
+
+describe('the live table on a terminal', () => {
+  it('cuts each line to the width, so a redraw leaves no wrapped tail behind', () => {
+    const table = tableOf(status('generate', { preflight: { state: 'done', note: 'ok' }, generate: { state: 'running' } }), 'x'.repeat(200));
+    const fitted = fitWidth(table, 80).split('\n');
+    expect(fitted).toHaveLength(STAGES.length);
+    for (const line of fitted) expect(line.length).toBeLessThan(80);
+    expect(fitted[1]).toMatch(/x…$/);
+    expect(fitWidth(table, undefined)).toBe(table);
   });
 });
 
