@@ -26,7 +26,7 @@ let runtimeInstalled = false;
  */
 export function quietWorkerLogs(): void {
   if (runtimeInstalled) return;
-  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  Runtime.install({ logger: new DefaultLogger('ERROR'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
   runtimeInstalled = true;
 }
 quietWorkerLogs.logger = quietLogger;
@@ -69,6 +69,9 @@ export async function startWorkflowEnv(): Promise<WorkflowEnv> {
         // A cancelled activity hears of it on its next heartbeat: send them at once.
         maxHeartbeatThrottleInterval: '50ms',
         defaultHeartbeatThrottleInterval: '50ms',
+        // A workflow that throws (a TypeError, a nondeterminism) fails at once instead of
+        // retrying its task every minute, so a broken pipeline.ts fails the test with its error.
+        workflowFailureErrorTypes: { '*': ['Error'] },
       });
       return worker.runUntil(fn(taskQueue));
     },
