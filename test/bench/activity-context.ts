@@ -1,9 +1,9 @@
 /**
- * Run an activity function outside a worker, the way @temporalio/testing's
- * MockActivityEnvironment does (that package is not a dependency): a Context with a
- * heartbeat recorder, made current through the activity package's AsyncLocalStorage.
+ * Run an activity function outside a worker, in @temporalio/testing's MockActivityEnvironment:
+ * the activity's Context.current() works, its heartbeats are recorded, and aborting
+ * run.abort cancels it as a workflow's cancel would.
  */
-import { asyncLocalStorage, Context } from '@temporalio/activity';
+import { MockActivityEnvironment } from '@temporalio/testing';
 
 export interface ActivityRun {
   heartbeats: unknown[];
@@ -11,11 +11,14 @@ export interface ActivityRun {
 }
 
 export async function inActivity<T>(fn: () => Promise<T>, run: ActivityRun = { heartbeats: [], abort: new AbortController() }): Promise<T> {
-  const noop = () => undefined;
-  const log = { trace: noop, debug: noop, info: noop, warn: noop, error: noop, log: noop };
-  const meter = { createCounter: () => ({ add: noop }), createHistogram: () => ({ record: noop }), createGauge: () => ({ set: noop }), withTags: () => meter };
-  const info = { activityType: 'test', attempt: 1, heartbeatDetails: undefined, isLocal: false, taskQueue: 'test', activityId: '1' };
-  const ContextCtor = Context as unknown as new (...args: unknown[]) => Context;
-  const ctx = new ContextCtor(info, new Promise<never>(noop), run.abort.signal, (d: unknown) => run.heartbeats.push(d), undefined, log, meter, { details: undefined });
-  return asyncLocalStorage.run(ctx, fn);
+  const env = new MockActivityEnvironment({ activityType: 'test', taskQueue: 'test' });
+  env.on('heartbeat', (d: unknown) => run.heartbeats.push(d));
+  const cancel = () => env.cancel();
+  if (run.abort.signal.aborted) cancel();
+  else run.abort.signal.addEventListener('abort', cancel, { once: true });
+  try {
+    return await env.run(fn);
+  } finally {
+    run.abort.signal.removeEventListener('abort', cancel);
+  }
 }
