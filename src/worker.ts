@@ -9,7 +9,8 @@ import { inspect } from 'node:util';
 import { DefaultLogger, makeTelemetryFilterString, NativeConnection, Runtime, Worker, type LogEntry, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from './activities/index.js';
 import { HostPool } from './hosts/index.js';
-import { HEARTBEAT_THROTTLE_MS, TASK_QUEUE } from './shared.js';
+import { HEARTBEAT_THROTTLE_MS } from './config/heartbeat.js';
+import { TASK_QUEUE } from './shared.js';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('./workflows/index.ts', import.meta.url));
 

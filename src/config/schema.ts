@@ -4,7 +4,7 @@
  * Every object is strict: an unknown key is an error, never silently ignored.
  */
 import { z } from 'zod';
-import { DEFAULT_HEARTBEAT_TIMEOUT_MS, HEARTBEAT_THROTTLE_MS, MIN_HEARTBEAT_TIMEOUT_MS } from '../shared.js';
+import { DEFAULT_HEARTBEAT_TIMEOUT_MS, HEARTBEAT_THROTTLE_MS, MIN_HEARTBEAT_TIMEOUT_MS } from './heartbeat.js';
 
 /** "2s", "500ms", "20m", "1h" or a number of seconds → milliseconds. */
 export const duration = z

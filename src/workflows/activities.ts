@@ -5,7 +5,7 @@
  */
 import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
-import { DEFAULT_HEARTBEAT_TIMEOUT_MS } from '../shared.js';
+import { DEFAULT_HEARTBEAT_TIMEOUT_MS } from '../config/heartbeat.js';
 
 /** Retrying cannot fix these: the run stops at once with a message that says what to change. */
 export const NON_RETRYABLE = [
