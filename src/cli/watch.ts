@@ -66,6 +66,20 @@ export function phaseLine(status: RunStatus, phase?: string): string | undefined
   return `${stage.stage}: ${phase ?? (stage.note || 'starting')}`;
 }
 
+/**
+ * Between two activities of a stage nothing is pending: the last phase stands until the next
+ * one (a stage's own note, when it has one, says more), so "starting" is only ever shown
+ * before a stage's first activity. Returns the phase to show, given the one pending now.
+ */
+export function phaseMemory(): (status: RunStatus, now: string | undefined) => string | undefined {
+  let last: { stage?: string; phase?: string } = {};
+  return (status, now) => {
+    if (now) last = { stage: status.current, phase: now };
+    if (now || last.stage !== status.current) return now;
+    return status.stages.find((s) => s.stage === status.current)?.note ? undefined : last.phase;
+  };
+}
+
 export interface FollowEnd {
   /** 'waiting': the run stopped to wait for an operator (it stays open); 'closed': it ended. */
   state: 'closed' | 'waiting';
@@ -80,6 +94,7 @@ export async function followRun(client: Client, workflowId: string, out: NodeJS.
   let drawn = 0;
   let lastPrinted = '';
   let done = false;
+  const stickyPhase = phaseMemory();
   const result = handle.result().finally(() => (done = true));
   result.catch(() => undefined);
   while (!done) {
@@ -90,7 +105,7 @@ export async function followRun(client: Client, workflowId: string, out: NodeJS.
       return { state: 'waiting', error: status.error };
     }
     if (status) {
-      const phase = pending.length ? pending.map(describeActivity).join('; ') : undefined;
+      const phase = stickyPhase(status, pending.length ? pending.map(describeActivity).join('; ') : undefined);
       if (tty) {
         const table = fitWidth(tableOf(status, phase), out.columns);
         if (drawn) out.write(`\x1b[${drawn}A\x1b[J`);

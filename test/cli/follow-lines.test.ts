@@ -1,7 +1,7 @@
 /** The lines `aerie run` prints while it follows a run: never an empty phase, never a raw activity name. */
 import { describe, expect, it } from 'vitest';
 import { describeActivity } from '../../src/cli/phase.js';
-import { fitWidth, phaseLine, tableOf } from '../../src/cli/watch.js';
+import { fitWidth, phaseLine, phaseMemory, tableOf } from '../../src/cli/watch.js';
 import { STAGES, type RunStatus, type StageStatus } from '../../src/shared.js';
 
 function status(current: StageStatus['stage'] | undefined, stages: Partial<Record<StageStatus['stage'], Partial<StageStatus>>>): RunStatus {
@@ -22,6 +22,20 @@ describe('phase lines (a log, not a terminal)', () => {
     const s = status('generate', { generate: { state: 'running', note: 'regenerating' } });
     expect(phaseLine(s, 'regenerated 3/10')).toBe('generate: regenerated 3/10');
     expect(phaseLine(s)).toBe('generate: regenerating');
+  });
+});
+
+describe('the phase between two activities', () => {
+  it('keeps the last activity of the stage, says "starting" only before the first, and yields to a note', () => {
+    const phase = phaseMemory();
+    const extract = status('extract', { extract: { state: 'running' } });
+    expect(phaseLine(extract, phase(extract, undefined))).toBe('extract: starting');
+    expect(phaseLine(extract, phase(extract, 'server warming up 2 s'))).toBe('extract: server warming up 2 s');
+    expect(phaseLine(extract, phase(extract, undefined))).toBe('extract: server warming up 2 s');
+    const relaunching = status('extract', { extract: { state: 'running', note: 'relaunching' } });
+    expect(phaseLine(relaunching, phase(relaunching, undefined))).toBe('extract: relaunching');
+    const train = status('train', { extract: { state: 'done' }, train: { state: 'running' } });
+    expect(phaseLine(train, phase(train, undefined))).toBe('train: starting');
   });
 });
 
