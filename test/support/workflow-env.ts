@@ -5,7 +5,11 @@
  * is downloaded at test time. (The time-skipping server is a separate download: not used;
  * stub activities answer at once, so no test waits on a timer anyway.)
  */
+import { writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
+import type { History } from '@temporalio/common/lib/proto-utils.js';
 import type { Activities } from '../../src/activities/index.js';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
@@ -13,8 +17,19 @@ import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/commo
 import { SEARCH_ATTRIBUTES } from '../../src/shared.js';
 import { temporalBinary } from '../../src/temporal/dev-server.js';
 
-/** The workflow package the worker registers (src/workflows/index.ts, as src/worker.ts bundles it). */
-export const WORKFLOWS_INDEX = fileURLToPath(new URL('../../src/workflows/index.ts', import.meta.url));
+/**
+ * The workflow package the worker registers (src/workflows/index.ts, as src/worker.ts bundles
+ * it). AERIE_TEST_WORKFLOWS_INDEX points it at another checkout's, only to record histories
+ * from an older commit (test/fixtures/histories/README.md).
+ */
+export const WORKFLOWS_INDEX = process.env.AERIE_TEST_WORKFLOWS_INDEX ?? fileURLToPath(new URL('../../src/workflows/index.ts', import.meta.url));
+
+/** Saves a workflow's history as the replay test reads it: historyToJSON, gzipped (payloads are base64, so gzip hides nothing readable). */
+export async function saveHistory(handle: { fetchHistory(): Promise<History> }, path: string): Promise<number> {
+  const history = await handle.fetchHistory();
+  await writeFile(path, gzipSync(historyToJSON(history) + '\n', { level: 9 }));
+  return history.events?.length ?? 0;
+}
 
 const noop = () => undefined;
 const quietLogger = { log: noop, trace: noop, debug: noop, info: noop, warn: noop, error: noop };

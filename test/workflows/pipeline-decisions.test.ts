@@ -6,6 +6,7 @@
  * on which server. The end-to-end tests (test/e2e/, test/faults/) cover the same decisions
  * against real processes; these say in seconds which decision broke.
  */
+import { join } from 'node:path';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config/schema.js';
@@ -15,7 +16,7 @@ import { pipeline, retryUpdate, statusQuery } from '../../src/workflows/index.js
 import { demoConfig } from '../support/demo-config.js';
 import { failure, StubActivities, untilCancelled } from '../support/stub-activities.js';
 import { waitUntil } from '../support/temporal.js';
-import { startWorkflowEnv, type WorkflowEnv } from '../support/workflow-env.js';
+import { saveHistory, startWorkflowEnv, type WorkflowEnv } from '../support/workflow-env.js';
 
 let w: WorkflowEnv;
 let runs = 0;
@@ -32,9 +33,15 @@ afterAll(async () => {
 function withRun<T>(stubs: StubActivities, runId: string, config: Config, fn: (h: WorkflowHandle<typeof pipeline>) => Promise<T>): Promise<T> {
   return w.withWorker(stubs.activities(), async (taskQueue) => {
     const handle = await w.env.client.workflow.start(pipeline, { taskQueue, workflowId: `${runId}-wf${++runs}`, args: [{ runId, config, configPath: 'test' }] });
-    return fn(handle);
+    const out = await fn(handle);
+    const dir = process.env.AERIE_RECORD_HISTORIES;
+    if (dir && RECORDED.has(runId)) await saveHistory(handle, join(dir, `decision-${runId}.json.gz`));
+    return out;
   });
 }
+
+/** The runs whose histories the replay test keeps: a relaunch, giving up, an operator's retry, a cancel (see test/fixtures/histories/README.md). */
+const RECORDED = new Set(['load-ServerCrashed', 'inuse', 'dies', 'force', 'cancel-generateData']);
 
 function config(tweak: (c: Config) => void = () => undefined): Config {
   return demoConfig('/stub/work', 30000, tweak);
