@@ -33,7 +33,7 @@ export function describeActivity(a: PendingActivity): string {
       text =
         done !== undefined && total !== undefined
           ? `${a.activityType === 'generateData' ? 'regenerated' : 'extracted'} ${done}/${total}${rate ? ` (${rate.toFixed(1)}/s)` : ''}`
-          : String(d.phase ?? a.activityType);
+          : String(d.phase ?? (a.activityType === 'generateData' ? 'regenerating the conversations with the target' : 'extracting hidden states'));
       break;
     }
     case 'trainDrafter': {

@@ -65,7 +65,7 @@ describe('the live table on a terminal', () => {
 
 describe('activities with no progress of their own', () => {
   it('are described in words, not by their type name', () => {
-    for (const type of ['preflight', 'checkLedger', 'writeLedger', 'launchServer', 'smokeTest', 'acceptanceGate', 'stopServer', 'storedSweep', 'writeReport']) {
+    for (const type of ['generateData', 'extractOffline', 'extractHiddenStates', 'preflight', 'checkLedger', 'writeLedger', 'launchServer', 'smokeTest', 'acceptanceGate', 'stopServer', 'storedSweep', 'writeReport']) {
       const text = describeActivity({ activityType: type, attempt: 1 });
       expect(text).not.toBe(type);
       expect(text.trim()).not.toBe('');
