@@ -41,9 +41,7 @@ export function tableOf(status: RunStatus, phase?: string): string {
     const first = note.split('\n')[0]!.trimEnd();
     return first === note ? note : `${first} …`;
   };
-  // A stage just entered, before its first activity or note: "starting", not a blank.
-  const note = (s: RunStatus['stages'][number]) => oneLine(s.note) || (s.state === 'running' && !phase ? 'starting' : undefined);
-  return renderStageTable({ ...status, stages: status.stages.map((s) => ({ ...s, note: note(s) })) }, oneLine(phase));
+  return renderStageTable({ ...status, stages: status.stages.map((s) => ({ ...s, note: oneLine(s.note) })) }, oneLine(phase));
 }
 
 /**
@@ -58,7 +56,7 @@ export function fitWidth(text: string, columns: number | undefined): string {
     .join('\n');
 }
 
-/** The line a log (not a terminal) gets for the running stage; never "stage: " with nothing after. */
+/** The line a log (not a terminal) gets for the running stage; never "stage: " with nothing after it. */
 export function phaseLine(status: RunStatus, phase?: string): string | undefined {
   const stage = status.stages.find((s) => s.stage === status.current);
   // A stage that has just failed is left to the table and the reason printed after it.
@@ -74,9 +72,12 @@ export function phaseLine(status: RunStatus, phase?: string): string | undefined
 export function phaseMemory(): (status: RunStatus, now: string | undefined) => string | undefined {
   let last: { stage?: string; phase?: string } = {};
   return (status, now) => {
-    if (now) last = { stage: status.current, phase: now };
-    if (now || last.stage !== status.current) return now;
-    return status.stages.find((s) => s.stage === status.current)?.note ? undefined : last.phase;
+    if (now) {
+      last = { stage: status.current, phase: now };
+      return now;
+    }
+    if (status.stages.find((s) => s.stage === status.current)?.note) return undefined;
+    return last.stage === status.current ? last.phase : 'starting';
   };
 }
 

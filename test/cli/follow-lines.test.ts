@@ -46,9 +46,10 @@ describe('the stage table', () => {
     expect(table).toMatch(/^ {2}✗ preflight +failed +preflight found 2 problems: …$/m);
   });
 
-  it('says "starting" on a running stage with no activity and no note yet', () => {
-    expect(tableOf(status('preflight', { preflight: { state: 'running' } }))).toMatch(/^ {2}▶ preflight +running +starting$/m);
-    expect(tableOf(status('preflight', { preflight: { state: 'running' } }), 'checking')).toMatch(/^ {2}▶ preflight +running +checking$/m);
+  it('says "starting" on a stage just entered, before its first activity or note', () => {
+    const preflight = status('preflight', { preflight: { state: 'running' } });
+    expect(tableOf(preflight, phaseMemory()(preflight, undefined))).toMatch(/^ {2}▶ preflight +running +starting$/m);
+    expect(tableOf(preflight, phaseMemory()(preflight, 'checking'))).toMatch(/^ {2}▶ preflight +running +checking$/m);
   });
 });
 
