@@ -44,6 +44,8 @@ export async function untilCancelled(started?: () => void): Promise<never> {
 
 export class StubActivities {
   readonly calls: StubCall[] = [];
+  /** The calls that returned (did not throw), in the order they returned. */
+  readonly succeeded: StubCall[] = [];
   /** Ledger records by stage, as writeLedger left them; tests may seed or drop them. */
   readonly ledger = new Map<StageName, LedgerRecord>();
   private readonly counts = new Map<ActivityName, number>();
@@ -77,10 +79,12 @@ export class StubActivities {
       all[name] = async (input: never) => {
         const nth = (this.counts.get(name) ?? 0) + 1;
         this.counts.set(name, nth);
-        this.calls.push({ name, input, attempt: Context.current().info.attempt });
+        const call = { name, input, attempt: Context.current().info.attempt };
+        this.calls.push(call);
         const scripted = this.script[name] as ((i: never, n: number) => unknown) | undefined;
         const out = await (scripted ? scripted(input, nth) : (DEFAULTS[name] as (s: StubActivities, i: never) => unknown)(this, input));
         if (name === 'launchServer') this.launched.push((out as ServerLaunch).launchId);
+        this.succeeded.push(call);
         return out;
       };
     }
@@ -116,6 +120,11 @@ export class StubActivities {
   }
 }
 
+/** A server's calls in trace() from ready to stop when all goes well, with its stage's activities between. */
+export function serve(launchId: string, ...use: string[]): string[] {
+  return [`awaitServerReady ${launchId}`, `smokeTest ${launchId}`, ...use.map((u) => `${u} ${launchId}`), `stopServer ${launchId}`];
+}
+
 const STUB_TIME = '2026-01-01T00:00:00.000Z';
 
 /** The stub ledger's inputs hash: the stage over its upstream hashes, so a test can read the chain. */
@@ -147,7 +156,7 @@ const DEFAULTS: { [K in ActivityName]: (s: StubActivities, input: Input<K>) => O
   trainDrafter: () => ({ drafterDir: '/stub/drafter', launches: 1, argv: ['train'], outputs: ['/stub/drafter'], note: 'trained 2 epochs' }),
   acceptanceGate: () => ({ acceptLength: 2.5, perRequest: [2.5], notes: [], warnings: [] }),
   benchmarkSweep: () => ({ records: [], notes: [] }),
-  storedSweep: (s, i) => ({ records: [], missing: s.calls.some((c) => c.name === 'benchmarkSweep' && (c.input as Input<'benchmarkSweep'>).variant === i.variant) ? [] : i.config.stages.benchmark.concurrencies }),
+  storedSweep: (s, i) => ({ records: [], missing: s.succeeded.some((c) => c.name === 'benchmarkSweep' && (c.input as Input<'benchmarkSweep'>).variant === i.variant) ? [] : i.config.stages.benchmark.concurrencies }),
   writeReport: () => ({ markdown: '# report', table: '| level | speedup |', paths: ['/stub/bench/report.md'], host: 'local', dir: '/stub/bench' }),
 };
 

@@ -6,11 +6,16 @@
  * stub activities answer at once, so no test waits on a timer anyway.)
  */
 import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import type { History } from '@temporalio/common/lib/proto-utils.js';
+import type { WorkflowHandle } from '@temporalio/client';
 import type { Activities } from '../../src/activities/index.js';
+import type { Config } from '../../src/config/schema.js';
+import { pipeline } from '../../src/workflows/index.js';
+import type { StubActivities } from './stub-activities.js';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
@@ -51,10 +56,18 @@ export interface WorkflowEnv {
   bundle: WorkflowBundleWithSourceMap;
   /** fn with a Worker on its own task queue, registering the given activities; stopped after. */
   withWorker<T>(activities: Activities, fn: (taskQueue: string) => Promise<T>): Promise<T>;
+  /**
+   * The pipeline for runId on a fresh worker with these stubs; fn gets its handle. With
+   * AERIE_RECORD_HISTORIES=<dir>, a run given a record name saves its history there as <record>.json.gz.
+   */
+  runPipeline<T>(stubs: StubActivities, run: { runId: string; config: Config; record?: string }, fn: (h: PipelineHandle) => Promise<T>): Promise<T>;
   stop(): Promise<void>;
 }
 
 let queues = 0;
+let runs = 0;
+
+export type PipelineHandle = WorkflowHandle<typeof pipeline>;
 
 export async function startWorkflowEnv(): Promise<WorkflowEnv> {
   quietWorkerLogs();
@@ -70,7 +83,7 @@ export async function startWorkflowEnv(): Promise<WorkflowEnv> {
     }),
     bundleWorkflowCode({ workflowsPath: WORKFLOWS_INDEX, logger: quietLogger }),
   ]);
-  return {
+  const self: WorkflowEnv = {
     env,
     bundle,
     async withWorker<T>(activities: Activities, fn: (taskQueue: string) => Promise<T>): Promise<T> {
@@ -90,8 +103,18 @@ export async function startWorkflowEnv(): Promise<WorkflowEnv> {
       });
       return worker.runUntil(fn(taskQueue));
     },
+    runPipeline(stubs, { runId, config, record }, fn) {
+      return self.withWorker(stubs.activities(), async (taskQueue) => {
+        const handle = await env.client.workflow.start(pipeline, { taskQueue, workflowId: `${runId}-wf${++runs}`, args: [{ runId, config, configPath: 'test' }] });
+        const out = await fn(handle);
+        const dir = process.env.AERIE_RECORD_HISTORIES;
+        if (dir && record) await saveHistory(handle, join(dir, `${record}.json.gz`));
+        return out;
+      });
+    },
     async stop() {
       await env.teardown();
     },
   };
+  return self;
 }

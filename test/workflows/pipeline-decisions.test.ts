@@ -6,20 +6,18 @@
  * on which server. The end-to-end tests (test/e2e/, test/faults/) cover the same decisions
  * against real processes; these say in seconds which decision broke.
  */
-import { join } from 'node:path';
-import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { WorkflowFailedError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config/schema.js';
 import type { PipelineResult, RunStatus } from '../../src/shared.js';
 import { SERVER_RELAUNCHABLE } from '../../src/sglang/readiness.js';
-import { pipeline, retryUpdate, statusQuery } from '../../src/workflows/index.js';
+import { retryUpdate, statusQuery } from '../../src/workflows/index.js';
 import { demoConfig } from '../support/demo-config.js';
-import { failure, StubActivities, untilCancelled } from '../support/stub-activities.js';
+import { failure, serve, StubActivities, untilCancelled } from '../support/stub-activities.js';
 import { waitUntil } from '../support/temporal.js';
-import { saveHistory, startWorkflowEnv, type WorkflowEnv } from '../support/workflow-env.js';
+import { startWorkflowEnv, type PipelineHandle, type WorkflowEnv } from '../support/workflow-env.js';
 
 let w: WorkflowEnv;
-let runs = 0;
 
 beforeAll(async () => {
   w = await startWorkflowEnv();
@@ -29,19 +27,12 @@ afterAll(async () => {
   await w?.stop();
 });
 
-/** Starts the pipeline for runId on a fresh worker with these stubs; fn gets the handle. */
-function withRun<T>(stubs: StubActivities, runId: string, config: Config, fn: (h: WorkflowHandle<typeof pipeline>) => Promise<T>): Promise<T> {
-  return w.withWorker(stubs.activities(), async (taskQueue) => {
-    const handle = await w.env.client.workflow.start(pipeline, { taskQueue, workflowId: `${runId}-wf${++runs}`, args: [{ runId, config, configPath: 'test' }] });
-    const out = await fn(handle);
-    const dir = process.env.AERIE_RECORD_HISTORIES;
-    if (dir && RECORDED.has(runId)) await saveHistory(handle, join(dir, `decision-${runId}.json.gz`));
-    return out;
-  });
-}
-
 /** The runs whose histories the replay test keeps: a relaunch, giving up, an operator's retry, a cancel (see test/fixtures/histories/README.md). */
 const RECORDED = new Set(['load-ServerCrashed', 'inuse', 'dies', 'force', 'cancel-generateData']);
+
+function withRun<T>(stubs: StubActivities, runId: string, config: Config, fn: (h: PipelineHandle) => Promise<T>): Promise<T> {
+  return w.runPipeline(stubs, { runId, config, ...(RECORDED.has(runId) ? { record: `decision-${runId}` } : {}) }, fn);
+}
 
 function config(tweak: (c: Config) => void = () => undefined): Config {
   return demoConfig('/stub/work', 30000, tweak);
@@ -67,9 +58,6 @@ async function refusal(p: Promise<unknown>): Promise<string> {
 }
 
 const states = (r: PipelineResult | RunStatus) => r.stages.map((s) => `${s.stage}:${s.state}`);
-
-/** The calls a server of this role gets from launch to stop when all goes well, and its stage activity. */
-const serve = (id: string, ...use: string[]) => [`awaitServerReady ${id}`, `smokeTest ${id}`, ...use.map((u) => `${u} ${id}`), `stopServer ${id}`];
 
 /** A fresh demo run, every stage doing its work (patched-server extract, baseline on the generate server). */
 function freshRun(r: string): string[] {
@@ -205,7 +193,7 @@ describe('operator decisions (run.on-failure: wait)', { timeout: 30_000 }, () =>
       return { drafterDir: '/stub/drafter', launches: 1, argv: ['train'], outputs: ['/stub/drafter'], note: 'trained' };
     });
 
-  async function waitingAt(h: WorkflowHandle<typeof pipeline>, stage: string): Promise<RunStatus> {
+  async function waitingAt(h: PipelineHandle, stage: string): Promise<RunStatus> {
     return waitUntil(
       async () => {
         const s = await h.query(statusQuery);
