@@ -98,4 +98,25 @@ describe('pipeline paths by config', { timeout: 30_000 }, () => {
     expect(none.trace().filter((x) => x.startsWith('benchmarkSweep') || x.startsWith('storedSweep'))).toEqual(['benchmarkSweep eagle3 nobaseline.server-deploy.0']);
     expect(none.launched).toEqual(['nobaseline.server-generate.0', 'nobaseline.server-extract.0', 'nobaseline.server-deploy.0']);
   });
+
+  it('schedules every activity that heartbeats with run.heartbeat-timeout, and the quick ones with none', async () => {
+    const stubs = new StubActivities();
+    const config = demoConfig('/stub/work', 30000, (c) => (c.run['heartbeat-timeout'] = 10_000));
+    const history = await w.runPipeline(stubs, { runId: 'beats', config }, async (h) => (await h.result(), h.fetchHistory()));
+    // Seconds of heartbeat timeout per activity type; the server writes 0 for none.
+    const scheduled = new Map<string, Set<number>>();
+    for (const e of history.events ?? []) {
+      const a = e.activityTaskScheduledEventAttributes;
+      if (!a) continue;
+      const t = Number(a.heartbeatTimeout?.seconds ?? 0);
+      scheduled.set(a.activityType!.name!, (scheduled.get(a.activityType!.name!) ?? new Set()).add(t));
+    }
+    const beating = ['launchServer', 'awaitServerReady', 'smokeTest', 'acceptanceGate', 'stopServer', 'generateData', 'extractHiddenStates', 'trainDrafter', 'benchmarkSweep'];
+    expect(Object.fromEntries([...scheduled].map(([k, v]) => [k, [...v]]))).toEqual({
+      ...Object.fromEntries(beating.map((k) => [k, [10]])),
+      // Measuring the destination walks the tree on the host: its own, longer allowance.
+      checkExtractSpace: [120],
+      ...Object.fromEntries(['preflight', 'checkLedger', 'writeLedger', 'storedSweep', 'writeReport'].map((k) => [k, [0]])),
+    });
+  });
 });
