@@ -37,7 +37,7 @@ for name in os.listdir(d) if os.path.isdir(d) else []:
 print(best[1] if best else "")
 PY
 }
-# v0.2: newest checkpoint aerie would resume from (src/stages/train-run.ts checkpointProblems:
+# v0.2: newest checkpoint aerie would resume from (src/stages/train/run.ts checkpointProblems:
 # training_state.pt non-empty plus a servable drafter); with --resume, damaged newer ones are
 # renamed <dir>.incomplete-<ms> as aerie does, so the script's own pick does not land on them.
 v02pick() { # OUTDIR MODE NOTES

@@ -1,6 +1,6 @@
 /**
  * Which SpecForge revision the simulator imitates: AERIE_SIM_SPECFORGE_REVISION names one of
- * the profiles aerie knows (src/stages/specforge-revision.ts; the sim imports nothing from
+ * the profiles aerie knows (src/stages/common/specforge-revision.ts; the sim imports nothing from
  * src/, so the ids are repeated here). `aerie-sim specforge` is the CLI whatever is set;
  * `aerie-sim train` and `aerie-sim prepare` follow the v0.2 profile named, v0.2.0 by default.
  */

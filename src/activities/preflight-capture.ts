@@ -10,8 +10,8 @@ import type { Config } from '../config/schema.js';
 import type { Host } from '../hosts/host.js';
 import { releaseNotes, renderServerArgv, type ServerLaunchSpec } from '../sglang/launch-argv.js';
 import { launchRelease, type SglangRelease } from './server-launches.js';
-import { AeriePyError } from '../stages/aerie-py.js';
-import { captureLaunchFixes, CaptureSetupError, resolveCapture } from '../stages/capture-launch.js';
+import { AeriePyError } from '../stages/common/index.js';
+import { captureLaunchFixes, CaptureSetupError, resolveCapture } from '../stages/extract/index.js';
 import { baseServerSpec } from '../stages/launch-specs.js';
 import { runDir } from '../shared.js';
 

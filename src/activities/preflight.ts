@@ -9,25 +9,13 @@ import { runGpus } from '../config/gpus.js';
 import type { Config } from '../config/schema.js';
 import { portHolderOf } from './watch.js';
 import type { GpuInventory, GpuProcess, Host } from '../hosts/host.js';
-import { SshConnectError, SshTrustError } from '../hosts/ssh-connect.js';
-import { SshHost } from '../hosts/ssh.js';
+import { SshConnectError, SshTrustError, SshHost } from '../hosts/index.js';
 import { checkDrafterCompat } from '../sglang/drafter-check.js';
-import { estimatedBytesPerToken, formatBytes } from '../stages/extract-plan.js';
-import {
-  CLI_PROBE,
-  detectFromCli,
-  detectFromScript,
-  parseCliProbe,
-  parseRevParse,
-  prepareAuxFlagIn,
-  resolveRevision,
-  type Detection,
-} from '../stages/specforge-detect.js';
-import { SPECFORGE_PROFILES, type SpecforgeProfileId } from '../stages/specforge-revision.js';
+import { estimatedBytesPerToken, moduleLaunch } from '../stages/extract/index.js';
+import { formatBytes, CLI_PROBE, detectFromCli, detectFromScript, parseCliProbe, parseRevParse, prepareAuxFlagIn, resolveRevision, type Detection, SPECFORGE_PROFILES, type SpecforgeProfileId } from '../stages/common/index.js';
 import { runDir } from '../shared.js';
 import { checkCapture, checkRelease } from './preflight-capture.js';
 import type { SglangRelease } from './server-launches.js';
-import { moduleLaunch } from '../stages/capture-launch.js';
 import { fatal, type ActivityDeps, type RunRef } from './context.js';
 
 export interface PreflightReport {

@@ -5,9 +5,9 @@
  */
 import type { Config } from '../config/schema.js';
 import type { Host } from '../hosts/host.js';
-import { launchPaths, parsePidFile } from '../hosts/records.js';
+import { launchPaths, parsePidFile } from '../hosts/index.js';
 import { eagle3TargetProblem, targetArchitectures } from '../sglang/releases.js';
-import { resolveSglangVersion } from '../stages/capture-launch.js';
+import { resolveSglangVersion } from '../stages/extract/index.js';
 import { serverWarnings } from '../sglang/log-phase.js';
 import { renderStartupRecord, startupRecordPath } from '../sglang/readiness.js';
 import { fatal } from './context.js';

@@ -6,13 +6,12 @@
 import { withRunGpus } from '../config/gpus.js';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { ProcRecord } from '../hosts/host.js';
-import { latestGeneration } from '../stages/job-follow.js';
+import { latestGeneration, AeriePyError } from '../stages/common/index.js';
 import { keepStartupRecord, launchRelease, readJson, sameArgv, startedButUnrecorded, type SglangRelease } from './server-launches.js';
 import { renderServerArgv, releaseNotes, serverLaunchEnv, benchmarkReadyArgs, type ServerLaunchSpec } from '../sglang/launch-argv.js';
 import { legacyInfoRoutesFirst, readinessEndpoint } from '../sglang/releases.js';
 import { baseServerSpec } from '../stages/launch-specs.js';
-import { captureLaunchFixes, CaptureSetupError, resolveCapture, type ResolvedCapture } from '../stages/capture-launch.js';
-import { AeriePyError } from '../stages/aerie-py.js';
+import { captureLaunchFixes, CaptureSetupError, resolveCapture, type ResolvedCapture } from '../stages/extract/index.js';
 import { PHASE_ORDER, readPhase, lastLines, type ServerPhase } from '../sglang/log-phase.js';
 import { SglangClient, acceptLengthOf } from '../sglang/client.js';
 import { checkDrafterCompat } from '../sglang/drafter-check.js';

@@ -3,20 +3,16 @@
  * into heartbeats, re-attaches after a worker crash (never a second trainer), relaunches
  * from the latest checkpoint aerie found itself after a trainer crash, and verifies the
  * drafter before the stage counts as done. The drivers (SpecForge v0.2, the current specforge
- * CLI, a command template) are job hooks in src/stages/train-run.ts.
+ * CLI, a command template) are job hooks in src/stages/train/run.ts.
  */
 import { withRunGpus } from '../config/gpus.js';
 import { Context } from '@temporalio/activity';
 import type { Config } from '../config/schema.js';
 import type { Host } from '../hosts/host.js';
-import { JobFailure, superviseJob, type JobHooks } from '../stages/job-supervise.js';
-import { TrainLaunchError } from '../stages/train.js';
+import { JobFailure, superviseJob, type JobHooks, SPECFORGE_PROFILES, type SpecforgeProfileId } from '../stages/common/index.js';
+import { TrainLaunchError, commandHooks, v02Hooks, type TrainResult, specforgeHooks, listSpecforgeCheckpoints } from '../stages/train/index.js';
 import { trainSpec, type HiddenStates } from '../stages/launch-specs.js';
-import type { TrainProgress } from '../stages/train-progress.js';
-import { commandHooks, v02Hooks, type TrainResult } from '../stages/train-run.js';
-import { specforgeHooks } from '../stages/train-specforge-run.js';
-import { listSpecforgeCheckpoints } from '../stages/train-specforge-checkpoints.js';
-import { SPECFORGE_PROFILES, type SpecforgeProfileId } from '../stages/specforge-revision.js';
+import type { TrainProgress } from '../stages/train/index.js';
 import { cancelRequested, expandEnv, fatal, keepHeartbeating, runPaths, type ActivityDeps, type RunRef } from './context.js';
 
 export type { HiddenStates } from '../stages/launch-specs.js';

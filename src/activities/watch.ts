@@ -7,7 +7,7 @@
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Host, ProcRecord, ProcStatus } from '../hosts/host.js';
-import { parseProcStat } from '../hosts/proc-stat.js';
+import { parseProcStat } from '../hosts/index.js';
 import { SglangConnectionError, type SglangClient } from '../sglang/client.js';
 import { checkServerIdentity } from '../sglang/identity.js';
 import { reportedVersionProblem } from '../sglang/releases.js';

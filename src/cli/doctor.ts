@@ -6,7 +6,7 @@ import { loadConfigFile } from '../config/load.js';
 import { runPreflight, type PreflightReport } from '../activities/preflight.js';
 import { HostPool } from '../hosts/index.js';
 import { runDir } from '../shared.js';
-import { profileBehaviours, SPECFORGE_PROFILES } from '../stages/specforge-revision.js';
+import { profileBehaviours, SPECFORGE_PROFILES } from '../stages/common/index.js';
 
 export function renderDoctorReport(report: PreflightReport): string {
   const lines = [`aerie doctor: host ${report.host}`];

@@ -7,17 +7,14 @@
 import { withRunGpus } from '../config/gpus.js';
 import { loadConfigFile } from '../config/load.js';
 import type { Config } from '../config/schema.js';
-import { shJoin } from '../hosts/shell-quote.js';
+import { shJoin } from '../hosts/index.js';
 import { runDir, type StageName } from '../shared.js';
 import { benchmarkReadyArgs, releaseNotes, renderServerArgv, serverLaunchEnv, type ServerLaunchSpec } from '../sglang/launch-argv.js';
 import { eagle3TargetFloors, readinessEndpoint } from '../sglang/releases.js';
-import { renderPrepareArgv, vocabMappingPath } from '../stages/extract-offline.js';
-import { runDumpDir } from '../stages/capture-launch.js';
+import { renderPrepareArgv, vocabMappingPath, runDumpDir } from '../stages/extract/index.js';
 import { baseServerSpec, extractLayout, hiddenForTrain, prepareSpec, trainSpec, type StagePaths } from '../stages/launch-specs.js';
-import { commandDrafterDir, renderCommandArgv } from '../stages/train-command.js';
-import { renderSpecforgeConfig, renderSpecforgeExportArgv, renderSpecforgeTrainArgv } from '../stages/train-specforge.js';
-import { renderTrainArgv } from '../stages/train.js';
-import { profileBehaviours, profilesFor, SPECFORGE_PROFILES, type SpecforgeDriver, type SpecforgeRevisionPin } from '../stages/specforge-revision.js';
+import { commandDrafterDir, renderCommandArgv, renderSpecforgeConfig, renderSpecforgeExportArgv, renderSpecforgeTrainArgv, renderTrainArgv } from '../stages/train/index.js';
+import { profileBehaviours, profilesFor, SPECFORGE_PROFILES, type SpecforgeDriver, type SpecforgeRevisionPin } from '../stages/common/index.js';
 
 export interface PlanStep {
   host: string;

@@ -5,11 +5,9 @@
  */
 import type { Config } from '../config/schema.js';
 import type { ServerLaunchSpec } from '../sglang/launch-argv.js';
-import type { PrepareLaunch } from './extract-offline.js';
-import type { CommandTemplate, CommandValues } from './train-command.js';
-import type { SpecforgeRun } from './train-specforge.js';
-import type { TrainLaunch } from './train.js';
-import type { SpecforgeProfile } from './specforge-revision.js';
+import type { PrepareLaunch } from './extract/index.js';
+import type { CommandTemplate, CommandValues, SpecforgeRun, TrainLaunch } from './train/index.js';
+import type { SpecforgeProfile } from './common/index.js';
 
 /** Hidden states from the extract stage, and whose layout they are in. */
 export interface HiddenStates {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { runPaths } from '../../src/activities/context.js';
 import { trainPlan } from '../../src/activities/train.js';
-import { LocalHost } from '../../src/hosts/local.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
 import { demoConfig } from '../support/demo-config.js';
 
 let dir: string;

@@ -14,7 +14,7 @@ import {
 import { parseJsonLine } from '../../src/bench/jsonl.js';
 import { AERIE_EXTRA_KEYS, BENCH_SERVING_KEYS, LATER_BENCH_SERVING_KEYS } from '../../src/bench/metrics.js';
 import { LINE_054, LINE_059, LINE_0523 } from './bench-serving-lines.js';
-import { LocalHost } from '../../src/hosts/local.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
 
 // A line as `python -m sglang.bench_serving --output-file` appends it: Python's json.dumps
 // separators, the default request rate float("inf") as a bare Infinity.

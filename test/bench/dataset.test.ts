@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { benchServingDatasetName, DatasetError, largestLevel, levelPrompts, loadPromptPool, readFirstUserTurns } from '../../src/bench/dataset.js';
-import { LocalHost } from '../../src/hosts/local.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
 import { demoConfig } from '../support/demo-config.js';
 
 let dir: string;

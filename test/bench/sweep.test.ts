@@ -8,7 +8,7 @@ import { benchServingRules } from '../../src/bench/bench-rules.js';
 import { aerieDriver, flushWhenIdle, hostLevelStore, levelKey, runSweep, type LevelStore, type SweepProgress } from '../../src/bench/sweep.js';
 import type { BenchServingRecord } from '../../src/bench/metrics.js';
 import type { LevelRun } from '../../src/bench/types.js';
-import { LocalHost } from '../../src/hosts/local.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
 import { SglangClient, avgSpecAcceptLength } from '../../src/sglang/client.js';
 import { SimServer, simDrafter } from '../../bench/sim-process.js';
 

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AERIE_HOME } from '../../src/config/load.js';
-import { LocalHost } from '../../src/hosts/local.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
 import { TASK_QUEUE } from '../../src/shared.js';
 import { pipeline } from '../../src/workflows/index.js';
 import { freePort } from '../../src/temporal/dev-server.js';

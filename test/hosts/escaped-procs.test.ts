@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ProcRecord } from '../../src/hosts/host.js';
-import { LocalHost } from '../../src/hosts/local.js';
-import { scanLaunchProcs, signalProcessIfSame } from '../../src/hosts/local-proc.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { scanLaunchProcs, signalProcessIfSame } from '../../src/hosts/local/proc.js';
 import { environOf, launchedPids, startDecoy, startDecoys, writeLauncher } from './escape-helpers.js';
 import { isLive, statOf, stopAll, until } from './proc-helpers.js';
 

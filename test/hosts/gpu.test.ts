@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ExecResult, ProcRecord } from '../../src/hosts/host.js';
 import { gpuInventoryFrom, parseComputeApps, parseGpuQuery, UNKNOWN_MIB } from '../../src/hosts/gpu.js';
-import { LocalHost } from '../../src/hosts/local.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
 import { groupMembers, startUnrelated, stopAll, until } from './proc-helpers.js';
 import { writeFakeNvidiaSmi } from '../support/fake-nvidia-smi.js';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ProcRecord } from '../../src/hosts/host.js';
-import { killGroupWith, type GroupOps, type GroupSignal } from '../../src/hosts/kill-group.js';
-import type { ProcStat } from '../../src/hosts/proc-stat.js';
+import { killGroupWith, type GroupOps, type GroupSignal } from '../../src/hosts/protocol/kill-group.js';
+import type { ProcStat } from '../../src/hosts/protocol/proc-stat.js';
 
 const rec: ProcRecord = {
   launchId: 'r.server.0', pid: 500, pgid: 500, startTime: '1000', argvHash: '', argv: ['x'], logPath: '/l',

@@ -4,12 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  PROC_STAT_SCAN, renderDetachedLaunch, renderGroupSignal, renderLaunchScript, wrapperArgv, type LaunchSpec,
-} from '../../src/hosts/launch-script.js';
-import { LocalHost } from '../../src/hosts/local.js';
-import { parseProcStats } from '../../src/hosts/proc-stat.js';
-import { launchPaths, parseExitFile, parsePidFile } from '../../src/hosts/records.js';
+import { PROC_STAT_SCAN, renderDetachedLaunch, renderGroupSignal, renderLaunchScript, wrapperArgv, type LaunchSpec } from '../../src/hosts/protocol/launch-script.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { parseProcStats } from '../../src/hosts/protocol/proc-stat.js';
+import { launchPaths, parseExitFile, parsePidFile } from '../../src/hosts/protocol/records.js';
 import { recordOf, until } from './proc-helpers.js';
 
 const run = promisify(execFile);

@@ -2,10 +2,10 @@ import { mkdtemp, realpath, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ExecAbortedError, ExecTimeoutError } from '../../src/hosts/exec-errors.js';
-import { execLocal } from '../../src/hosts/local-exec.js';
-import { LocalHost } from '../../src/hosts/local.js';
-import { TailBuffer } from '../../src/hosts/tail-buffer.js';
+import { ExecAbortedError, ExecTimeoutError } from '../../src/hosts/util/exec-errors.js';
+import { execLocal } from '../../src/hosts/local/exec.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { TailBuffer } from '../../src/hosts/util/tail-buffer.js';
 import { isLive, recordOf, statOf, until } from './proc-helpers.js';
 
 let dir: string;

@@ -2,8 +2,8 @@ import { mkdtemp, readdir, readFile, rm, truncate, writeFile } from 'node:fs/pro
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { LocalHost } from '../../src/hosts/local.js';
-import { completeUtf8Length } from '../../src/hosts/utf8.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { completeUtf8Length } from '../../src/hosts/util/utf8.js';
 
 let dir: string;
 let host: LocalHost;

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ProcRecord } from '../../src/hosts/host.js';
-import { LocalHost } from '../../src/hosts/local.js';
-import { argvHash, launchPaths, parseProcRecord } from '../../src/hosts/records.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { argvHash, launchPaths, parseProcRecord } from '../../src/hosts/protocol/records.js';
 import { groupMembers, isLive, processesMentioning, startUnrelated, statOf, stopAll, until } from './proc-helpers.js';
 
 let dir: string;

@@ -5,8 +5,8 @@
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import type { Host, ProcRecord } from '../../src/hosts/host.js';
-import { isDead, parseProcStat, type ProcStat } from '../../src/hosts/proc-stat.js';
-import { scanProcStats } from '../../src/hosts/local-proc.js';
+import { isDead, parseProcStat, type ProcStat } from '../../src/hosts/protocol/proc-stat.js';
+import { scanProcStats } from '../../src/hosts/local/proc.js';
 
 export async function until<T>(what: string, probe: () => Promise<T | undefined | null | false>, timeoutMs = 10_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;

@@ -1,9 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ProcRecord } from '../../src/hosts/host.js';
-import {
-  groupView, isRecordedProcess, launchView, liveRecordedGroups, parseLaunchScan, remnantStatus, statusFrom,
-} from '../../src/hosts/proc-identity.js';
-import type { ProcStat } from '../../src/hosts/proc-stat.js';
+import { groupView, isRecordedProcess, launchView, liveRecordedGroups, parseLaunchScan, remnantStatus, statusFrom } from '../../src/hosts/protocol/proc-identity.js';
+import type { ProcStat } from '../../src/hosts/protocol/proc-stat.js';
 
 const rec = (over: Partial<ProcRecord> = {}): ProcRecord => ({
   launchId: 'r.server.0', pid: 500, pgid: 500, startTime: '1000', argvHash: '', argv: ['x'], logPath: '/l',

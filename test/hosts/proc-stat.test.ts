@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import { isDead, parseProcStat, parseProcStats } from '../../src/hosts/proc-stat.js';
+import { isDead, parseProcStat, parseProcStats } from '../../src/hosts/protocol/proc-stat.js';
 
 // A real-shaped stat line: 52 fields, field 22 (start time) = 39622.
 const tail = '6005 6005 3014 0 -1 4194304 101 0 0 0 0 0 0 0 20 0 1 0 39622 3133440 378 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0';

@@ -1,10 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { ProcRecord } from '../../src/hosts/host.js';
-import {
-  argvHash, assertLaunchId, newLaunchToken, launchIdOfRecordFile, launchPaths, parseExitFile, parsePidFile, parseProcRecord, procsDir,
-  renderProcRecord,
-} from '../../src/hosts/records.js';
+import { argvHash, assertLaunchId, newLaunchToken, launchIdOfRecordFile, launchPaths, parseExitFile, parsePidFile, parseProcRecord, procsDir, renderProcRecord } from '../../src/hosts/protocol/records.js';
 
 const record: ProcRecord = {
   launchId: 'run-20240501.server.0',

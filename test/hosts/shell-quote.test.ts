@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { assertEnvName, shAssignments, shJoin, shQuote } from '../../src/hosts/shell-quote.js';
+import { assertEnvName, shAssignments, shJoin, shQuote } from '../../src/hosts/util/shell-quote.js';
 
 const run = promisify(execFile);
 

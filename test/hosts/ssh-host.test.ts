@@ -6,8 +6,8 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ExecTimeoutError } from '../../src/hosts/exec-errors.js';
-import type { SshHost } from '../../src/hosts/ssh.js';
+import { ExecTimeoutError } from '../../src/hosts/util/exec-errors.js';
+import type { SshHost } from '../../src/hosts/ssh/ssh-host.js';
 import { startSshFixture, type SshFixture } from '../support/ssh-fixture.js';
 import { groupMembers, isLive, statOf, until } from './proc-helpers.js';
 

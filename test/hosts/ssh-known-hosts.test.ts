@@ -1,9 +1,7 @@
 /** known_hosts decisions: known, unknown, changed, revoked; hashed names; algorithm order. */
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import {
-  fingerprintSha256, hostFieldMatches, judgeHostKey, keyTypeOf, knownHostName, knownHostsLine, parseKnownHosts, preferredHostKeyAlgorithms,
-} from '../../src/hosts/ssh-known-hosts.js';
+import { fingerprintSha256, hostFieldMatches, judgeHostKey, keyTypeOf, knownHostName, knownHostsLine, parseKnownHosts, preferredHostKeyAlgorithms } from '../../src/hosts/ssh/known-hosts.js';
 
 /** A wire-format public key blob: string type, then some bytes. */
 function blob(type: string, body: string): Buffer {

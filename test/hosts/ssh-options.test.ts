@@ -1,6 +1,6 @@
 /** Resolving an ssh host entry against an ssh config, the way OpenSSH does. */
 import { describe, expect, it } from 'vitest';
-import { describeEndpoint, inlineIncludes, parseJumpSpec, resolveEndpoint, SshConfigProblem } from '../../src/hosts/ssh-options.js';
+import { describeEndpoint, inlineIncludes, parseJumpSpec, resolveEndpoint, SshConfigProblem } from '../../src/hosts/ssh/options.js';
 
 const ctx = (text: string | null, env: Record<string, string> = {}) => ({ sshConfigText: text, home: '/home/ana', localUser: 'ana', env });
 

@@ -5,7 +5,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { SshHost } from '../../src/hosts/ssh.js';
+import type { SshHost } from '../../src/hosts/ssh/ssh-host.js';
 import { startSshFixture, type SshFixture } from '../support/ssh-fixture.js';
 import { until } from './proc-helpers.js';
 

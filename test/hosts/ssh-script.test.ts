@@ -1,9 +1,7 @@
 /** The remote command line and the parsers of the scripts' output (golden). */
 import { describe, expect, it } from 'vitest';
-import { parseFetch } from '../../src/hosts/ssh-exec.js';
-import {
-  envWords, parseCatIfPresent, parseFreeBytes, parseListing, parseProcStatus, parseRecords, parseSocketOwner, parseStatLine, parseTail, remoteCommand,
-} from '../../src/hosts/ssh-script.js';
+import { parseFetch } from '../../src/hosts/ssh/exec.js';
+import { envWords, parseCatIfPresent, parseFreeBytes, parseListing, parseProcStatus, parseRecords, parseSocketOwner, parseStatLine, parseTail, remoteCommand } from '../../src/hosts/ssh/script.js';
 
 describe('remoteCommand', () => {
   it('passes values as quoted positional arguments, after the exec prefix', () => {

@@ -5,7 +5,7 @@
  * hang showed within a few rounds of this loop.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { SshHost } from '../../src/hosts/ssh.js';
+import type { SshHost } from '../../src/hosts/ssh/ssh-host.js';
 import { startSshFixture, type SshFixture } from '../support/ssh-fixture.js';
 
 let fx: SshFixture;

@@ -6,8 +6,8 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SshTrustError } from '../../src/hosts/ssh-connect.js';
-import { SshHost, type SshHostOptions } from '../../src/hosts/ssh.js';
+import { SshTrustError } from '../../src/hosts/ssh/connect.js';
+import { SshHost, type SshHostOptions } from '../../src/hosts/ssh/ssh-host.js';
 import { startSshFixture, type SshFixture } from '../support/ssh-fixture.js';
 import { makeKey, sshConfigText, startSshd, type TestSshd } from '../support/sshd.js';
 

@@ -10,7 +10,7 @@ import { judgeGpus, runPreflight } from '../../src/activities/preflight.js';
 import { planRun } from '../../src/cli/plan.js';
 import { ConfigError, parseConfigText } from '../../src/config/load.js';
 import type { GpuInventory } from '../../src/hosts/host.js';
-import { LocalHost } from '../../src/hosts/local.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { demoConfig } from '../support/demo-config.js';
 import { writeFakeNvidiaSmi } from '../support/fake-nvidia-smi.js';

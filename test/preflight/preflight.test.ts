@@ -12,7 +12,7 @@ import { estimateDisk, launcherScript, moduleLaunch, runPreflight } from '../../
 import { doctorCommand } from '../../src/cli/doctor.js';
 import { AERIE_HOME } from '../../src/config/load.js';
 import { HostPool } from '../../src/hosts/index.js';
-import { LocalHost } from '../../src/hosts/local.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { demoConfig } from '../support/demo-config.js';
 import { startSshFixture, type SshFixture } from '../support/ssh-fixture.js';

@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkRelease, type CaptureReport } from '../../src/activities/preflight-capture.js';
 import { launchRelease } from '../../src/activities/server-launches.js';
-import { LocalHost } from '../../src/hosts/local.js';
-import { resolveSglangVersion } from '../../src/stages/capture-launch.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { resolveSglangVersion } from '../../src/stages/extract/capture-launch.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { demoConfig } from '../support/demo-config.js';
 

@@ -10,15 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runPreflight } from '../../src/activities/preflight.js';
 import { renderDoctorReport } from '../../src/cli/doctor.js';
 import type { Config } from '../../src/config/schema.js';
-import { LocalHost } from '../../src/hosts/local.js';
-import {
-  detectFromCli,
-  detectFromScript,
-  parseCliProbe,
-  parseRevParse,
-  prepareAuxFlagIn,
-  resolveRevision,
-} from '../../src/stages/specforge-detect.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { detectFromCli, detectFromScript, parseCliProbe, parseRevParse, prepareAuxFlagIn, resolveRevision } from '../../src/stages/common/specforge-detect.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { demoConfig } from '../support/demo-config.js';
 

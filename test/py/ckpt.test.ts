@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { VERIFY_SCRIPT } from '../../src/stages/extract-offline-verify.js';
+import { VERIFY_SCRIPT } from '../../src/stages/extract/offline-verify.js';
 
 const exec = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -280,7 +280,7 @@ describe('the converter', () => {
     const index = (await readFile(join(d, 'out/index.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { i: number; id: string; tokens: number });
     expect(index.map((e) => [e.i, e.id, e.tokens])).toEqual([[0, 'b1a', 10], [1, 'b1b', 7], [2, 'b2a', 6], [3, 'b2b', 9], [4, 'b2c', 3], [5, 'b1short', 12]]);
 
-    // The reference reader (src/stages/extract-offline-verify.ts) finds six good files of the sizes the OK lines gave.
+    // The reference reader (src/stages/extract/offline-verify.ts) finds six good files of the sizes the OK lines gave.
     const verified = (await exec('python3', ['-c', VERIFY_SCRIPT, join(d, 'out'), '16', 'off'])).stdout.trim().split('\n');
     const okSizes = [...first.lines, ...second.lines, ...again.lines].filter((l) => l.startsWith('OK ')).map((l) => l.split(' ')).map(([, i, , t, b]) => `OK ${i} ${b} ${t}`);
     expect(verified.slice(1).sort()).toEqual(['END 6', ...okSizes].sort());

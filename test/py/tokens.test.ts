@@ -10,7 +10,7 @@ import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseTokensLine, parseTokensSummary } from '../../src/stages/sample-tokens.js';
+import { parseTokensLine, parseTokensSummary } from '../../src/stages/common/sample-tokens.js';
 import { SPECFORGE_PYTHON } from '../real/judges.js';
 import { CASES, EXPECTED, MAX_LENGTHS, TOKENIZER, casesAt, jsonl, runTokens } from './tokens-run.js';
 
@@ -67,7 +67,7 @@ it('writes one line per input line, in order; lines that are no sample are count
   ]);
   expect(r.lines[7].input_ids).toEqual(r.lines[0].input_ids);
   expect(r.summary).toMatchObject({ lines: 8, ok: 2, errors: 2, malformed: 4 });
-  // aerie's reader (src/stages/sample-tokens.ts) takes the script's own output as it is
+  // aerie's reader (src/stages/common/sample-tokens.ts) takes the script's own output as it is
   expect(r.stdout.trim().split('\n').map((l) => parseTokensLine(l).kind)).toEqual(['tokens', 'malformed', 'malformed', 'malformed', 'malformed', 'error', 'error', 'tokens']);
   expect(parseTokensSummary(r.stderr)).toEqual({ lines: 8, ok: 2, errors: 2, malformed: 4, method: 'aerie', chatTemplate: 'llama3', maxLength: 2048 });
   expect(readFileSync(rejects, 'utf8')).toBe(['{not json', '', JSON.stringify({ conversations: ok.conversations }), JSON.stringify({ id: 'no-list', conversations: 'hi' })].join('\n') + '\n');

@@ -1,5 +1,5 @@
 /**
- * The disk estimate's tokens (src/stages/chat-tokens.ts) from REAL SpecForge preprocessing
+ * The disk estimate's tokens (src/stages/extract/chat-tokens.ts) from REAL SpecForge preprocessing
  * (PyPI specforge==0.2.0 in .venv-real) and the tiny target's real tokenizer: SpecForge's
  * preprocess_conversations runs for every sampled conversation (its default `tools=[[]]`
  * would stop after the first), and its counts equal an independent rendering with the
@@ -11,9 +11,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { LocalHost } from '../../src/hosts/local.js';
-import { countTokensOnHost } from '../../src/stages/chat-tokens.js';
-import { estimateOfflineTokens } from '../../src/stages/extract-offline-estimate.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { countTokensOnHost } from '../../src/stages/extract/chat-tokens.js';
+import { estimateOfflineTokens } from '../../src/stages/extract/offline-estimate.js';
 
 const run = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, '../..');

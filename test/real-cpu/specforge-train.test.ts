@@ -17,10 +17,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { trainPlan } from '../../src/activities/train.js';
 import { runPaths } from '../../src/activities/context.js';
 import { parseConfigText } from '../../src/config/load.js';
-import { LocalHost } from '../../src/hosts/local.js';
-import { superviseJob } from '../../src/stages/job-supervise.js';
-import type { TrainProgress } from '../../src/stages/train-progress.js';
-import type { TrainResult } from '../../src/stages/train-run.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { superviseJob } from '../../src/stages/common/job-supervise.js';
+import type { TrainProgress } from '../../src/stages/train/progress.js';
+import type { TrainResult } from '../../src/stages/train/run.js';
 
 const run = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, '../..');

@@ -9,8 +9,8 @@ import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { verifyDrafter } from '../../src/stages/train-drafter.js';
-import { parsePythonMetricDict, parseSpecforgeProgress } from '../../src/stages/train-progress-cli.js';
+import { verifyDrafter } from '../../src/stages/train/drafter.js';
+import { parsePythonMetricDict, parseSpecforgeProgress } from '../../src/stages/train/specforge-progress.js';
 
 const FIX = join(resolve(import.meta.dirname, '../..'), 'test/fixtures/real/aerie-hs-chain');
 const text = (name: string) => readFile(join(FIX, name), 'utf8');

@@ -19,7 +19,7 @@ import type { BenchServingRecord } from '../../src/bench/metrics.js';
 import { randomPrompts } from '../../src/bench/prompts.js';
 import { renderResultsJsonl } from '../../src/bench/report-files.js';
 import { aerieDriver, hostLevelStore } from '../../src/bench/sweep.js';
-import { LocalHost } from '../../src/hosts/local.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
 import { avgSpecAcceptLength, SglangClient } from '../../src/sglang/client.js';
 import { startSim, stopSim, type Sim } from '../support/sim.js';
 import { OFFLINE_ENV, SIM_DRAFT_CONFIG, SIM_TARGET, sglangBenchPython } from './sglang-client.js';

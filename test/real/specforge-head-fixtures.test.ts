@@ -12,12 +12,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { planRun } from '../../src/cli/plan.js';
 import { loadConfigFile } from '../../src/config/load.js';
-import { LocalHost } from '../../src/hosts/local.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
 import { trainSpec } from '../../src/stages/launch-specs.js';
-import { runStopStep } from '../../src/stages/train-specforge-run.js';
-import { verifyDrafter } from '../../src/stages/train-drafter.js';
-import { parsePythonMetricDict, parseSpecforgeProgress, specforgeStopStep } from '../../src/stages/train-progress-cli.js';
-import { checkpointProblem, listSpecforgeCheckpoints, newestCompleteCheckpoint } from '../../src/stages/train-specforge-checkpoints.js';
+import { runStopStep } from '../../src/stages/train/specforge-run.js';
+import { verifyDrafter } from '../../src/stages/train/drafter.js';
+import { parsePythonMetricDict, parseSpecforgeProgress, specforgeStopStep } from '../../src/stages/train/specforge-progress.js';
+import { checkpointProblem, listSpecforgeCheckpoints, newestCompleteCheckpoint } from '../../src/stages/train/specforge-checkpoints.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const FIX = join(ROOT, 'test/fixtures/real/specforge-a6b6b023');

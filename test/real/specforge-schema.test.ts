@@ -12,7 +12,7 @@ import { planRun } from '../../src/cli/plan.js';
 import { AERIE_HOME, loadConfigFile } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { extractLayout, hiddenForTrain, trainSpec } from '../../src/stages/launch-specs.js';
-import { renderSpecforgeConfig, renderSpecforgeTrainArgv, type SpecforgeRun } from '../../src/stages/train-specforge.js';
+import { renderSpecforgeConfig, renderSpecforgeTrainArgv, type SpecforgeRun } from '../../src/stages/train/specforge-config.js';
 import { specforgeSchemaCheck } from './judges.js';
 
 const env = { ...process.env, AERIE_HOME, HF_TOKEN: process.env.HF_TOKEN ?? 'unused-by-plan' };

@@ -11,11 +11,12 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { planRun } from '../../src/cli/plan.js';
 import { AERIE_HOME, loadConfigFile } from '../../src/config/load.js';
-import { renderPrepareArgv, type PrepareLaunch } from '../../src/stages/extract-offline.js';
+import { renderPrepareArgv, type PrepareLaunch } from '../../src/stages/extract/offline-driver.js';
 import { prepareSpec } from '../../src/stages/launch-specs.js';
-import { prepareAuxFlagIn } from '../../src/stages/specforge-detect.js';
-import { SPECFORGE_PROFILES, type SpecforgeProfile, type SpecforgeProfileId } from '../../src/stages/specforge-revision.js';
-import { renderTrainArgv, type TrainLaunch } from '../../src/stages/train.js';
+import { prepareAuxFlagIn } from '../../src/stages/common/specforge-detect.js';
+import { SPECFORGE_PROFILES, type SpecforgeProfile, type SpecforgeProfileId } from '../../src/stages/common/specforge-revision.js';
+import { renderTrainArgv } from '../../src/stages/train/v02-argv.js';
+import { type TrainLaunch } from '../../src/stages/train/launch.js';
 import { argparseCheck, argparseSpec } from './judges.js';
 
 const LAUNCHER = ['python', 'scripts/train_eagle3.py'];
@@ -111,7 +112,7 @@ const prepare: PrepareLaunch = {
 
 /**
  * Each recorded prepare_hidden_states.py revision and the profile aerie drives it as
- * (src/stages/specforge-revision.ts). The `cli` profile's extraction starts at ca949555: the
+ * (src/stages/common/specforge-revision.ts). The `cli` profile's extraction starts at ca949555: the
  * July 2026 scripts before it (7d1fbf08 below) take neither aux flag, and preflight refuses them.
  */
 const PREPARE_REVISIONS: { commit: string; profile: SpecforgeProfileId }[] = [

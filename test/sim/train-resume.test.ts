@@ -6,8 +6,11 @@
 import { existsSync, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { SPECFORGE_PROFILES } from '../../src/stages/specforge-revision.js';
-import { classifyTrainFailure, parseTrainProgress, planTrainResume, rankCheckpoints, renderTrainArgv } from '../../src/stages/train.js';
+import { SPECFORGE_PROFILES } from '../../src/stages/common/specforge-revision.js';
+import { classifyTrainFailure } from '../../src/stages/common/train-failure.js';
+import { parseTrainProgress } from '../../src/stages/train/progress.js';
+import { planTrainResume, rankCheckpoints } from '../../src/stages/train/v02-checkpoints.js';
+import { renderTrainArgv } from '../../src/stages/train/v02-argv.js';
 import { killLive, launch, listSegments, makeFixture, readCheckpoint, run } from './train-sim.js';
 
 let tmp: string;

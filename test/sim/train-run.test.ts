@@ -6,8 +6,10 @@
 import { existsSync, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { classifyTrainFailure, latestCheckpoint, parseTrainProgress, renderTrainArgv } from '../../src/stages/train.js';
-import { seedProgress } from '../../src/stages/train-progress.js';
+import { classifyTrainFailure } from '../../src/stages/common/train-failure.js';
+import { latestCheckpoint } from '../../src/stages/train/v02-checkpoints.js';
+import { parseTrainProgress, seedProgress } from '../../src/stages/train/progress.js';
+import { renderTrainArgv } from '../../src/stages/train/v02-argv.js';
 import { BIN, killLive, launch, makeFixture, readCheckpoint, run, start, waitFor } from './train-sim.js';
 
 let tmp: string;

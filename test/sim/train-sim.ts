@@ -8,7 +8,9 @@ import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseSafetensorsHeader, safetensorsHeaderLength, segmentBases, verifyDrafter, type SegmentListing, type TrainLaunch } from '../../src/stages/train.js';
+import { parseSafetensorsHeader, safetensorsHeaderLength, verifyDrafter } from '../../src/stages/train/drafter.js';
+import { segmentBases, type SegmentListing } from '../../src/stages/train/v02-checkpoints.js';
+import { type TrainLaunch } from '../../src/stages/train/launch.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const BIN = path.join(ROOT, 'bin/aerie-sim.mjs');

@@ -11,10 +11,10 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pyFloatRepr } from '../../sim/specforge/metrics.js';
 import { runSpecforgeTrain } from '../../sim/specforge/train.js';
-import { LocalHost } from '../../src/hosts/local.js';
-import { verifyDrafter, parseSafetensorsHeader } from '../../src/stages/train-drafter.js';
-import { parseSpecforgeProgress } from '../../src/stages/train-progress-cli.js';
-import { listSpecforgeCheckpoints, newestCompleteCheckpoint } from '../../src/stages/train-specforge-checkpoints.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { verifyDrafter, parseSafetensorsHeader } from '../../src/stages/train/drafter.js';
+import { parseSpecforgeProgress } from '../../src/stages/train/specforge-progress.js';
+import { listSpecforgeCheckpoints, newestCompleteCheckpoint } from '../../src/stages/train/specforge-checkpoints.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const DRAFT = join(ROOT, 'examples/models/sim-llama-8b-eagle3-draft.json');

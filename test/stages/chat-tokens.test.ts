@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { featureBytesPerToken, paddedTokenBound, parseTokenCounts, rowTokens, sampleEvenly, tokensPerWord } from '../../src/stages/chat-tokens.js';
+import { featureBytesPerToken, paddedTokenBound, parseTokenCounts, rowTokens, sampleEvenly, tokensPerWord } from '../../src/stages/extract/chat-tokens.js';
 
 describe('disk estimate in SpecForge tokens', () => {
   it('bounds padded storage by the longest rows of as many batches as there are', () => {

@@ -1,11 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  estimateTokens,
-  hasUserTurn,
-  parseSampleLine,
-  renderForExtraction,
-  unsafeIdReason,
-} from '../../src/stages/conversations.js';
+import { estimateTokens, hasUserTurn, parseSampleLine, renderForExtraction, unsafeIdReason } from '../../src/stages/common/conversations.js';
 
 describe('parseSampleLine', () => {
   it('reads the SpecForge format, keeping reasoning_content', () => {

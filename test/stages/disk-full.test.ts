@@ -1,7 +1,7 @@
 /** Telling a full disk from other write failures, including SFTP's bare "Failure". */
 import { describe, expect, it } from 'vitest';
 import type { Host } from '../../src/hosts/host.js';
-import { DiskFullError, isNoSpace, writeFailure } from '../../src/stages/disk-full.js';
+import { DiskFullError, isNoSpace, writeFailure } from '../../src/stages/common/disk-full.js';
 
 const hostWithFree = (free: number | Error): Host =>
   ({ name: 'gpu8', freeBytes: async () => (free instanceof Error ? Promise.reject(free) : free) }) as unknown as Host;

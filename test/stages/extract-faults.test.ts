@@ -8,9 +8,10 @@ import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LocalHost } from '../../src/hosts/local.js';
-import { shipAeriePy, type AeriePy } from '../../src/stages/aerie-py.js';
-import { runExtract, type ExtractJob } from '../../src/stages/extract.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { shipAeriePy, type AeriePy } from '../../src/stages/common/aerie-py.js';
+import { runExtract } from '../../src/stages/extract/server-driver.js';
+import { type ExtractJob } from '../../src/stages/extract/server-job.js';
 import { CAPTURE_FLAGS, captureSimEnv, ensureSimTarget, readJsonl, regenerated, VENV_PY } from '../support/capture-sim.js';
 import { startSim, stopSim, type Sim } from '../support/sim.js';
 

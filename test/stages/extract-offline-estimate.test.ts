@@ -2,8 +2,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LocalHost } from '../../src/hosts/local.js';
-import { estimateOfflineTokens, offlineBytesNeeded } from '../../src/stages/extract-offline-estimate.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { estimateOfflineTokens, offlineBytesNeeded } from '../../src/stages/extract/offline-estimate.js';
 
 let dir: string;
 let host: LocalHost;

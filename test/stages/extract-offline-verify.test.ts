@@ -1,5 +1,5 @@
 /**
- * aerie's check of SpecForge feature files (src/stages/extract-offline-verify.ts), run with the
+ * aerie's check of SpecForge feature files (src/stages/extract/offline-verify.ts), run with the
  * host's python3 (stdlib only): the simulator's files and one real torch.save file pass; a
  * file whose data.pkl is text, a storage shorter than its tensor, a missing key, a global a
  * weights-only torch.load refuses, and a file cut short each fail, named with the reason. With
@@ -9,8 +9,8 @@ import { chmod, copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { LocalHost } from '../../src/hosts/local.js';
-import { verifyOffline } from '../../src/stages/extract-offline.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { verifyOffline } from '../../src/stages/extract/offline-verify.js';
 import { hiddenStateEntries, planZip, torchSaveEntries, writeZip, type ZipEntry } from '../../sim/specforge/torch-zip.js';
 
 const FIXTURE = resolve(import.meta.dirname, '../fixtures/real/torch-2.13.0/data_0.ckpt');

@@ -10,12 +10,13 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Host } from '../../src/hosts/host.js';
-import { LocalHost } from '../../src/hosts/local.js';
-import { InsufficientSpaceError } from '../../src/stages/extract.js';
-import { estimateRows, offlineHooks, renderPrepareArgv, verifyOffline, vocabMappingPath, type OfflineResult, type PrepareLaunch } from '../../src/stages/extract-offline.js';
-import { SPECFORGE_PROFILES } from '../../src/stages/specforge-revision.js';
-import { TrainLaunchError } from '../../src/stages/train.js';
-import { superviseJob } from '../../src/stages/job-supervise.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { InsufficientSpaceError } from '../../src/stages/common/disk-full.js';
+import { estimateRows, offlineHooks, renderPrepareArgv, vocabMappingPath, type OfflineResult, type PrepareLaunch } from '../../src/stages/extract/offline-driver.js';
+import { verifyOffline } from '../../src/stages/extract/offline-verify.js';
+import { SPECFORGE_PROFILES } from '../../src/stages/common/specforge-revision.js';
+import { TrainLaunchError } from '../../src/stages/train/launch.js';
+import { superviseJob } from '../../src/stages/common/job-supervise.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const HIDDEN = 512; // examples/models/sim-llama-8b

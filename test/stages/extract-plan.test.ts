@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { estimatedBytesPerToken, formatBytes } from '../../src/stages/extract-plan.js';
-import { featureBytesPerToken, selfCheckPicks } from '../../src/stages/extract.js';
+import { estimatedBytesPerToken } from '../../src/stages/extract/plan.js';
+import { formatBytes } from '../../src/stages/common/disk-full.js';
+import { featureBytesPerToken, selfCheckPicks } from '../../src/stages/extract/samples.js';
 
 describe('extract sizes', () => {
   it('counts aux 3H + final H in bf16 per token, and 16 more bytes of ids and mask in a feature file', () => {

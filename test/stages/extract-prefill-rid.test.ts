@@ -10,8 +10,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { LocalHost } from '../../src/hosts/local.js';
-import { BadDumpError, prefillOne } from '../../src/stages/extract-prefill.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { BadDumpError, prefillOne } from '../../src/stages/extract/prefill.js';
 
 let dir: string;
 let server: Server | undefined;

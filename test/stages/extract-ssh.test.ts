@@ -8,9 +8,9 @@
 import { readdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { SshHost } from '../../src/hosts/ssh.js';
-import { shipAeriePy, type AeriePy } from '../../src/stages/aerie-py.js';
-import { runExtract } from '../../src/stages/extract.js';
+import type { SshHost } from '../../src/hosts/ssh/ssh-host.js';
+import { shipAeriePy, type AeriePy } from '../../src/stages/common/aerie-py.js';
+import { runExtract } from '../../src/stages/extract/server-driver.js';
 import { CAPTURE_FLAGS, captureSimEnv, ensureSimTarget, readJsonl, regenerated, VENV_PY } from '../support/capture-sim.js';
 import { startSim, stopSim, type Sim } from '../support/sim.js';
 import { startSshFixture, type SshFixture } from '../support/ssh-fixture.js';

@@ -8,11 +8,12 @@ import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LocalHost } from '../../src/hosts/local.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
 import { renderServerArgv } from '../../src/sglang/launch-argv.js';
-import { shipAeriePy, type AeriePy } from '../../src/stages/aerie-py.js';
-import { runExtract, type ExtractJob } from '../../src/stages/extract.js';
-import { runStockAux } from '../../src/stages/extract-stock.js';
+import { shipAeriePy, type AeriePy } from '../../src/stages/common/aerie-py.js';
+import { runExtract } from '../../src/stages/extract/server-driver.js';
+import { type ExtractJob } from '../../src/stages/extract/server-job.js';
+import { runStockAux } from '../../src/stages/extract/stock-server.js';
 import { DRAFT_IDS, ensureSimTarget, readJsonl, regenerated, VENV_PY } from '../support/capture-sim.js';
 import { startSim, stopSim } from '../support/sim.js';
 

@@ -13,9 +13,9 @@ import { ApplicationFailure } from '@temporalio/common';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { generateFailure } from '../../src/activities/data.js';
 import type { Host } from '../../src/hosts/host.js';
-import { LocalHost } from '../../src/hosts/local.js';
-import { DiskFullError, isNoSpace } from '../../src/stages/disk-full.js';
-import { runGenerate, type GenerateJob } from '../../src/stages/generate.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { DiskFullError, isNoSpace } from '../../src/stages/common/disk-full.js';
+import { runGenerate, type GenerateJob } from '../../src/stages/generate/regenerate.js';
 
 let server: Server;
 let baseUrl: string;

@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Host } from '../../src/hosts/host.js';
-import { LocalHost } from '../../src/hosts/local.js';
-import { runGenerate, type GenerateJob } from '../../src/stages/generate.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { runGenerate, type GenerateJob } from '../../src/stages/generate/regenerate.js';
 
 interface Behaviour {
   delayMs: number;

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { Turn } from '../../src/stages/conversations.js';
-import { planGenerate, regenerateTurns } from '../../src/stages/generate-plan.js';
-import { runPool } from '../../src/stages/generate-pool.js';
-import { splitJsonlLines } from '../../src/stages/jsonl.js';
+import type { Turn } from '../../src/stages/common/conversations.js';
+import { planGenerate, regenerateTurns } from '../../src/stages/generate/plan.js';
+import { runPool } from '../../src/stages/common/pool.js';
+import { splitJsonlLines } from '../../src/stages/common/jsonl-shards.js';
 
 const conv = (id: string, turns: object[]) => JSON.stringify({ id, conversations: turns });
 

@@ -6,8 +6,8 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { LocalHost } from '../../src/hosts/local.js';
-import { runGenerate, type GenerateJob } from '../../src/stages/generate.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { runGenerate, type GenerateJob } from '../../src/stages/generate/regenerate.js';
 import { startSim, stopSim, type Sim } from '../support/sim.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');

@@ -12,9 +12,9 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { LocalHost } from '../../src/hosts/local.js';
-import { specforgeRowText } from '../../src/stages/generate-plan.js';
-import { runGenerate, type GenerateJob } from '../../src/stages/generate.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { specforgeRowText } from '../../src/stages/generate/plan.js';
+import { runGenerate, type GenerateJob } from '../../src/stages/generate/regenerate.js';
 
 type Row = Record<string, unknown>;
 type Message = Record<string, unknown>;

@@ -9,8 +9,8 @@ import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { LocalHost } from '../../src/hosts/local.js';
-import { superviseJob, type Ended } from '../../src/stages/job-supervise.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { superviseJob, type Ended } from '../../src/stages/common/job-supervise.js';
 import { launchedPids, writeLauncher } from '../hosts/escape-helpers.js';
 import { isLive } from '../hosts/proc-helpers.js';
 

@@ -1,10 +1,10 @@
 /**
  * Reading tokens.py's output lines, the command that runs it, and the prefill by input_ids with
- * its prompt-token check (src/stages/sample-tokens.ts). The lines here are exactly as
+ * its prompt-token check (src/stages/common/sample-tokens.ts). The lines here are exactly as
  * tokens.py's json.dumps writes them; test/py/tokens.test.ts parses the script's live output.
  */
 import { describe, expect, it } from 'vitest';
-import { checkPrefillTokens, parseTokensLine, parseTokensSummary, prefillByIds, tokensCommand } from '../../src/stages/sample-tokens.js';
+import { checkPrefillTokens, parseTokensLine, parseTokensSummary, prefillByIds, tokensCommand } from '../../src/stages/common/sample-tokens.js';
 
 describe('parseTokensLine', () => {
   it('reads the three shapes tokens.py writes', () => {

@@ -1,7 +1,8 @@
 import { TRAIN_HYPER } from '../support/train-hyper.js';
 import { describe, expect, it } from 'vitest';
-import { SPECFORGE_PROFILES } from '../../src/stages/specforge-revision.js';
-import { renderTrainArgv, TrainLaunchError, type TrainLaunch } from '../../src/stages/train.js';
+import { SPECFORGE_PROFILES } from '../../src/stages/common/specforge-revision.js';
+import { renderTrainArgv } from '../../src/stages/train/v02-argv.js';
+import { TrainLaunchError, type TrainLaunch } from '../../src/stages/train/launch.js';
 
 const base: TrainLaunch = {
   launcher: ['torchrun', '--standalone', '--nproc_per_node', '8', '/opt/SpecForge/scripts/train_eagle3.py'],

@@ -1,15 +1,8 @@
 import { TRAIN_HYPER } from '../support/train-hyper.js';
 import { describe, expect, it } from 'vitest';
-import { SPECFORGE_PROFILES } from '../../src/stages/specforge-revision.js';
-import { dividingInterval, quarantineDir } from '../../src/stages/train-checkpoint.js';
-import {
-  latestCheckpoint,
-  planTrainResume,
-  rankCheckpoints,
-  resumeSegmentDir,
-  segmentBases,
-  type TrainLaunch,
-} from '../../src/stages/train.js';
+import { SPECFORGE_PROFILES } from '../../src/stages/common/specforge-revision.js';
+import { dividingInterval, quarantineDir, latestCheckpoint, planTrainResume, rankCheckpoints, resumeSegmentDir, segmentBases } from '../../src/stages/train/v02-checkpoints.js';
+import { type TrainLaunch } from '../../src/stages/train/launch.js';
 
 describe('latestCheckpoint', () => {
   it('orders numerically, not as strings, and ignores temp dirs and junk', () => {

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseSafetensorsHeader, safetensorsHeaderLength, SafetensorsTruncatedError, verifyDrafter } from '../../src/stages/train.js';
-import { sglangEagle3ParamName } from '../../src/stages/train-drafter.js';
+import { parseSafetensorsHeader, safetensorsHeaderLength, SafetensorsTruncatedError, verifyDrafter, sglangEagle3ParamName } from '../../src/stages/train/drafter.js';
 
 function file(header: unknown, data = Buffer.alloc(0)): Buffer {
   const json = Buffer.from(typeof header === 'string' ? header : JSON.stringify(header), 'utf8');

@@ -3,11 +3,11 @@
  * and the progress read from logs that are not v0.2's.
  */
 import { describe, expect, it } from 'vitest';
-import { commandCheckpoints, fillTemplate, renderCommandArgv, type CommandValues } from '../../src/stages/train-command.js';
-import { parseGenericProgress } from '../../src/stages/train-progress.js';
-import { renderSpecforgeExportArgv, renderSpecforgeTrainArgv, specforgeCheckpoints, specforgeConfig, type SpecforgeRun } from '../../src/stages/train-specforge.js';
-import { classifySpecforgeFailure } from '../../src/stages/train-specforge-run.js';
-import { TrainLaunchError } from '../../src/stages/train.js';
+import { commandCheckpoints, fillTemplate, renderCommandArgv, type CommandValues } from '../../src/stages/train/command.js';
+import { parseGenericProgress } from '../../src/stages/train/progress.js';
+import { renderSpecforgeExportArgv, renderSpecforgeTrainArgv, specforgeCheckpoints, specforgeConfig, type SpecforgeRun } from '../../src/stages/train/specforge-config.js';
+import { classifySpecforgeFailure } from '../../src/stages/train/specforge-run.js';
+import { TrainLaunchError } from '../../src/stages/train/launch.js';
 
 const run: SpecforgeRun = {
   launcher: ['specforge'],

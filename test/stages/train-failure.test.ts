@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { classifyTrainFailure } from '../../src/stages/train.js';
+import { classifyTrainFailure } from '../../src/stages/common/train-failure.js';
 
 const CHILD_FAILED =
   'torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n' +

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parsePythonMetricDict, parseSpecforgeProgress, specforgeStopStep, type CliTrainProgress } from '../../src/stages/train-progress-cli.js';
+import { parsePythonMetricDict, parseSpecforgeProgress, specforgeStopStep, type CliTrainProgress } from '../../src/stages/train/specforge-progress.js';
 
 // Lines built as HEAD builds them: the dict in _reduce_eagle3_metrics' key order
 // (SpecForge@a6b6b023:specforge/training/controller.py:283-303,471-473, then lr and perf/* at

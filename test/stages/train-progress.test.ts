@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseTrainProgress, type TrainProgress } from '../../src/stages/train.js';
-import { seedProgress } from '../../src/stages/train-progress.js';
+import { parseTrainProgress, type TrainProgress, seedProgress } from '../../src/stages/train/progress.js';
 
 const meter = (e: number, n: number, total: number, post = ''): string =>
   `\rTraining Epoch ${e}: ${String(Math.round((100 * n) / total)).padStart(3)}%|█▏        | ${n}/${total} [00:20<00:28,  1.99it/s${post}]`;

@@ -10,11 +10,11 @@ import { mkdir, mkdtemp, readdir, readFile, rm, symlink, truncate, writeFile } f
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LocalHost } from '../../src/hosts/local.js';
-import { parseSpecforgeProgress, type CliTrainProgress } from '../../src/stages/train-progress-cli.js';
-import { classifySpecforgeFailure, runStopStep } from '../../src/stages/train-specforge-run.js';
-import { listSpecforgeCheckpoints, planSpecforgeResume } from '../../src/stages/train-specforge-checkpoints.js';
-import type { SpecforgeRun } from '../../src/stages/train-specforge.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { parseSpecforgeProgress, type CliTrainProgress } from '../../src/stages/train/specforge-progress.js';
+import { classifySpecforgeFailure, runStopStep } from '../../src/stages/train/specforge-run.js';
+import { listSpecforgeCheckpoints, planSpecforgeResume } from '../../src/stages/train/specforge-checkpoints.js';
+import type { SpecforgeRun } from '../../src/stages/train/specforge-config.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const FIX = join(ROOT, 'test/fixtures/real/specforge-a6b6b023-cpu-ws2');

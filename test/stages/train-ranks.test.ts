@@ -10,14 +10,14 @@ import { mkdir, mkdtemp, readdir, readFile, readlink, rm, writeFile } from 'node
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LocalHost } from '../../src/hosts/local.js';
-import { JobFailure, superviseJob } from '../../src/stages/job-supervise.js';
-import { parseSpecforgeProgress, type CliTrainProgress } from '../../src/stages/train-progress-cli.js';
-import type { TrainProgress } from '../../src/stages/train-progress.js';
-import type { TrainResult } from '../../src/stages/train-run.js';
-import { classifySpecforgeFailure, runStopStep, specforgeHooks } from '../../src/stages/train-specforge-run.js';
-import { listSpecforgeCheckpoints, planSpecforgeResume } from '../../src/stages/train-specforge-checkpoints.js';
-import type { SpecforgeRun } from '../../src/stages/train-specforge.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { JobFailure, superviseJob } from '../../src/stages/common/job-supervise.js';
+import { parseSpecforgeProgress, type CliTrainProgress } from '../../src/stages/train/specforge-progress.js';
+import type { TrainProgress } from '../../src/stages/train/progress.js';
+import type { TrainResult } from '../../src/stages/train/run.js';
+import { classifySpecforgeFailure, runStopStep, specforgeHooks } from '../../src/stages/train/specforge-run.js';
+import { listSpecforgeCheckpoints, planSpecforgeResume } from '../../src/stages/train/specforge-checkpoints.js';
+import type { SpecforgeRun } from '../../src/stages/train/specforge-config.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const SIM = [process.execPath, join(ROOT, 'bin/aerie-sim.mjs'), 'specforge'];

@@ -8,11 +8,13 @@ import { mkdir, mkdtemp, readdir, readFile, rm, truncate, writeFile } from 'node
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { LocalHost } from '../../src/hosts/local.js';
-import { SPECFORGE_PROFILES } from '../../src/stages/specforge-revision.js';
-import { seedProgress } from '../../src/stages/train-progress.js';
-import { v02Hooks } from '../../src/stages/train-run.js';
-import { classifyTrainFailure, parseTrainProgress, planTrainResume, rankCheckpoints, type TrainLaunch } from '../../src/stages/train.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { SPECFORGE_PROFILES } from '../../src/stages/common/specforge-revision.js';
+import { seedProgress, parseTrainProgress } from '../../src/stages/train/progress.js';
+import { v02Hooks } from '../../src/stages/train/run.js';
+import { classifyTrainFailure } from '../../src/stages/common/train-failure.js';
+import { planTrainResume, rankCheckpoints } from '../../src/stages/train/v02-checkpoints.js';
+import { type TrainLaunch } from '../../src/stages/train/launch.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const REAL = (commit: string, file: string) => readFile(join(ROOT, 'test/fixtures/real', `specforge-${commit}`, file), 'utf8');

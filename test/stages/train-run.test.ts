@@ -8,13 +8,13 @@ import { mkdir, mkdtemp, readdir, readFile, readlink, rm, writeFile } from 'node
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { LocalHost } from '../../src/hosts/local.js';
-import { JobFailure, superviseJob, type JobHooks } from '../../src/stages/job-supervise.js';
-import { SPECFORGE_PROFILES } from '../../src/stages/specforge-revision.js';
-import { commandHooks, v02Hooks, type TrainResult } from '../../src/stages/train-run.js';
-import { specforgeHooks } from '../../src/stages/train-specforge-run.js';
-import type { SpecforgeRun } from '../../src/stages/train-specforge.js';
-import type { TrainLaunch } from '../../src/stages/train.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { JobFailure, superviseJob, type JobHooks } from '../../src/stages/common/job-supervise.js';
+import { SPECFORGE_PROFILES } from '../../src/stages/common/specforge-revision.js';
+import { commandHooks, v02Hooks, type TrainResult } from '../../src/stages/train/run.js';
+import { specforgeHooks } from '../../src/stages/train/specforge-run.js';
+import type { SpecforgeRun } from '../../src/stages/train/specforge-config.js';
+import type { TrainLaunch } from '../../src/stages/train/launch.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const SIM = join(ROOT, 'bin/aerie-sim.mjs');

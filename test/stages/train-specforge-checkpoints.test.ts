@@ -2,14 +2,8 @@ import { mkdtemp, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { LocalHost } from '../../src/hosts/local.js';
-import {
-  checkpointProblem,
-  listSpecforgeCheckpoints,
-  newestCompleteCheckpoint,
-  planSpecforgeResume,
-  specforgeWorldSize,
-} from '../../src/stages/train-specforge-checkpoints.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { checkpointProblem, listSpecforgeCheckpoints, newestCompleteCheckpoint, planSpecforgeResume, specforgeWorldSize } from '../../src/stages/train/specforge-checkpoints.js';
 
 let dir: string;
 let host: LocalHost;

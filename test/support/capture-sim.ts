@@ -8,7 +8,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { Host } from '../../src/hosts/host.js';
 import { renderServerArgv, serverLaunchEnv } from '../../src/sglang/launch-argv.js';
-import { runGenerate } from '../../src/stages/generate.js';
+import { runGenerate } from '../../src/stages/generate/regenerate.js';
 import { startSim, stopSim } from './sim.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');

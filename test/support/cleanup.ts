@@ -4,7 +4,7 @@
  */
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { LocalHost } from '../../src/hosts/local.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
 import type { ProcRecord } from '../../src/hosts/host.js';
 
 async function procDirs(root: string, depth = 5): Promise<string[]> {

@@ -5,7 +5,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SshHost, type SshHostOptions } from '../../src/hosts/ssh.js';
+import { SshHost, type SshHostOptions } from '../../src/hosts/ssh/ssh-host.js';
 import { makeKey, sshConfigText, startSshd, type KeyPair, type TestSshd } from './sshd.js';
 
 export interface SshFixture {

@@ -11,8 +11,8 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { scanProcStats } from '../../src/hosts/local-proc.js';
-import { isDead } from '../../src/hosts/proc-stat.js';
+import { scanProcStats } from '../../src/hosts/local/proc.js';
+import { isDead } from '../../src/hosts/protocol/proc-stat.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 
 const run = promisify(execFile);
