@@ -57,6 +57,15 @@ async function refusal(p: Promise<unknown>): Promise<string> {
   return err?.cause?.message ?? `not refused: ${String(err)}`;
 }
 
+/** The summaries the workflow gave its generate-server launches, from the run's history. */
+async function launchSummaries(h: PipelineHandle): Promise<string[]> {
+  const history = await h.fetchHistory();
+  return (history.events ?? [])
+    .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'launchServer')
+    .map((e) => JSON.parse(Buffer.from(e.userMetadata?.summary?.data ?? []).toString('utf8')) as string)
+    .filter((s) => s.includes('target'));
+}
+
 const states = (r: PipelineResult | RunStatus) => r.stages.map((s) => `${s.stage}:${s.state}`);
 
 /** A fresh demo run, every stage doing its work (patched-server extract, baseline on the generate server). */
@@ -123,8 +132,10 @@ describe('pipeline decisions against stub activities', { timeout: 30_000 }, () =
       if (nth === 1) throw failure(type, 'server exited with code 137 while loading');
       return { elapsedMs: 1, phase: 'ready', warnings: [], notes: [], startupRecord: '/stub/startup.json' };
     });
-    const result = await withRun(stubs, `load-${type}`, config(), (h) => h.result());
     const r = `load-${type}`;
+    const { result, summaries } = await withRun(stubs, r, config(), async (h) => ({ result: await h.result(), summaries: await launchSummaries(h) }));
+    // What the Web UI and `aerie status` show for each launch.
+    expect(summaries).toEqual([expect.not.stringContaining('relaunch'), expect.stringMatching(/^launch sglang target tp=1 on local:30000 \(relaunch 1 of 2\)$/)]);
     expect(stubs.trace().slice(0, 11)).toEqual([
       'preflight',
       'checkLedger generate',
