@@ -11,7 +11,7 @@ import { resolveSglangVersion } from '../stages/extract/index.js';
 import { serverWarnings } from '../sglang/log-phase.js';
 import { renderStartupRecord, startupRecordPath } from '../sglang/readiness.js';
 import { fatal } from './context.js';
-import type { ServerLaunch, ServerReady } from './server.js';
+import type { ServerLaunch, ServerReady } from './server-types.js';
 
 /**
  * Whether the port's holder is this very launch, started by an earlier attempt whose link or

@@ -19,49 +19,12 @@ import {
   drafterRejectedMessage, early200Note, gateAcceptLength, notReadyMessage, readinessBeat, readinessVerdict, type GateSample, type ReadinessBeat,
 } from '../sglang/readiness.js';
 import { cancelRequested, expandEnv, fatal, keepHeartbeating, runPaths, type ActivityDeps, type RunRef } from './context.js';
+import type { ServerLaunch, ServerReady, ServerRole } from './server-types.js';
 import { confirmOurs, deathReport, describeHolder, pgidOf, portHolderOf, watchServer } from './watch.js';
 
 export { deathReport } from './watch.js';
 
-export type ServerRole = 'generate' | 'extract' | 'deploy' | 'baseline';
-
-export interface ServerLaunch {
-  role: ServerRole;
-  launchId: string;
-  host: string;
-  port: number;
-  pid: number;
-  pgid: number;
-  logPath: string;
-  argv: string[];
-  modelPath: string;
-  tpSize: number;
-  speculative?: { algorithm: string; draftModelPath: string };
-  /** An extraction launch's draft aux layer ids (what the capture or stock SGLang was told). */
-  captureLayers?: number[];
-  /** The SGLang release the launch was rendered for, and how it was found; the ready server must report it. */
-  sglangVersion?: string;
-  sglangVersionHow?: string;
-  reattached: boolean;
-  /** Things the researcher should know about this launch (e.g. a flag aerie set). */
-  notes: string[];
-  /** The server's startup warnings, filled in once it is ready. */
-  warnings?: string[];
-  /** The file next to the log that keeps notes and warnings with the run's records. */
-  startupRecord?: string;
-  /** How often a stage using this server checks that it is alive (the readiness poll interval). */
-  watchMs: number;
-  record: ProcRecord;
-}
-
-export interface ServerReady {
-  elapsedMs: number;
-  phase: 'ready';
-  warnings: string[];
-  /** What readiness noticed (e.g. /health said 200 before the server could generate). */
-  notes: string[];
-  startupRecord: string;
-}
+export type { ServerLaunch, ServerReady, ServerRole } from './server-types.js';
 
 interface ServerStep extends RunRef {
   launch: ServerLaunch;

@@ -14,7 +14,7 @@ import { reportedVersionProblem } from '../sglang/releases.js';
 import { classifyServerFailure, lastLines } from '../sglang/log-phase.js';
 import { deathFailureType, deathMessage } from '../sglang/readiness.js';
 import { fatal } from './context.js';
-import type { ServerLaunch } from './server.js';
+import type { ServerLaunch } from './server-types.js';
 
 /** What the watcher needs to know about a launched server. */
 export interface WatchedServer {
