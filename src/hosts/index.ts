@@ -1,16 +1,18 @@
-/** Builds Host objects from config; one per host name per worker, reused by all activities. */
+/**
+ * The face of src/hosts for the rest of aerie: the Host interface (host.ts), the two hosts,
+ * the few protocol pieces activities read themselves, and the Host objects built from config
+ * (one per host name per worker, reused by all activities).
+ */
 import type { Config, HostConfig } from '../config/schema.js';
 import type { Host } from './host.js';
 import { LocalHost } from './local/index.js';
 import { SshHost } from './ssh/index.js';
 
 export type { Host } from './host.js';
-export { LocalHost } from './local/local-host.js';
-export { parseProcStat } from './protocol/proc-stat.js';
-export { launchPaths, parsePidFile } from './protocol/records.js';
-export { SshConnectError, SshTrustError } from './ssh/connect.js';
-export { SshHost } from './ssh/ssh-host.js';
-export { shJoin } from './util/shell-quote.js';
+export { LocalHost } from './local/index.js';
+export { launchPaths, parsePidFile, parseProcStat } from './protocol/index.js';
+export { SshConnectError, SshHost, SshTrustError } from './ssh/index.js';
+export { shJoin } from './util/index.js';
 
 export function createHost(name: string, cfg: HostConfig): Host {
   switch (cfg.kind) {
