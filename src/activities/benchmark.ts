@@ -16,7 +16,7 @@ import type { Host } from '../hosts/host.js';
 import { SglangClient, avgSpecAcceptLength } from '../sglang/client.js';
 import { fatal, keepHeartbeating, runPaths, type ActivityDeps, type RunRef } from './context.js';
 import type { ServerLaunch } from './server.js';
-import { whileServerLives } from './watch.js';
+import { whileServerLives } from './server-watch.js';
 
 export type { Variant } from '../bench/sweep.js';
 export { promptsPerLevel } from '../bench/dataset.js';

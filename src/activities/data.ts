@@ -16,7 +16,7 @@ import type { TrainProgress } from '../stages/train/index.js';
 import { TrainLaunchError } from '../stages/train/index.js';
 import { cancelRequested, expandEnv, fatal, keepHeartbeating, runPaths, transient, type ActivityDeps, type RunRef } from './context.js';
 import type { ServerLaunch } from './server.js';
-import { whileServerLives } from './watch.js';
+import { whileServerLives } from './server-watch.js';
 
 export interface StageOutcome {
   outputs: string[];

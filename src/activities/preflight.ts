@@ -7,7 +7,7 @@
  */
 import { runGpus } from '../config/gpus.js';
 import type { Config } from '../config/schema.js';
-import { portHolderOf } from './watch.js';
+import { portHolderOf } from './server-watch.js';
 import type { GpuInventory, GpuProcess, Host } from '../hosts/host.js';
 import { SshConnectError, SshTrustError, SshHost } from '../hosts/index.js';
 import { checkDrafterCompat } from '../sglang/drafter-check.js';

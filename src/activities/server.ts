@@ -20,9 +20,9 @@ import {
 } from '../sglang/readiness.js';
 import { cancelRequested, expandEnv, fatal, keepHeartbeating, runPaths, type ActivityDeps, type RunRef } from './context.js';
 import type { ServerLaunch, ServerReady, ServerRole } from './server-types.js';
-import { confirmOurs, deathReport, describeHolder, pgidOf, portHolderOf, watchServer } from './watch.js';
+import { confirmOurs, deathReport, describeHolder, pgidOf, portHolderOf, watchServer } from './server-watch.js';
 
-export { deathReport } from './watch.js';
+export { deathReport } from './server-watch.js';
 
 export type { ServerLaunch, ServerReady, ServerRole } from './server-types.js';
 

@@ -11,7 +11,7 @@
 
 import type { Host } from '../hosts/host.js';
 import { benchServingModule } from '../sglang/releases.js';
-import { parseJsonLine } from './jsonl.js';
+import { parseJsonLine } from './python-json.js';
 import { AERIE_EXTRA_KEYS, BENCH_SERVING_KEYS, LATER_BENCH_SERVING_KEYS, orderedExtras, type AerieExtras, type BenchServingRecord } from './metrics.js';
 import type { MeasureLevel } from './sweep.js';
 import { flushWhenIdle, type LevelControl } from './sweep.js';

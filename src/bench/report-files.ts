@@ -7,7 +7,7 @@
 
 import { renderCharts } from './charts.js';
 import { renderReportHtml } from './html.js';
-import { formatJsonLine, parseJsonLines } from './jsonl.js';
+import { formatJsonLine, parseJsonLines } from './python-json.js';
 import type { BenchServingRecord } from './metrics.js';
 import { renderReportMarkdown, renderReportTable, type ReportInput } from './report.js';
 

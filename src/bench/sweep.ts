@@ -5,7 +5,7 @@
 
 import { createHash } from 'node:crypto';
 import type { Host } from '../hosts/host.js';
-import { formatJsonLine, parseJsonLine } from './jsonl.js';
+import { formatJsonLine, parseJsonLine } from './python-json.js';
 import { benchServingRules, serverVersionOf } from './bench-rules.js';
 import { runLevel } from './loadgen.js';
 import { summarizeLevel, type BenchServingRecord, type SummaryMeta } from './metrics.js';

@@ -149,7 +149,7 @@ export async function lookupRun(runId: string): Promise<RunLookup> {
     const payload = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
     const config = payload ? (defaultPayloadConverter.fromPayload(payload) as PipelineInput).config : undefined;
     if (status !== 'COMPLETED') {
-      const { pendingActivities } = await import('./watch.js');
+      const { pendingActivities } = await import('./follow-run.js');
       const { describeActivity } = await import('./phase.js');
       const pending = await pendingActivities(handle).catch(() => []);
       return { status, config, phase: pending.length ? pending.map(describeActivity).join('; ') : undefined };

@@ -14,7 +14,7 @@ import { connectWorker, resolveTemporal, webUiUrl, type TemporalTarget } from '.
 import { reachTemporal } from './reach.js';
 import { createWorker, installFileLogRuntime } from '../worker.js';
 import { AerieLabel, AerieStage, AerieTarget, pipeline } from '../workflows/index.js';
-import { followRun } from './watch.js';
+import { followRun } from './follow-run.js';
 import { copyReportFiles } from './report.js';
 import { localRunFolder, shownPath, workerLogPath } from './run-folder.js';
 

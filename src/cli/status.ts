@@ -4,7 +4,7 @@ import { resolveTemporal, webUiUrl } from '../temporal/connect.js';
 import { reachTemporal } from './reach.js';
 import { AerieStage } from '../workflows/search-attributes.js';
 import { describeActivity } from './phase.js';
-import { pendingActivities, queryStatus, tableOf } from './watch.js';
+import { pendingActivities, queryStatus, tableOf } from './follow-run.js';
 
 export async function statusCommand(runId: string, out: NodeJS.WritableStream = process.stdout): Promise<number> {
   const target = await resolveTemporal();

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { ApplicationFailure } from '@temporalio/activity';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ServerLaunch } from '../../src/activities/server.js';
-import { confirmOurs } from '../../src/activities/watch.js';
+import { confirmOurs } from '../../src/activities/server-watch.js';
 import type { Host } from '../../src/hosts/host.js';
 import { SglangClient } from '../../src/sglang/client.js';
 import { legacyInfoRoutesFirst } from '../../src/sglang/releases.js';

@@ -11,7 +11,7 @@ import {
   lastLine,
   shareGptDataset,
 } from '../../src/bench/bench-serving.js';
-import { parseJsonLine } from '../../src/bench/jsonl.js';
+import { parseJsonLine } from '../../src/bench/python-json.js';
 import { AERIE_EXTRA_KEYS, BENCH_SERVING_KEYS, LATER_BENCH_SERVING_KEYS } from '../../src/bench/metrics.js';
 import { LINE_054, LINE_059, LINE_0523 } from './bench-serving-lines.js';
 import { LocalHost } from '../../src/hosts/local/local-host.js';

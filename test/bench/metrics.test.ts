@@ -9,7 +9,7 @@ import {
   tpotsMs,
 } from '../../src/bench/metrics.js';
 import { percentile } from '../../src/bench/numpy-stats.js';
-import { formatJsonLine, parseJsonLine } from '../../src/bench/jsonl.js';
+import { formatJsonLine, parseJsonLine } from '../../src/bench/python-json.js';
 import type { LevelRun, RequestResult } from '../../src/bench/types.js';
 
 const req = (p: Partial<RequestResult>): RequestResult => ({

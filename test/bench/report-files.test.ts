@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { chartSpecs, renderChartSvg, scopeSvgIds } from '../../src/bench/charts.js';
 import { escapeHtml, headline } from '../../src/bench/html.js';
-import { parseJsonLine } from '../../src/bench/jsonl.js';
+import { parseJsonLine } from '../../src/bench/python-json.js';
 import { BENCH_SERVING_KEYS, type BenchServingRecord } from '../../src/bench/metrics.js';
 import { LEVELS, record, sweepInput } from './report-fixture.js';
 import { readResultsJsonl, renderReport, renderResultsJsonl } from '../../src/bench/report-files.js';

@@ -1,7 +1,7 @@
 /** The lines `aerie run` prints while it follows a run: never an empty phase, never a raw activity name. */
 import { describe, expect, it } from 'vitest';
 import { describeActivity } from '../../src/cli/phase.js';
-import { fitWidth, phaseLine, phaseMemory, tableOf } from '../../src/cli/watch.js';
+import { fitWidth, phaseLine, phaseMemory, tableOf } from '../../src/cli/follow-run.js';
 import { STAGES, type RunStatus, type StageStatus } from '../../src/shared.js';
 
 function status(current: StageStatus['stage'] | undefined, stages: Partial<Record<StageStatus['stage'], Partial<StageStatus>>>): RunStatus {

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseJsonLine } from '../../src/bench/jsonl.js';
+import { parseJsonLine } from '../../src/bench/python-json.js';
 import { TASK_QUEUE, type PipelineInput, type PipelineResult } from '../../src/shared.js';
 import { pipeline } from '../../src/workflows/index.js';
 import { freePort } from '../../src/temporal/dev-server.js';

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { benchmarkActivities, type ReportResult, type SweepResult } from '../../src/activities/benchmark.js';
 import { serverActivities, type ServerLaunch } from '../../src/activities/server.js';
-import { parseJsonLine } from '../../src/bench/jsonl.js';
+import { parseJsonLine } from '../../src/bench/python-json.js';
 import { BENCH_SERVING_KEYS } from '../../src/bench/metrics.js';
 import { renderSweepProgress } from '../../src/bench/progress.js';
 import { reportCommand } from '../../src/cli/report.js';

@@ -11,7 +11,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { expect } from 'vitest';
 import type { Config } from '../../src/config/schema.js';
-import { pendingActivities } from '../../src/cli/watch.js';
+import { pendingActivities } from '../../src/cli/follow-run.js';
 import type { SshFixture } from '../support/ssh-fixture.js';
 import { waitUntil } from '../support/temporal.js';
 import type { RunFacts } from './facts.js';

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { benchServingBackend, benchServingDriver, benchServingHost } from '../../src/bench/bench-serving.js';
 import { benchServingDatasetName, levelPrompts, type PromptPool } from '../../src/bench/dataset.js';
-import { parseJsonLine, parseJsonLines } from '../../src/bench/jsonl.js';
+import { parseJsonLine, parseJsonLines } from '../../src/bench/python-json.js';
 import type { BenchServingRecord } from '../../src/bench/metrics.js';
 import { randomPrompts } from '../../src/bench/prompts.js';
 import { renderResultsJsonl } from '../../src/bench/report-files.js';

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { confirmOurs } from '../../src/activities/watch.js';
+import { confirmOurs } from '../../src/activities/server-watch.js';
 import { serverActivities, type ServerLaunch } from '../../src/activities/server.js';
 import { AERIE_HOME } from '../../src/config/load.js';
 import type { Host } from '../../src/hosts/host.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatJsonLine, parseJsonLine, parseJsonLines } from '../../src/bench/jsonl.js';
+import { formatJsonLine, parseJsonLine, parseJsonLines } from '../../src/bench/python-json.js';
 
 describe('bench_serving JSONL lines', () => {
   it('writes like Python json.dumps: separators, bare non-finite numbers, null, ASCII escapes', () => {
