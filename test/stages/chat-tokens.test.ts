@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { featureBytesPerToken, paddedTokenBound, parseTokenCounts, rowTokens, sampleEvenly, tokensPerWord } from '../../src/stages/extract/chat-tokens.js';
+import { featureBytesPerToken, paddedTokenBound, parseTokenCounts, rowTokens, tokensPerWord } from '../../src/stages/extract/chat-tokens.js';
 
 describe('disk estimate in SpecForge tokens', () => {
   it('bounds padded storage by the longest rows of as many batches as there are', () => {
@@ -26,11 +26,6 @@ describe('disk estimate in SpecForge tokens', () => {
     expect(rowTokens(10, 4.2, 2048)).toBe(42);
     expect(rowTokens(1000, 4.2, 2048)).toBe(2048);
     expect(rowTokens(0, 4.2, 2048)).toBe(1);
-  });
-
-  it('samples the whole file evenly', () => {
-    expect(sampleEvenly([0, 1, 2, 3, 4, 5, 6, 7, 8], 3)).toEqual([0, 4, 8]);
-    expect(sampleEvenly([1, 2], 5)).toEqual([1, 2]);
   });
 
   it('counts the bytes of every stored tensor', () => {

@@ -12,11 +12,23 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Host } from '../../src/hosts/host.js';
 import { LocalHost } from '../../src/hosts/local/local-host.js';
 import { InsufficientSpaceError } from '../../src/stages/common/disk-full.js';
-import { estimateRows, offlineHooks, renderPrepareArgv, vocabMappingPath, type OfflineResult, type PrepareLaunch } from '../../src/stages/extract/offline-driver.js';
+import { offlineHooks, renderPrepareArgv, vocabMappingPath, type OfflineResult, type PrepareLaunch } from '../../src/stages/extract/offline-driver.js';
 import { verifyOffline } from '../../src/stages/extract/offline-verify.js';
 import { SPECFORGE_PROFILES } from '../../src/stages/common/specforge-revision.js';
 import { TrainLaunchError } from '../../src/stages/train/launch.js';
 import { superviseJob } from '../../src/stages/common/job-supervise.js';
+import { estimateTokens, parseSampleLine, renderForExtraction } from '../../src/stages/common/conversations.js';
+import { streamLines } from '../../src/stages/common/host-lines.js';
+
+/** Rows in the data file and a rough token count of each (capped at max-length), the rowTokens a test hands the hooks. */
+async function estimateRows(host: Host, dataPath: string, maxLength: number): Promise<number[]> {
+  const tokens: number[] = [];
+  for await (const { text } of streamLines(host, dataPath)) {
+    const parsed = parseSampleLine(text);
+    tokens.push(parsed.ok ? Math.min(maxLength, Math.max(1, estimateTokens(renderForExtraction(parsed.sample)))) : 1);
+  }
+  return tokens;
+}
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const HIDDEN = 512; // examples/models/sim-llama-8b

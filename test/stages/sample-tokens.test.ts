@@ -1,10 +1,9 @@
 /**
- * Reading tokens.py's output lines, the command that runs it, and the prefill by input_ids with
- * its prompt-token check (src/stages/common/sample-tokens.ts). The lines here are exactly as
+ * Reading tokens.py's output lines and summary (src/stages/common/sample-tokens.ts). The lines here are exactly as
  * tokens.py's json.dumps writes them; test/py/tokens.test.ts parses the script's live output.
  */
 import { describe, expect, it } from 'vitest';
-import { checkPrefillTokens, parseTokensLine, parseTokensSummary, prefillByIds, tokensCommand } from '../../src/stages/common/sample-tokens.js';
+import { parseTokensLine, parseTokensSummary } from '../../src/stages/common/sample-tokens.js';
 
 describe('parseTokensLine', () => {
   it('reads the three shapes tokens.py writes', () => {
@@ -46,40 +45,5 @@ describe('parseTokensSummary', () => {
   it('is null when the script ended without one (a traceback, a kill)', () => {
     expect(parseTokensSummary('Traceback (most recent call last):\n  ...\nKeyError: x\n')).toBeNull();
     expect(parseTokensSummary('{"aerie_tokens": {"lines": 1, "ok": 1, "errors": 0, "malformed": 0, "method": "guess", "chat_template": "llama3", "max_length": 9}}')).toBeNull();
-  });
-});
-
-it('tokensCommand renders the argv and environment tokens.py runs with (golden)', () => {
-  expect(
-    tokensCommand({ python: '/opt/venv/bin/python', pyPath: '/work/aerie/py', modelPath: '/models/llama', chatTemplate: 'llama3', maxLength: 2048, trustRemoteCode: true, crossCheck: 'require', rejects: '/tmp/rejects.jsonl' }),
-  ).toEqual({
-    argv: ['/opt/venv/bin/python', '-m', 'aerie_hs.tokens', '--model', '/models/llama', '--chat-template', 'llama3', '--max-length', '2048', '--trust-remote-code', '--cross-check', 'require', '--rejects', '/tmp/rejects.jsonl'],
-    env: { PYTHONPATH: '/work/aerie/py', PYTHONDONTWRITEBYTECODE: '1' },
-  });
-  expect(tokensCommand({ python: 'python3', pyPath: 'py', modelPath: 'm', chatTemplate: 'qwen', maxLength: 8 }).argv.slice(-2)).toEqual(['--cross-check', 'auto']);
-  expect(() => tokensCommand({ python: 'python3', pyPath: 'py', modelPath: 'm', chatTemplate: 'qwen', maxLength: 0 })).toThrow('max-length must be a positive integer, got 0');
-});
-
-describe('prefill by input_ids', () => {
-  const t = { id: 'sample-17', inputIds: [0, 2, 88, 94, 3], lossMask: [0, 0, 1, 1, 1] };
-
-  it('sends the ids as they are, the sample id as rid, and generates nothing (golden)', () => {
-    expect(prefillByIds(t)).toEqual({ input_ids: [0, 2, 88, 94, 3], rid: 'sample-17', sampling_params: { max_new_tokens: 0, temperature: 0 } });
-    expect(prefillByIds(t, { returnHiddenStates: true })).toMatchObject({ return_hidden_states: true });
-    expect(prefillByIds(t)).not.toHaveProperty('text');
-  });
-
-  it("accepts the server's count when it equals the number of ids", () => {
-    expect(checkPrefillTokens(t, { prompt_tokens: 5 })).toBe(5);
-  });
-
-  it('refuses a different count, naming the sample and both numbers', () => {
-    expect(() => checkPrefillTokens(t, { prompt_tokens: 6 })).toThrow('sample sample-17: the server counted 6 prompt tokens for 5 input_ids: its hidden states would not line up with the stored ids and loss_mask');
-    expect(() => checkPrefillTokens(t, { prompt_tokens: 4 })).toThrow(/counted 4 prompt tokens for 5 input_ids/);
-  });
-
-  it('refuses an answer without a usable prompt_tokens', () => {
-    expect(() => checkPrefillTokens(t, undefined)).toThrow('sample sample-17: the server\'s answer has no usable meta_info.prompt_tokens (undefined)');
-    expect(() => checkPrefillTokens(t, { prompt_tokens: '5' as unknown as number })).toThrow(/no usable meta_info.prompt_tokens \("5"\)/);
   });
 });

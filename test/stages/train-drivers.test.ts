@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { commandCheckpoints, fillTemplate, renderCommandArgv, type CommandValues } from '../../src/stages/train/command.js';
 import { parseGenericProgress } from '../../src/stages/train/progress.js';
-import { renderSpecforgeExportArgv, renderSpecforgeTrainArgv, specforgeCheckpoints, specforgeConfig, type SpecforgeRun } from '../../src/stages/train/specforge-config.js';
+import { renderSpecforgeExportArgv, renderSpecforgeTrainArgv, specforgeConfig, type SpecforgeRun } from '../../src/stages/train/specforge-config.js';
 import { classifySpecforgeFailure } from '../../src/stages/train/specforge-run.js';
 import { TrainLaunchError } from '../../src/stages/train/launch.js';
 
@@ -66,13 +66,6 @@ describe('specforge driver', () => {
     for (const key of ['deployment.mode', 'deployment.disaggregated.backend', 'training.role']) {
       expect(() => specforgeConfig({ ...run, overrides: { [key]: 'disaggregated' } })).toThrow(/disaggregated online deployment, which aerie does not drive/);
     }
-  });
-
-  it('finds <run>-step<N> checkpoints newest first, ignoring the -latest link, temp dirs and other runs', () => {
-    expect(specforgeCheckpoints('/o', 'x', ['x-step10', 'x-latest', 'x-step9', '.x-step11.tmp-1', 'y-step50', 'x-step2a'])).toEqual([
-      { dir: '/o/x-step10', step: 10 },
-      { dir: '/o/x-step9', step: 9 },
-    ]);
   });
 });
 

@@ -70,51 +70,6 @@ export function shardFileName(kind: string, seq: number): string {
   return `${kind}-${String(seq).padStart(6, '0')}.jsonl`;
 }
 
-export interface ShardFile {
-  kind: string;
-  seq: number;
-  path: string;
-  rows: Record<string, unknown>[];
-}
-
-/**
- * Every complete shard of the given kinds in dir, oldest first, plus the highest sequence
- * number seen (so a resumed writer never reuses a name). Temp files are ignored.
- */
-export async function readShards(
-  host: Host,
-  dir: string,
-  kinds: readonly string[],
-): Promise<{ shards: ShardFile[]; maxSeq: number }> {
-  const st = await host.stat(dir);
-  if (!st || !st.isDirectory) return { shards: [], maxSeq: 0 };
-  const found: { kind: string; seq: number; path: string }[] = [];
-  let maxSeq = 0;
-  for (const f of await host.list(dir)) {
-    const name = f.path.slice(f.path.lastIndexOf('/') + 1);
-    const m = SHARD_NAME.exec(name);
-    if (!m) continue;
-    const seq = Number(m[2]);
-    maxSeq = Math.max(maxSeq, seq);
-    if (kinds.includes(m[1])) found.push({ kind: m[1], seq, path: joinPath(dir, name) });
-  }
-  found.sort((a, b) => a.seq - b.seq);
-  const shards: ShardFile[] = [];
-  for (const f of found) {
-    const rows: Record<string, unknown>[] = [];
-    for (const { lineNo, text } of splitJsonlLines(await host.readFile(f.path))) {
-      try {
-        rows.push(JSON.parse(text) as Record<string, unknown>);
-      } catch {
-        // Shards are written atomically, so this is damage from outside aerie: say where.
-        throw new Error(`corrupt shard ${f.path} line ${lineNo}: not JSON; remove the file to redo its rows`);
-      }
-    }
-    shards.push({ ...f, rows });
-  }
-  return { shards, maxSeq };
-}
-
 export interface ShardWriterOptions {
   /** Flush once this many rows are buffered (all kinds together). */
   shardSize: number;

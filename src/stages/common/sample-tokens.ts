@@ -1,13 +1,9 @@
 /**
  * The training tokens of each sample, as aerie's host-side tokenizer (py/aerie_hs/tokens.py)
  * makes them with the target's own tokenizer the way SpecForge's preprocessing does
- * (SpecForge@a6b6b023:specforge/data/parse.py:187-330), and the prefill that extracts hidden
- * states for exactly those ids. Offline SpecForge trains on the stored `input_ids` and
- * `loss_mask` without re-tokenizing, so the server must see these ids, not a text it would
- * tokenize its own way (with a second BOS, say): the prefill sends `input_ids`, and the
- * server's own count of prompt tokens must equal their number. Pure functions only.
+ * (SpecForge@a6b6b023:specforge/data/parse.py:187-330): reading tokens.py's output lines and
+ * its summary. Pure functions only.
  */
-import type { GenerateRequest, MetaInfo } from '../../sglang/types.js';
 
 /** One sample's ids and mask: equal lengths, mask 0/1 (1 over each answer and its end of turn). */
 export interface SampleTokens {
@@ -105,58 +101,4 @@ export function parseTokensSummary(stderr: string): TokensSummary | null {
     chatTemplate: s.chat_template,
     maxLength: s.max_length,
   };
-}
-
-export interface TokensCommandOptions {
-  /** The host's Python with transformers (the target environment). */
-  python: string;
-  /** Where aerie's py/ folder lies on the host (it holds the aerie_hs package). */
-  pyPath: string;
-  modelPath: string;
-  chatTemplate: string;
-  maxLength: number;
-  trustRemoteCode?: boolean;
-  /** 'require' where SpecForge is installed on the host and must agree; 'auto' uses it when importable. */
-  crossCheck?: 'auto' | 'require' | 'off';
-  rejects?: string;
-}
-
-/** argv and the environment addition that run tokens.py on the host (conversations on stdin). */
-export function tokensCommand(o: TokensCommandOptions): { argv: string[]; env: Record<string, string> } {
-  if (!Number.isSafeInteger(o.maxLength) || o.maxLength < 1) throw new Error(`max-length must be a positive integer, got ${o.maxLength}`);
-  const argv = [o.python, '-m', 'aerie_hs.tokens', '--model', o.modelPath, '--chat-template', o.chatTemplate, '--max-length', String(o.maxLength)];
-  if (o.trustRemoteCode) argv.push('--trust-remote-code');
-  argv.push('--cross-check', o.crossCheck ?? 'auto');
-  if (o.rejects !== undefined) argv.push('--rejects', o.rejects);
-  // No bytecode next to aerie's shipped sources: the folder may be read-only or shared.
-  return { argv, env: { PYTHONPATH: o.pyPath, PYTHONDONTWRITEBYTECODE: '1' } };
-}
-
-/**
- * The extraction prefill of one sample: its ids as they are (SGLang adds no BOS to input_ids),
- * its id as the request id (the capture names its dump by rid), and nothing generated.
- */
-export function prefillByIds(t: SampleTokens, opts: { returnHiddenStates?: boolean } = {}): GenerateRequest {
-  const req: GenerateRequest = { input_ids: t.inputIds, rid: t.id, sampling_params: { max_new_tokens: 0, temperature: 0 } };
-  if (opts.returnHiddenStates) req.return_hidden_states = true;
-  return req;
-}
-
-/**
- * The server prefilled exactly the sample's ids: its meta_info.prompt_tokens equals their
- * number. A different count means the hidden states are of other tokens than the stored ids
- * and mask, which training would silently misalign. Throws, naming the sample and both counts.
- */
-export function checkPrefillTokens(t: SampleTokens, meta: Pick<MetaInfo, 'prompt_tokens'> | undefined): number {
-  const n = meta?.prompt_tokens;
-  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) {
-    throw new Error(`sample ${t.id}: the server's answer has no usable meta_info.prompt_tokens (${JSON.stringify(n)})`);
-  }
-  if (n !== t.inputIds.length) {
-    throw new Error(
-      `sample ${t.id}: the server counted ${n} prompt tokens for ${t.inputIds.length} input_ids: ` +
-        `its hidden states would not line up with the stored ids and loss_mask`,
-    );
-  }
-  return n;
 }

@@ -96,15 +96,6 @@ export async function countTokensOnHost(host: Host, python: string, req: TokenRe
   return parseTokenCounts(r.stdout, req.conversations.length);
 }
 
-/** At most n items spread evenly over the list (first and last included), so a sample sees the whole file. */
-export function sampleEvenly<T>(items: T[], n: number): T[] {
-  if (items.length <= n) return [...items];
-  if (n <= 1) return items.slice(0, Math.max(0, n));
-  const out: T[] = [];
-  for (let k = 0; k < n; k++) out.push(items[Math.round((k * (items.length - 1)) / (n - 1))]!);
-  return out;
-}
-
 /**
  * Tokens per whitespace word over the sampled rows that were not truncated (a truncated row
  * says nothing about the ratio). Falls back to 1 when there is nothing to learn from.

@@ -20,7 +20,7 @@
  * which skips files that exist — writes them again.
  */
 import type { Host } from '../../hosts/host.js';
-import { classifyTrainFailure, estimateTokens, parseSampleLine, renderForExtraction, formatBytes, InsufficientSpaceError, streamLines, JobFailure, type JobHooks, type NextStep, SPECFORGE_PROFILES, type SpecforgeProfile } from '../common/index.js';
+import { classifyTrainFailure, formatBytes, InsufficientSpaceError, JobFailure, type JobHooks, type NextStep, SPECFORGE_PROFILES, type SpecforgeProfile } from '../common/index.js';
 import { offlineBytesNeeded } from './offline-estimate.js';
 import { verifyOffline, type VerifyReport } from './offline-verify.js';
 import { parseGenericProgress, type TrainProgress, TrainLaunchError } from '../train/index.js';
@@ -104,16 +104,6 @@ export function renderPrepareArgv(l: PrepareLaunch): string[] {
   if (l.distTimeout !== undefined) argv.push('--dist-timeout', String(l.distTimeout));
   argv.push(...l.extraArgs);
   return argv;
-}
-
-/** Rows in the data file and the estimated tokens of each (capped at max-length), streamed. */
-export async function estimateRows(host: Host, dataPath: string, maxLength: number): Promise<number[]> {
-  const tokens: number[] = [];
-  for await (const { text } of streamLines(host, dataPath)) {
-    const parsed = parseSampleLine(text);
-    tokens.push(parsed.ok ? Math.min(maxLength, Math.max(1, estimateTokens(renderForExtraction(parsed.sample)))) : 1);
-  }
-  return tokens;
 }
 
 export interface OfflineResult {

@@ -121,17 +121,3 @@ export function renderSpecforgeExportArgv(r: SpecforgeRun, checkpointDir: string
   return argv;
 }
 
-export interface SpecforgeCheckpoint {
-  dir: string;
-  step: number;
-}
-
-/** `<run_id>-step<N>` directories among entry names, newest first (symlinks and temp dirs are not checkpoints). */
-export function specforgeCheckpoints(outputDir: string, runId: string, entries: string[]): SpecforgeCheckpoint[] {
-  const prefix = `${runId}-step`;
-  return entries
-    .filter((e) => e.startsWith(prefix) && /^\d+$/.test(e.slice(prefix.length)))
-    .map((e) => ({ dir: `${outputDir}/${e}`, step: Number(e.slice(prefix.length)) }))
-    .sort((a, b) => b.step - a.step);
-}
-
