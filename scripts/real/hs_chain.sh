@@ -100,7 +100,7 @@ phase_train() {
   if [ -n "${SF_CPU:-}" ]; then sf=("$PY" "$S/specforge_cpu.py"); extra=(training.fsdp_sharding=NO_SHARD); fi
   local d=$R/aerie/runs/r1; mkdir -p "$d/train" "$d/data"; cp "$R/conversations.jsonl" "$d/data/train.jsonl"
   cp "$CARRY/run2/plan.txt" "$C/aerie-plan.txt"
-  # aerie passes the mapping only where the extraction wrote one (src/stages/extract/offline-driver.ts:255-256);
+  # aerie passes the mapping only where the extraction wrote one (src/stages/extract/offline-driver.ts:224-225);
   # aerie_hs.ckpt writes none, so SpecForge derives it from the files.
   local vm=$d/hidden_states/vocab_mapping/vocab_mapping.pt
   sed "s#<run-id>#r1#g" "$CARRY/run2/specforge.yaml.tmpl" > "$d/train/specforge.yaml"
