@@ -12,8 +12,8 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ExecOptions, ExecResult, Host } from '../../hosts/host.js';
 
-/** py/ in this aerie's tree: src/stages/ and dist/stages/ both sit two levels below the root. */
-export const AERIE_PY_SOURCE = resolve(dirname(fileURLToPath(import.meta.url)), '../../py');
+/** py/ in this aerie's tree: src/stages/common/ and dist/stages/common/ both sit three levels below the root. */
+export const AERIE_PY_SOURCE = resolve(dirname(fileURLToPath(import.meta.url)), '../../../py');
 
 export interface AeriePy {
   /** The staged folder on the host: aerie_hs/ and aerie_hs_capture-1.dist-info/. */
