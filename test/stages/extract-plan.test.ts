@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { estimatedBytesPerToken } from '../../src/stages/extract/plan.js';
 import { formatBytes } from '../../src/stages/common/disk-full.js';
-import { featureBytesPerToken, selfCheckPicks } from '../../src/stages/extract/samples.js';
+import { featureBytesPerToken } from '../../src/stages/extract/chat-tokens.js';
+import { selfCheckPicks } from '../../src/stages/extract/samples.js';
 
 describe('extract sizes', () => {
   it('counts aux 3H + final H in bf16 per token, and 16 more bytes of ids and mask in a feature file', () => {

@@ -6,6 +6,7 @@
  */
 import type { Host } from '../../hosts/host.js';
 import { formatBytes, InsufficientSpaceError, streamLines } from '../common/index.js';
+import { featureBytesPerToken } from './chat-tokens.js';
 import { verifyOffline } from './offline-verify.js';
 import { removeIfPresent } from './prefill.js';
 
@@ -14,9 +15,6 @@ export interface ExtractError {
   line: number;
   error: string;
 }
-
-/** A feature file's size: the zip around 2 int64 [T] and bf16 [1,T,3H] + [1,T,H] (8·H + 16 bytes a token). */
-export const featureBytesPerToken = (hiddenSize: number): number => 8 * hiddenSize + 16;
 
 export interface Ref {
   id: string;
