@@ -46,11 +46,21 @@ export async function ledgered<T extends object>(
     progress.finish(stage, `already done (${check.record.finishedAt}): ${check.record.note}`, 'skipped');
     return { ...(check.record.result as T), inputsHash: check.inputsHash };
   }
-  progress.enter(covered[0]!, opts.entering ?? check.reason);
+  progress.enter(covered[0]!, opts.entering ?? enteringNote(check));
   const { result, outputs, note } = await body();
   await activities.writeLedger.executeWithOptions({ ...shortActivity, summary: `ledger: record ${stage}` }, [
     { ...base, stage, inputsHash: check.inputsHash, outputs, result, note },
   ]);
   progress.finish(stage, note);
   return { ...result, inputsHash: check.inputsHash };
+}
+
+/**
+ * Why the stage runs, when that says something: nothing on a first run (the CLI shows
+ * "starting"), the reason on a redo. Feeds only the status query and current details, never a
+ * command, so recorded histories replay unchanged.
+ */
+function enteringNote(check: LedgerCheck): string | undefined {
+  if (check.valid) return 'forced by the retry: redoing it';
+  return check.reason === 'not done yet' ? undefined : `redoing: ${check.reason}`;
 }

@@ -8,7 +8,10 @@ import type { ServerLaunch, ServerRole } from '../activities/server.js';
 import type { SglangRelease } from '../activities/server-launches.js';
 import { SERVER_RELAUNCHABLE } from '../sglang/readiness.js';
 import { activities } from './activities.js';
-import type { Run } from './context.js';
+import type { RunRef } from '../activities/context.js';
+import type { Config } from '../config/schema.js';
+import type { HeartbeatingActivities } from './activities.js';
+import type { Progress } from './progress.js';
 import { failureMessage } from './failure.js';
 
 /** How many times a server that dies on load or on its first request is relaunched. */
@@ -21,12 +24,22 @@ export interface LaunchExtra {
   extractPass?: 'aux' | 'final';
 }
 
+/** What the servers need of the run (context.ts builds the Run that holds a Servers). */
+export interface RunView {
+  base: RunRef;
+  config: Config;
+  options: HeartbeatingActivities;
+  progress: Progress;
+  /** host:port of the model server, for summaries. */
+  target: string;
+}
+
 export class Servers {
   private readonly live = new Map<string, ServerLaunch>();
   /** The host's SGLang release, read once by preflight; every launch renders for it. */
   sglang: SglangRelease | undefined;
 
-  constructor(private readonly run: Pick<Run, 'base' | 'config' | 'options' | 'progress' | 'target'>) {}
+  constructor(private readonly run: RunView) {}
 
   /**
    * launch → ready → smoke test. A server that dies while loading or on its first real
