@@ -123,7 +123,7 @@ export function planRun(config: Config, runId = '<run-id>'): PlanStep[] {
       step: 'tokenize as SpecForge does, then check free space',
       argv: [
         e.python, '-m', 'aerie_hs.tokens', '--model', config.target['model-path'], '--chat-template', e['chat-template'], '--max-length', String(e['max-length']), '--cross-check', e['cross-check'],
-        // The tokenizer loads as the server loads the model (extract-tokens.ts reads the same flag).
+        // The tokenizer loads as the server loads the model (stages/extract/tokens.ts reads the same flag).
         ...(config.server['extra-args'].includes('--trust-remote-code') ? ['--trust-remote-code'] : []),
       ],
       notes: [
