@@ -1,7 +1,7 @@
 /**
  * A model server as the activities hand it to each other and to the workflow: what was
  * launched (and how to find it again), and what readiness saw. Types only, so the lifecycle
- * (server.ts), its launch bookkeeping (server-launches.ts) and the watcher (watch.ts) share
+ * (server.ts), its launch bookkeeping (server-launches.ts) and the watcher (server-watch.ts) share
  * them without importing one another.
  */
 import type { ProcRecord } from '../hosts/host.js';

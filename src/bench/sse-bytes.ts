@@ -4,7 +4,7 @@
 // repeats the whole text so far: at 250 streams of 256 tokens a client receives
 // hundreds of MB of frames it never needs to decode as text. This framer finds frame
 // boundaries in the raw bytes and hands back each single-line `data:` payload as a
-// Buffer view, so the caller decodes only the few bytes it reads (see tally-bytes.ts).
+// Buffer view, so the caller decodes only the few bytes it reads (see tally.ts).
 //
 // Anything unusual is delegated to the string parser in sse.ts, which implements the
 // full WHATWG rules: a block with several lines (event:, id:, comments, multi-line
