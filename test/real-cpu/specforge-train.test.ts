@@ -83,6 +83,7 @@ stages:
 function killAtStep8(outputDir: string): { stop: () => void; killed: () => boolean } {
   let done = false;
   let busy = false;
+  // eslint-disable-next-line @typescript-eslint/no-misused-promises -- a failed poll is meant to surface as an unhandled rejection, which fails the vitest run
   const timer = setInterval(async () => {
     if (done || busy) return;
     busy = true;

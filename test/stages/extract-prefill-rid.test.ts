@@ -31,6 +31,7 @@ async function serve(busyAnswers: number): Promise<{ baseUrl: string; posts: () 
   server = createServer((req, res) => {
     let body = '';
     req.on('data', (d: Buffer) => (body += d.toString()));
+    // eslint-disable-next-line @typescript-eslint/no-misused-promises -- a failed writeFile is meant to surface as an unhandled rejection, which fails the vitest run
     req.on('end', async () => {
       posts++;
       const { rid, input_ids: ids } = JSON.parse(body) as { rid: string; input_ids: number[] };
