@@ -2,11 +2,10 @@
  * After a failure retrying cannot fix, a run configured to wait holds still for an operator;
  * `retry` (an update with a validator) re-runs it from the failed stage once the cause is fixed.
  */
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { HostPool } from '../../src/hosts/index.js';
 import { TASK_QUEUE, type PipelineResult, type RunStatus } from '../../src/shared.js';
 import { pipeline } from '../../src/workflows/index.js';
@@ -14,27 +13,13 @@ import { freePort } from '../../src/temporal/dev-server.js';
 import { createWorker } from '../../src/worker.js';
 import { retryUpdate, statusQuery } from '../../src/workflows/pipeline.js';
 import { demoConfig } from '../support/demo-config.js';
-import { startTestTemporal, waitUntil, type TestTemporal } from '../support/temporal.js';
-import { stopRecordedLaunches } from '../support/cleanup.js';
+import { useTemporalSuite, waitUntil } from '../support/temporal.js';
 
-let t: TestTemporal;
-let work: string;
-
-beforeAll(async () => {
-  t = await startTestTemporal();
-  work = await mkdtemp(join(tmpdir(), 'aerie-operator-'));
-}, 120_000);
-
-afterAll(async () => {
-  await t?.stop();
-  // Whatever a test left running when it ended early is stopped by its launch record.
-  if (work) await stopRecordedLaunches(work);
-  if (work) await rm(work, { recursive: true, force: true });
-});
+const suite = useTemporalSuite('aerie-operator-');
 
 describe('operator actions', () => {
   it('waits after a non-retryable failure, refuses a bad retry, and retries from the failed stage', async () => {
-    const workdir = join(work, 'host');
+    const workdir = join(suite.work, 'host');
     const config = demoConfig(workdir, await freePort(), (c) => {
       c.run['on-failure'] = 'wait';
       c.stages.benchmark.concurrencies = [1];
@@ -44,9 +29,9 @@ describe('operator actions', () => {
     });
     const runId = `operator-${Date.now()}`;
     const hosts = new HostPool();
-    const { worker } = await createWorker({ connection: t.nativeConnection, workflowBundle: t.bundle, hosts });
+    const { worker } = await createWorker({ connection: suite.t.nativeConnection, workflowBundle: suite.t.bundle, hosts });
     const result = await worker.runUntil(async () => {
-      const handle = await t.client.workflow.start(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [{ runId, config, configPath: 'test' }] });
+      const handle = await suite.t.client.workflow.start(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [{ runId, config, configPath: 'test' }] });
       const waiting = await waitUntil(async () => {
         const s: RunStatus = await handle.query(statusQuery);
         return s.stages.find((x) => x.state === 'waiting');

@@ -4,40 +4,26 @@
  * 0.5.23's (only /get_server_info and /get_model_info, delta output_ids, /health that always
  * generates, spec v2 by flag). Real Temporal, worker, processes and files.
  */
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseJsonLine } from '../../src/bench/python-json.js';
 import { TASK_QUEUE, type PipelineInput, type PipelineResult } from '../../src/shared.js';
 import { pipeline } from '../../src/workflows/index.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { LEGACY_SGLANG, legacyDemoConfig } from '../support/demo-config.js';
-import { startTestTemporal, type TestTemporal } from '../support/temporal.js';
-import { stopRecordedLaunches } from '../support/cleanup.js';
 import { ALL_STAGES_DONE, stageStates } from '../support/stages.js';
+import { useTemporalSuite } from '../support/temporal.js';
 
-let t: TestTemporal;
-let work: string;
-
-beforeAll(async () => {
-  t = await startTestTemporal();
-  work = await mkdtemp(join(tmpdir(), 'aerie-e2e-legacy-'));
-}, 120_000);
-
-afterAll(async () => {
-  await t?.stop();
-  if (work) await stopRecordedLaunches(work);
-  if (work) await rm(work, { recursive: true, force: true });
-});
+const suite = useTemporalSuite('aerie-e2e-legacy-');
 
 describe(`pipeline end to end on SGLang ${LEGACY_SGLANG} (simulated) with the legacy SpecForge drivers`, () => {
   it('runs every stage with every launch rendered for that release, and the servers say they are it', async () => {
-    const workdir = join(work, 'legacy');
+    const workdir = join(suite.work, 'legacy');
     const config = legacyDemoConfig(workdir, await freePort());
     const runId = `e2e-legacy-${Date.now()}`;
     const input: PipelineInput = { runId, config, configPath: 'test' };
-    const result = (await t.withWorker(() => t.client.workflow.execute(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] }))) as PipelineResult;
+    const result = (await suite.t.withWorker(() => suite.t.client.workflow.execute(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] }))) as PipelineResult;
     expect(stageStates(result)).toEqual(ALL_STAGES_DONE);
 
     const procs = join(workdir, '.aerie', 'procs');

@@ -2,34 +2,19 @@
  * The whole pipeline through a real Temporal dev server, real worker, real processes
  * (the simulator standing in for SGLang and SpecForge), real files.
  */
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseJsonLine } from '../../src/bench/python-json.js';
 import { TASK_QUEUE, type PipelineInput, type PipelineResult } from '../../src/shared.js';
 import { pipeline } from '../../src/workflows/index.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { demoConfig } from '../support/demo-config.js';
-import { startTestTemporal, type TestTemporal } from '../support/temporal.js';
-import { stopRecordedLaunches } from '../support/cleanup.js';
 import { ALL_STAGES_DONE, stageStates } from '../support/stages.js';
+import { useTemporalSuite } from '../support/temporal.js';
 
-let t: TestTemporal;
-let work: string;
-
-beforeAll(async () => {
-  t = await startTestTemporal();
-  work = await mkdtemp(join(tmpdir(), 'aerie-e2e-'));
-}, 120_000);
-
-afterAll(async () => {
-  await t?.stop();
-  // Whatever a test left running when it ended early is stopped by its launch record.
-  if (work) await stopRecordedLaunches(work);
-  if (work) await rm(work, { recursive: true, force: true });
-});
+const suite = useTemporalSuite('aerie-e2e-');
 
 async function launchRecords(workdir: string): Promise<string[]> {
   const files = await readdir(join(workdir, '.aerie', 'procs')).catch(() => [] as string[]);
@@ -38,11 +23,11 @@ async function launchRecords(workdir: string): Promise<string[]> {
 
 describe('pipeline end to end on the simulator', () => {
   it('runs every stage, writes a report, and a second run of the same id redoes nothing', async () => {
-    const workdir = join(work, 'full');
+    const workdir = join(suite.work, 'full');
     const config = demoConfig(workdir, await freePort());
     const runId = `e2e-full-${Date.now()}`;
     const input: PipelineInput = { runId, config, configPath: 'test' };
-    const result = (await t.withWorker(() => t.client.workflow.execute(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] }))) as PipelineResult;
+    const result = (await suite.t.withWorker(() => suite.t.client.workflow.execute(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] }))) as PipelineResult;
 
     expect(stageStates(result)).toEqual(ALL_STAGES_DONE);
     expect(result.report?.table).toMatch(/speedup/i);
@@ -59,13 +44,13 @@ describe('pipeline end to end on the simulator', () => {
     );
 
     // Same run id again (what `aerie resume` does after a failure): every stage is a ledger hit.
-    const again = (await t.withWorker(() => t.client.workflow.execute(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] }))) as PipelineResult;
+    const again = (await suite.t.withWorker(() => suite.t.client.workflow.execute(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] }))) as PipelineResult;
     expect(again.stages.map((s) => s.state)).toEqual(['done', 'skipped', 'skipped', 'skipped', 'skipped', 'skipped']);
     expect(await launchRecords(workdir)).toEqual(launchesAfterFirst);
   }, 300_000);
 
   it('extracts with stock SGLang in two launches (aux, then final) and trains on the files', async () => {
-    const workdir = join(work, 'stock');
+    const workdir = join(suite.work, 'stock');
     const config = demoConfig(workdir, await freePort(), (c) => {
       const e = c.stages.extract;
       if (e.driver !== 'patched-server') throw new Error('the demo extracts with patched-server');
@@ -75,7 +60,7 @@ describe('pipeline end to end on the simulator', () => {
     });
     const runId = `e2e-stock-${Date.now()}`;
     const input: PipelineInput = { runId, config, configPath: 'test' };
-    const result = (await t.withWorker(() => t.client.workflow.execute(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] }))) as PipelineResult;
+    const result = (await suite.t.withWorker(() => suite.t.client.workflow.execute(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] }))) as PipelineResult;
     expect(stageStates(result)).toEqual(ALL_STAGES_DONE);
     expect(result.stages.find((s) => s.stage === 'extract')?.note).toMatch(/^96 of 96 samples, .* \(stock SGLang, two passes\).*self-check: 32 samples/);
     const launches = await launchRecords(workdir);
@@ -87,15 +72,15 @@ describe('pipeline end to end on the simulator', () => {
   }, 300_000);
 
   it('refuses EAGLE with an EAGLE-3 drafter before any server starts', async () => {
-    const workdir = join(work, 'eagle');
+    const workdir = join(suite.work, 'eagle');
     const config = demoConfig(workdir, await freePort(), (c) => {
       c.stages.deploy['speculative-algorithm'] = 'EAGLE';
       // A drafter given explicitly passes config validation; preflight reads its config.json.
       c.stages.deploy['draft-model-path'] = join(process.cwd(), 'test', 'fixtures', 'eagle3-drafter');
     });
     const runId = `e2e-eagle-${Date.now()}`;
-    const err = await t.withWorker(() =>
-      t.client.workflow.execute(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [{ runId, config, configPath: 'test' }] }).then(
+    const err = await suite.t.withWorker(() =>
+      suite.t.client.workflow.execute(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [{ runId, config, configPath: 'test' }] }).then(
         () => undefined,
         (e: unknown) => e,
       ),

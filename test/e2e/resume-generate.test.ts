@@ -6,28 +6,22 @@
  * rejected must equal the input.
  */
 import { spawn } from 'node:child_process';
-import { mkdtemp, open, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { open, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { AERIE_HOME } from '../../src/config/load.js';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
 import { TASK_QUEUE } from '../../src/shared.js';
 import { pipeline } from '../../src/workflows/index.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { demoConfig } from '../support/demo-config.js';
-import { startTestTemporal, waitUntil, type TestTemporal } from '../support/temporal.js';
+import { useTemporalSuite, waitUntil } from '../support/temporal.js';
 
-let t: TestTemporal;
-let work: string;
+// The servers the workers launched are stopped by their recorded process groups in the suite's afterAll.
+const suite = useTemporalSuite('aerie-resume-gen-');
 const workers: number[] = [];
 
-beforeAll(async () => {
-  t = await startTestTemporal();
-  work = await mkdtemp(join(tmpdir(), 'aerie-resume-gen-'));
-}, 120_000);
-
-afterAll(async () => {
+// Registered after the suite's, so it runs first: the workers go before the dev server.
+afterAll(() => {
   for (const pgid of workers) {
     try {
       process.kill(-pgid, 'SIGKILL');
@@ -35,17 +29,12 @@ afterAll(async () => {
       // already gone
     }
   }
-  // Servers the workers launched: stopped by their recorded process groups.
-  const host = new LocalHost({ name: 'local', workdir: join(work, 'host') });
-  for (const r of await host.listLaunches()) await host.killGroup(r, { graceMs: 2000 }).catch(() => undefined);
-  await t?.stop();
-  if (work) await rm(work, { recursive: true, force: true });
 });
 
 async function startWorker(name: string): Promise<number> {
-  const log = await open(join(work, `${name}.log`), 'a');
+  const log = await open(join(suite.work, `${name}.log`), 'a');
   const child = spawn(process.execPath, [join(AERIE_HOME, 'bin', 'aerie.mjs'), 'worker'], {
-    env: { ...process.env, TEMPORAL_ADDRESS: t.server.address, TEMPORAL_NAMESPACE: 'default' },
+    env: { ...process.env, TEMPORAL_ADDRESS: suite.t.server.address, TEMPORAL_NAMESPACE: 'default' },
     detached: true,
     stdio: ['ignore', log.fd, log.fd],
   });
@@ -91,8 +80,8 @@ async function shardRows(dir: string): Promise<number> {
 
 describe('generate resumes by id after the worker is SIGKILLed half-way', () => {
   it('every id exactly once across the outputs, bad lines rejected by number, ok + error + skipped + rejected = input', async () => {
-    const workdir = join(work, 'host');
-    const input = join(work, 'input.jsonl');
+    const workdir = join(suite.work, 'host');
+    const input = join(suite.work, 'input.jsonl');
     const expected = await writeInput(input);
     const config = demoConfig(workdir, await freePort(), (c) => {
       c.stages.generate.input = input;
@@ -102,7 +91,7 @@ describe('generate resumes by id after the worker is SIGKILLed half-way', () => 
       c.server.env.AERIE_SIM_DECODE_SCALE = '1.5'; // a stage of ~20 s: time to kill it half-way
     });
     const runId = `resume-gen-${Date.now()}`;
-    const handle = await t.client.workflow.start(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [{ runId, config, configPath: 'test' }] });
+    const handle = await suite.t.client.workflow.start(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [{ runId, config, configPath: 'test' }] });
     const first = await startWorker('worker-1');
 
     const shards = join(workdir, 'runs', runId, 'data', 'shards');

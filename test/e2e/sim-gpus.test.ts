@@ -5,23 +5,19 @@
  * confines its launches to them, and every stop waits until its GPU memory is released.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { runPreflight } from '../../src/activities/preflight.js';
 import { AERIE_HOME } from '../../src/config/load.js';
 import { LocalHost } from '../../src/hosts/local/local-host.js';
 import { TASK_QUEUE, type PipelineInput, type PipelineResult } from '../../src/shared.js';
 import { pipeline } from '../../src/workflows/index.js';
 import { freePort } from '../../src/temporal/dev-server.js';
-import { stopRecordedLaunches } from '../support/cleanup.js';
 import { demoConfig } from '../support/demo-config.js';
-import { startTestTemporal, waitUntil, type TestTemporal } from '../support/temporal.js';
+import { useTemporalSuite, waitUntil } from '../support/temporal.js';
 
 const SIM = join(AERIE_HOME, 'bin', 'aerie-sim.mjs');
-let t: TestTemporal;
-let work: string;
 let foreign: ChildProcess | undefined;
 
 function nvidiaSmi(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
@@ -35,14 +31,15 @@ function nvidiaSmi(args: string[]): Promise<{ code: number | null; stdout: strin
   });
 }
 
-beforeAll(async () => {
-  work = await mkdtemp(join(tmpdir(), 'aerie-simgpu-'));
-  process.env.AERIE_SIM_GPU_DIR = join(work, 'gpus');
-  process.env.AERIE_SIM_GPUS = '4';
-  t = await startTestTemporal();
-}, 120_000);
+const suite = useTemporalSuite('aerie-simgpu-', {
+  setup(work) {
+    process.env.AERIE_SIM_GPU_DIR = join(work, 'gpus');
+    process.env.AERIE_SIM_GPUS = '4';
+  },
+});
 
-afterAll(async () => {
+// Registered after the suite's, so it runs first: the foreign server goes before the dev server.
+afterAll(() => {
   if (foreign?.pid && foreign.exitCode === null) {
     try {
       process.kill(-foreign.pid, 'SIGKILL');
@@ -50,9 +47,6 @@ afterAll(async () => {
       // gone
     }
   }
-  await t?.stop();
-  if (work) await stopRecordedLaunches(work);
-  if (work) await rm(work, { recursive: true, force: true });
 });
 
 describe('the simulator nvidia-smi', () => {
@@ -80,7 +74,7 @@ describe('a run beside a server aerie did not start', () => {
     });
     await waitUntil(async () => (await nvidiaSmi(['--query-compute-apps=pid,gpu_uuid,used_memory', '--format=csv,noheader,nounits'])).stdout.includes(`${foreign!.pid}, `), 'the foreign server on the GPUs', 60_000, 200);
 
-    const workdir = join(work, 'host');
+    const workdir = join(suite.work, 'host');
     const config = demoConfig(workdir, await freePort());
     const refused = await runPreflight(new LocalHost({ name: 'local', workdir, nvidiaSmi: config.hosts.local!['nvidia-smi'] }), config, 'refused');
     expect(refused.problems).toEqual([expect.stringMatching(new RegExp(`^GPUs on local are in use by processes aerie did not start: pid ${foreign.pid} \\(\\d+ MiB on GPU 0\\)`))]);
@@ -89,8 +83,8 @@ describe('a run beside a server aerie did not start', () => {
     const runId = `simgpu-${Date.now()}`;
     const input: PipelineInput = { runId, config, configPath: 'test' };
     let seenOnOurGpu = false;
-    const result = (await t.withWorker(async () => {
-      const handle = await t.client.workflow.start(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] });
+    const result = (await suite.t.withWorker(async () => {
+      const handle = await suite.t.client.workflow.start(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] });
       // The run's first server shows up on GPU 2 (CUDA_VISIBLE_DEVICES=2,3, tp 1), never on GPU 0.
       const gpu2 = (await nvidiaSmi(['--query-gpu=index,uuid', '--format=csv,noheader'])).stdout.split('\n')[2]!.split(', ')[1]!;
       await waitUntil(async () => {
@@ -103,7 +97,7 @@ describe('a run beside a server aerie did not start', () => {
     expect(result.stages.every((s) => s.state === 'done')).toBe(true);
 
     // Every stopServer saw its server's GPU memory go, and counted the foreign server.
-    const history = await t.client.workflow.getHandle(runId).fetchHistory();
+    const history = await suite.t.client.workflow.getHandle(runId).fetchHistory();
     const scheduled = new Map<string, string>();
     const stops: { gpuReleased: boolean | null; foreignGpuProcesses: number }[] = [];
     for (const e of history.events ?? []) {

@@ -3,11 +3,9 @@
  * run by its search attribute and shows each stage's activities with their summary lines
  * and the live stage table as the workflow's current details.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { HostPool } from '../../src/hosts/index.js';
 import { TASK_QUEUE } from '../../src/shared.js';
 import { AerieLabel, pipeline } from '../../src/workflows/index.js';
@@ -15,23 +13,9 @@ import { freePort } from '../../src/temporal/dev-server.js';
 import { createWorker } from '../../src/worker.js';
 import { launchChromium } from '../support/browser.js';
 import { demoConfig } from '../support/demo-config.js';
-import { startTestTemporal, type TestTemporal } from '../support/temporal.js';
-import { stopRecordedLaunches } from '../support/cleanup.js';
+import { useTemporalSuite } from '../support/temporal.js';
 
-let t: TestTemporal;
-let work: string;
-
-beforeAll(async () => {
-  t = await startTestTemporal();
-  work = await mkdtemp(join(tmpdir(), 'aerie-ui-'));
-}, 120_000);
-
-afterAll(async () => {
-  await t?.stop();
-  // Whatever a test left running when it ended early is stopped by its launch record.
-  if (work) await stopRecordedLaunches(work);
-  if (work) await rm(work, { recursive: true, force: true });
-});
+const suite = useTemporalSuite('aerie-ui-');
 
 async function waitForFrameTable(page: Page, containing: string, timeoutMs: number): Promise<string> {
   const deadline = Date.now() + timeoutMs;
@@ -47,24 +31,24 @@ async function waitForFrameTable(page: Page, containing: string, timeoutMs: numb
 
 describe('Temporal Web UI', () => {
   it('lists the run by label and shows activity summaries and the stage table', async () => {
-    const config = demoConfig(join(work, 'host'), await freePort(), (c) => {
+    const config = demoConfig(join(suite.work, 'host'), await freePort(), (c) => {
       c.stages.benchmark.concurrencies = [1, 4];
       c.run.label = 'ui-check';
     });
     const runId = `ui-${Date.now()}`;
     const hosts = new HostPool();
-    const { worker } = await createWorker({ connection: t.nativeConnection, workflowBundle: t.bundle, hosts });
+    const { worker } = await createWorker({ connection: suite.t.nativeConnection, workflowBundle: suite.t.bundle, hosts });
     const chrome = await launchChromium();
     // The worker stays up while the page loads: current details are read through it.
     await worker.runUntil(async () => {
-      await t.client.workflow.execute(pipeline, {
+      await suite.t.client.workflow.execute(pipeline, {
         taskQueue: TASK_QUEUE,
         workflowId: runId,
         args: [{ runId, config, configPath: 'test' }],
         typedSearchAttributes: [{ key: AerieLabel, value: 'ui-check' }],
         staticSummary: 'EAGLE-3 drafter for sim-llama-8b (ui-check)',
       });
-      const ui = `http://127.0.0.1:${t.server.uiPort}/namespaces/default`;
+      const ui = `http://127.0.0.1:${suite.t.server.uiPort}/namespaces/default`;
       const page = await chrome.browser.newPage({ viewport: { width: 1600, height: 2400 } });
 
       await page.goto(`${ui}/workflows?query=${encodeURIComponent('AerieLabel="ui-check"')}`);
@@ -82,7 +66,7 @@ describe('Temporal Web UI', () => {
       ]) {
         await page.getByText(summary).first().waitFor({ timeout: 60_000 });
       }
-      await page.screenshot({ path: join(work, 'timeline.png') });
+      await page.screenshot({ path: join(suite.work, 'timeline.png') });
 
       await page.getByText('User Metadata').click();
       await page.getByText('Current Details').waitFor({ timeout: 30_000 });

@@ -4,28 +4,21 @@
  * process records, the ledger and the workflow history.
  */
 import { spawn } from 'node:child_process';
-import { mkdtemp, open, readdir, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { open, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { AERIE_HOME } from '../../src/config/load.js';
 import { TASK_QUEUE, type PipelineResult } from '../../src/shared.js';
 import { pipeline } from '../../src/workflows/index.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { demoConfig } from '../support/demo-config.js';
-import { startTestTemporal, waitUntil, type TestTemporal } from '../support/temporal.js';
-import { stopRecordedLaunches } from '../support/cleanup.js';
+import { useTemporalSuite, waitUntil } from '../support/temporal.js';
 
-let t: TestTemporal;
-let work: string;
+const suite = useTemporalSuite('aerie-crash-');
 const workers: number[] = [];
 
-beforeAll(async () => {
-  t = await startTestTemporal();
-  work = await mkdtemp(join(tmpdir(), 'aerie-crash-'));
-}, 120_000);
-
-afterAll(async () => {
+// Registered after the suite's, so it runs first: the workers go before the dev server.
+afterAll(() => {
   for (const pgid of workers) {
     try {
       process.kill(-pgid, 'SIGKILL');
@@ -33,17 +26,13 @@ afterAll(async () => {
       // already gone
     }
   }
-  await t?.stop();
-  // Whatever a test left running when it ended early is stopped by its launch record.
-  if (work) await stopRecordedLaunches(work);
-  if (work) await rm(work, { recursive: true, force: true });
 });
 
 /** A real `aerie worker` process in its own process group; returns its pgid. */
 async function startWorker(name: string): Promise<number> {
-  const log = await open(join(work, `${name}.log`), 'a');
+  const log = await open(join(suite.work, `${name}.log`), 'a');
   const child = spawn(process.execPath, [join(AERIE_HOME, 'bin', 'aerie.mjs'), 'worker'], {
-    env: { ...process.env, TEMPORAL_ADDRESS: t.server.address, TEMPORAL_NAMESPACE: 'default' },
+    env: { ...process.env, TEMPORAL_ADDRESS: suite.t.server.address, TEMPORAL_NAMESPACE: 'default' },
     detached: true,
     stdio: ['ignore', log.fd, log.fd],
   });
@@ -57,13 +46,13 @@ const records = async (workdir: string) =>
 
 describe('worker SIGKILL during training', () => {
   it('re-attaches to the running trainer and redoes nothing', async () => {
-    const workdir = join(work, 'host');
+    const workdir = join(suite.work, 'host');
     const config = demoConfig(workdir, await freePort(), (c) => {
       // Slow enough that the trainer outlives the 30 s heartbeat timeout after the kill.
       c.stages.train.env.AERIE_SIM_TIME_SCALE = '0.6';
     });
     const runId = `crash-${Date.now()}`;
-    const handle = await t.client.workflow.start(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [{ runId, config, configPath: 'test' }] });
+    const handle = await suite.t.client.workflow.start(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [{ runId, config, configPath: 'test' }] });
     const first = await startWorker('worker-1');
 
     const trainLog = join(workdir, 'runs', runId, 'train', 'train-0.log');

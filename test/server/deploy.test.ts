@@ -3,42 +3,27 @@
  * drafter launch is caught by the acceptance gate at 1.00, and a benchmark-ready launch
  * records the --max-running-requests it set and the server's startup warnings with the run.
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { freePort } from '../../src/temporal/dev-server.js';
-import { startTestTemporal, type TestTemporal } from '../support/temporal.js';
 import { faultConfig, launchRecords, only, runPipeline } from './harness.js';
-import { stopRecordedLaunches } from '../support/cleanup.js';
+import { useTemporalSuite } from '../support/temporal.js';
 
-let t: TestTemporal;
-let work: string;
-
-beforeAll(async () => {
-  t = await startTestTemporal();
-  work = await mkdtemp(join(tmpdir(), 'aerie-deploy-'));
-}, 120_000);
-
-afterAll(async () => {
-  await t?.stop();
-  // Whatever a test left running when it ended early is stopped by its launch record.
-  if (work) await stopRecordedLaunches(work);
-  if (work) await rm(work, { recursive: true, force: true });
-});
+const suite = useTemporalSuite('aerie-deploy-');
 
 const EAGLE3_DRAFTER = join(process.cwd(), 'test', 'fixtures', 'eagle3-drafter');
 
 describe('deploy: acceptance gate and benchmark-ready launch', () => {
   it('EAGLE with an EAGLE-3 drafter, forced with allow-algorithm-mismatch, fails the acceptance gate at 1.00', async () => {
-    const workdir = join(work, 'forced');
+    const workdir = join(suite.work, 'forced');
     const config = faultConfig(workdir, await freePort(), {}, (c) => {
       c.stages.deploy['speculative-algorithm'] = 'EAGLE';
       c.stages.deploy['draft-model-path'] = EAGLE3_DRAFTER;
       c.stages.deploy['allow-algorithm-mismatch'] = true;
     });
     const runId = `forced-${Date.now()}`;
-    const run = await runPipeline(t, config, runId);
+    const run = await runPipeline(suite.t, config, runId);
 
     const preflight = only(run.activities, 'preflight')[0]!;
     expect(preflight.outcome).toBe('completed');
@@ -61,7 +46,7 @@ describe('deploy: acceptance gate and benchmark-ready launch', () => {
   }, 110_000);
 
   it('a sweep above 48 sets --max-running-requests, says so, and keeps the server warnings with the run', async () => {
-    const workdir = join(work, 'ready');
+    const workdir = join(suite.work, 'ready');
     const config = faultConfig(workdir, await freePort(), { SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION: 'false' }, (c) => {
       c.stages.benchmark.concurrencies = [1, 64];
       c.stages.benchmark['prompts-per-level'] = 64;
@@ -74,7 +59,7 @@ describe('deploy: acceptance gate and benchmark-ready launch', () => {
       c.server['sglang-version'] = '0.5.12';
     });
     const runId = `ready-${Date.now()}`;
-    const run = await runPipeline(t, config, runId);
+    const run = await runPipeline(suite.t, config, runId);
     expect(run.error).toBeUndefined();
 
     const note = /set --max-running-requests 64: with speculative decoding SGLang otherwise caps running requests at 48/;

@@ -5,39 +5,23 @@
  * holding the port. Each asserts the outcome, the classification, and how fast it was known.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AERIE_HOME } from '../../src/config/load.js';
 import { freePort } from '../../src/temporal/dev-server.js';
-import { startTestTemporal, waitUntil, type TestTemporal } from '../support/temporal.js';
+import { useTemporalSuite, waitUntil } from '../support/temporal.js';
 import { detectionDelays, faultConfig, groupHasMembers, launchRecord, launchRecords, only, runPipeline } from './harness.js';
-import { stopRecordedLaunches } from '../support/cleanup.js';
 
-let t: TestTemporal;
-let work: string;
-
-beforeAll(async () => {
-  t = await startTestTemporal();
-  work = await mkdtemp(join(tmpdir(), 'aerie-load-faults-'));
-}, 120_000);
-
-afterAll(async () => {
-  await t?.stop();
-  // Whatever a test left running when it ended early is stopped by its launch record.
-  if (work) await stopRecordedLaunches(work);
-  if (work) await rm(work, { recursive: true, force: true });
-});
+const suite = useTemporalSuite('aerie-load-faults-');
 
 const POLL = 1000;
 
 describe('server faults during startup, through the pipeline workflow', () => {
   it('a crash during the load fails readiness within two polls, with the log tail and a classification, and is relaunched', async () => {
-    const workdir = join(work, 'exit');
+    const workdir = join(suite.work, 'exit');
     const config = faultConfig(workdir, await freePort(), { AERIE_SIM_FAULT: 'exit-during-load', AERIE_SIM_TIME_SCALE: '0.05' });
     const runId = `exit-${Date.now()}`;
-    const run = await runPipeline(t, config, runId);
+    const run = await runPipeline(suite.t, config, runId);
 
     expect(run.error).toMatch(/^generate failed: generate server pid \d+ exited while loading weights \(exit code 1\): safetensors_rust\.SafetensorError/);
     // A generic crash is relaunched (three launches in all), never retried in place on a dead process.
@@ -70,10 +54,10 @@ describe('server faults during startup, through the pipeline workflow', () => {
   }, 90_000);
 
   it('"No module named sglang" is non-retryable, names the interpreter, and is known in under 10 s', async () => {
-    const workdir = join(work, 'module');
+    const workdir = join(suite.work, 'module');
     const config = faultConfig(workdir, await freePort(), { AERIE_SIM_FAULT: 'missing-module' });
     const runId = `module-${Date.now()}`;
-    const run = await runPipeline(t, config, runId);
+    const run = await runPipeline(suite.t, config, runId);
 
     expect(run.error).toMatch(/generate server pid \d+ exited while starting \(exit code 1\)/);
     expect(run.error).toContain("/usr/bin/python3 cannot run sglang.launch_server (No module named 'sglang')");
@@ -90,10 +74,10 @@ describe('server faults during startup, through the pipeline workflow', () => {
   }, 60_000);
 
   it('CUDA out of memory is non-retryable and says what to change', async () => {
-    const workdir = join(work, 'oom');
+    const workdir = join(suite.work, 'oom');
     const config = faultConfig(workdir, await freePort(), { AERIE_SIM_FAULT: 'oom-during-load', AERIE_SIM_TIME_SCALE: '0.02' });
     const runId = `oom-${Date.now()}`;
-    const run = await runPipeline(t, config, runId);
+    const run = await runPipeline(suite.t, config, runId);
 
     expect(run.error).toMatch(/exited while loading weights/);
     expect(run.error).toMatch(/the GPU ran out of memory .*mem-fraction-static/);
@@ -105,7 +89,7 @@ describe('server faults during startup, through the pipeline workflow', () => {
   }, 60_000);
 
   it('a server that never becomes ready fails at the budget, naming the last phase, and is stopped', async () => {
-    const workdir = join(work, 'never');
+    const workdir = join(suite.work, 'never');
     const budget = 4000;
     const poll = 500;
     const config = faultConfig(workdir, await freePort(), { AERIE_SIM_FAULT: 'never-ready', AERIE_SIM_TIME_SCALE: '0.01' }, (c) => {
@@ -113,7 +97,7 @@ describe('server faults during startup, through the pipeline workflow', () => {
       c.server.readiness['poll-interval'] = poll;
     });
     const runId = `never-${Date.now()}`;
-    const run = await runPipeline(t, config, runId);
+    const run = await runPipeline(suite.t, config, runId);
 
     expect(run.error).toMatch(/generate server pid \d+ not ready after [\d.]+ s \(budget 4\.0 s\); last phase from its log: warming up/);
     expect(run.error).toMatch(/last \/health status: 503/);
@@ -130,7 +114,7 @@ describe('server faults during startup, through the pipeline workflow', () => {
   }, 60_000);
 
   it('a stale server already on the port is refused, named by pid, and nothing is launched', async () => {
-    const workdir = join(work, 'stale');
+    const workdir = join(suite.work, 'stale');
     const port = await freePort();
     let stale: ChildProcess | undefined;
     try {
@@ -141,7 +125,7 @@ describe('server faults during startup, through the pipeline workflow', () => {
       await waitUntil(async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.status === 200, 'the stale server to answer', 30_000);
       const config = faultConfig(workdir, port, {});
       const runId = `stale-${Date.now()}`;
-      const run = await runPipeline(t, config, runId);
+      const run = await runPipeline(suite.t, config, runId);
 
       expect(run.error).toMatch(/preflight found 1 problem/);
       expect(run.error).toContain(`server.port: ${port} on local is held by pid ${stale.pid} (`);

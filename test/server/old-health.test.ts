@@ -4,32 +4,17 @@
  * (old-sglang.mjs; aerie-sim models only the newer behaviour): aerie waits for the log's
  * ready line and says so, and without that guard the smoke test is what catches it.
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { WorkflowHandle } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { freePort } from '../../src/temporal/dev-server.js';
-import { startTestTemporal, waitUntil, type TestTemporal } from '../support/temporal.js';
+import { useTemporalSuite, waitUntil } from '../support/temporal.js';
 import { activityRuns, launchRecords, only, runPipeline } from './harness.js';
 import { legacyDemoConfig } from '../support/demo-config.js';
-import { stopRecordedLaunches } from '../support/cleanup.js';
 
-let t: TestTemporal;
-let work: string;
-
-beforeAll(async () => {
-  t = await startTestTemporal();
-  work = await mkdtemp(join(tmpdir(), 'aerie-old-health-'));
-}, 120_000);
-
-afterAll(async () => {
-  await t?.stop();
-  // Whatever a test left running when it ended early is stopped by its launch record.
-  if (work) await stopRecordedLaunches(work);
-  if (work) await rm(work, { recursive: true, force: true });
-});
+const suite = useTemporalSuite('aerie-old-health-');
 
 const OLD_SGLANG = fileURLToPath(new URL('./old-sglang.mjs', import.meta.url));
 const READY_AFTER = 2500;
@@ -57,9 +42,9 @@ function oldServerConfig(workdir: string, port: number, requireReadyLine: boolea
 
 describe('older SGLang: /health 200 while still warming up', () => {
   it('readiness waits for the ready line, notes the early 200, and the smoke test then passes', async () => {
-    const workdir = join(work, 'guarded');
+    const workdir = join(suite.work, 'guarded');
     const runId = `old-${Date.now()}`;
-    const run = await runPipeline(t, oldServerConfig(workdir, await freePort(), true), runId, { during: cancelAfterSmoke });
+    const run = await runPipeline(suite.t, oldServerConfig(workdir, await freePort(), true), runId, { during: cancelAfterSmoke });
 
     const [ready] = only(run.activities, 'awaitServerReady');
     expect(ready!.outcome).toBe('completed');
@@ -73,9 +58,9 @@ describe('older SGLang: /health 200 while still warming up', () => {
   }, 60_000);
 
   it('with the guard turned off, the early 200 is taken as ready and the smoke test catches it', async () => {
-    const workdir = join(work, 'unguarded');
+    const workdir = join(suite.work, 'unguarded');
     const runId = `old-off-${Date.now()}`;
-    const run = await runPipeline(t, oldServerConfig(workdir, await freePort(), false), runId);
+    const run = await runPipeline(suite.t, oldServerConfig(workdir, await freePort(), false), runId);
 
     const ready = only(run.activities, 'awaitServerReady');
     expect(ready[0]!.outcome).toBe('completed');

@@ -4,44 +4,29 @@
  * by the stage that uses the server), and a worker lost while a server loads (the retried
  * readiness attempt continues the same launch).
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { HostPool } from '../../src/hosts/index.js';
 import { TASK_QUEUE, type RunStatus } from '../../src/shared.js';
 import { pipeline } from '../../src/workflows/index.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { createWorker } from '../../src/worker.js';
-import { startTestTemporal, waitUntil, type TestTemporal } from '../support/temporal.js';
+import { useTemporalSuite, waitUntil } from '../support/temporal.js';
 import { activityRuns, detectionDelays, exitedAt, faultConfig, groupHasMembers, launchRecord, launchRecords, only, runPipeline } from './harness.js';
-import { stopRecordedLaunches } from '../support/cleanup.js';
 
-let t: TestTemporal;
-let work: string;
-
-beforeAll(async () => {
-  t = await startTestTemporal();
-  work = await mkdtemp(join(tmpdir(), 'aerie-serving-faults-'));
-}, 120_000);
-
-afterAll(async () => {
-  await t?.stop();
-  // Whatever a test left running when it ended early is stopped by its launch record.
-  if (work) await stopRecordedLaunches(work);
-  if (work) await rm(work, { recursive: true, force: true });
-});
+const suite = useTemporalSuite('aerie-serving-faults-');
 
 const POLL = 1000;
 const generateDone = (s: RunStatus) => s.stages.find((x) => x.stage === 'generate')?.state === 'done';
 
 describe('server faults after ready, through the pipeline workflow', () => {
   it('a crash on the first decode is caught by the smoke test; the group is stopped and the relaunch succeeds', async () => {
-    const workdir = join(work, 'smoke');
+    const workdir = join(suite.work, 'smoke');
     const config = faultConfig(workdir, await freePort(), { AERIE_SIM_FAULT: 'crash-first-decode', AERIE_SIM_FAULT_ONCE: join(workdir, 'fault-fired') });
     const runId = `smoke-${Date.now()}`;
-    const run = await runPipeline(t, config, runId, { cancelWhen: generateDone });
+    const run = await runPipeline(suite.t, config, runId, { cancelWhen: generateDone });
 
     expect(run.cancelled).toBe(true);
     const [gen0, gen1] = [`${runId}.server-generate.0`, `${runId}.server-generate.1`];
@@ -72,13 +57,13 @@ describe('server faults after ready, through the pipeline workflow', () => {
   }, 90_000);
 
   it('a server that dies while the generate stage uses it is noticed by that stage, relaunched, and the stage resumes', async () => {
-    const workdir = join(work, 'in-use');
+    const workdir = join(suite.work, 'in-use');
     // One smoke token has no decode step, so the first decode happens inside the stage.
     const config = faultConfig(workdir, await freePort(), { AERIE_SIM_FAULT: 'crash-first-decode', AERIE_SIM_FAULT_ONCE: join(workdir, 'fault-fired') }, (c) => {
       c.server.readiness['smoke-tokens'] = 1;
     });
     const runId = `in-use-${Date.now()}`;
-    const run = await runPipeline(t, config, runId, { cancelWhen: generateDone });
+    const run = await runPipeline(suite.t, config, runId, { cancelWhen: generateDone });
 
     const [gen0, gen1] = [`${runId}.server-generate.0`, `${runId}.server-generate.1`];
     expect((await launchRecords(workdir)).filter((id) => id.includes('.server-generate.'))).toEqual([gen0, gen1]);
@@ -96,16 +81,16 @@ describe('server faults after ready, through the pipeline workflow', () => {
   }, 90_000);
 
   it('a worker lost while the server loads: the retried readiness attempt continues the same launch', async () => {
-    const workdir = join(work, 'reattach');
+    const workdir = join(suite.work, 'reattach');
     // A load of several seconds, so the first worker is gone well before the server is ready.
     const config = faultConfig(workdir, await freePort(), { AERIE_SIM_TIME_SCALE: '0.3' }, (c) => {
       c.server.readiness['poll-interval'] = 500;
     });
     const runId = `reattach-${Date.now()}`;
-    const handle = await t.client.workflow.start(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [{ runId, config, configPath: 'test' }] });
+    const handle = await suite.t.client.workflow.start(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [{ runId, config, configPath: 'test' }] });
     const beats: Record<string, unknown>[] = [];
 
-    const first = await createWorker({ connection: t.nativeConnection, workflowBundle: t.bundle, hosts: new HostPool(), taskQueue: TASK_QUEUE });
+    const first = await createWorker({ connection: suite.t.nativeConnection, workflowBundle: suite.t.bundle, hosts: new HostPool(), taskQueue: TASK_QUEUE });
     // Worker 1 runs until readiness has heartbeated while the weights load, then shuts down.
     const log = join(workdir, 'runs', runId, 'logs', 'server-generate-0.log');
     await first.worker.runUntil(
@@ -122,7 +107,7 @@ describe('server faults after ready, through the pipeline workflow', () => {
     );
     await first.hosts.closeAll();
 
-    const second = await createWorker({ connection: t.nativeConnection, workflowBundle: t.bundle, hosts: new HostPool(), taskQueue: TASK_QUEUE });
+    const second = await createWorker({ connection: suite.t.nativeConnection, workflowBundle: suite.t.bundle, hosts: new HostPool(), taskQueue: TASK_QUEUE });
     await second.worker.runUntil(async () => {
       await waitUntil(async () => generateDone(await handle.query<RunStatus>('status')), 'the generate stage to finish', 60_000);
       await handle.cancel();

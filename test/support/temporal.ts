@@ -5,6 +5,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { HostPool } from '../../src/hosts/index.js';
@@ -12,6 +13,7 @@ import { TASK_QUEUE } from '../../src/shared.js';
 import { ensureSearchAttributes } from '../../src/temporal/connect.js';
 import { ensureDevServer, freePort, stopDevServer, type DevServerRecord } from '../../src/temporal/dev-server.js';
 import { createWorker, WORKFLOWS_PATH } from '../../src/worker.js';
+import { makeWorkdir, removeWorkdir } from './workdir.js';
 
 export interface TestTemporal {
   dir: string;
@@ -53,6 +55,49 @@ export async function startTestTemporal(): Promise<TestTemporal> {
       await connection.close().catch(() => undefined);
       await stopDevServer(dir);
       await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface TemporalSuite {
+  /** The file's dev server, client and worker helper; read inside a hook or test. */
+  readonly t: TestTemporal;
+  /** The file's temp folder (`<prefix>XXXXXX`) for the runs' host workdirs. */
+  readonly work: string;
+}
+
+export interface TemporalSuiteOptions {
+  /** Runs once the folder exists, before the dev server starts (e.g. env the worker reads). */
+  setup?: (work: string) => void | Promise<void>;
+}
+
+/**
+ * A test file's Temporal dev server and temp folder, with its own beforeAll/afterAll: the
+ * server is stopped, then every process recorded under the folder is stopped by its launch
+ * record, then the folder goes. An afterAll the file registers after this runs before it
+ * (vitest runs after-hooks as a stack), so a file stops its own extra processes first.
+ */
+export function useTemporalSuite(prefix: string, opts: TemporalSuiteOptions = {}): TemporalSuite {
+  let t: TestTemporal | undefined;
+  let work: string | undefined;
+  beforeAll(async () => {
+    work = await makeWorkdir(prefix);
+    await opts.setup?.(work);
+    t = await startTestTemporal();
+  }, 120_000);
+  afterAll(async () => {
+    await t?.stop();
+    if (work) await removeWorkdir(work);
+  });
+  const unready = (what: string) => new Error(`useTemporalSuite('${prefix}'): ${what} is made in beforeAll; read it inside a hook or test`);
+  return {
+    get t() {
+      if (!t) throw unready('the dev server');
+      return t;
+    },
+    get work() {
+      if (!work) throw unready('the folder');
+      return work;
     },
   };
 }
