@@ -4,27 +4,20 @@
  * node_modules), so the checkout's own dist/ is never touched.
  */
 import { execFile } from 'node:child_process';
-import { appendFile, cp, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { appendFile, cp, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { buildIsCurrent, builtStamp, sourceStamp } from '../../bin/build-stamp.mjs';
 import { AERIE_HOME } from '../../src/config/load.js';
+import { useWorkdir } from '../support/workdir.js';
 
 const run = promisify(execFile);
-let dir: string;
-
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'aerie-build-'));
-});
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+const tmp = useWorkdir('aerie-build-');
 
 describe('build stamp', () => {
   it('is current only for a dist/ stamped with the digest of the present sources and lockfile', async () => {
-    const root = join(dir, 'stamp');
+    const root = join(tmp.path, 'stamp');
     await mkdir(join(root, 'src', 'cli'), { recursive: true });
     await writeFile(join(root, 'src', 'cli', 'main.ts'), 'export const a = 1;\n');
     await writeFile(join(root, 'package-lock.json'), '{}\n');
@@ -51,7 +44,7 @@ describe('build stamp', () => {
 
 describe('aerie on a copy of the project', () => {
   it('runs compiled after the build, and from source as soon as a source file changes', async () => {
-    const root = join(dir, 'project');
+    const root = join(tmp.path, 'project');
     await mkdir(root);
     for (const p of ['bin', 'src', 'scripts', 'examples', 'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json']) {
       await cp(join(AERIE_HOME, p), join(root, p), { recursive: true });

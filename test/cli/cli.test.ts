@@ -1,29 +1,22 @@
 /** The aerie command as a researcher meets it: a real process, real files. */
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AERIE_HOME } from '../../src/config/load.js';
 import { devServerArgv } from '../../src/temporal/dev-server.js';
+import { useWorkdir } from '../support/workdir.js';
 
 const run = promisify(execFile);
-let dir: string;
-
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'aerie-cli-'));
-});
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+const tmp = useWorkdir('aerie-cli-');
 
 async function aerie(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const r = await run(process.execPath, [join(AERIE_HOME, 'bin', 'aerie.mjs'), ...args], {
-      cwd: dir,
+      cwd: tmp.path,
       // Never reach a real server from these tests: a config error must stop before Temporal.
-      env: { ...process.env, AERIE_STATE_DIR: join(dir, 'state'), TEMPORAL_ADDRESS: '127.0.0.1:9' },
+      env: { ...process.env, AERIE_STATE_DIR: join(tmp.path, 'state'), TEMPORAL_ADDRESS: '127.0.0.1:9' },
       timeout: 60_000,
     });
     return { code: 0, stdout: r.stdout, stderr: r.stderr };
@@ -35,7 +28,7 @@ async function aerie(args: string[]): Promise<{ code: number; stdout: string; st
 
 describe('aerie CLI', () => {
   it('prints every config mistake with its field path and exits 2 before touching Temporal', async () => {
-    const path = join(dir, 'bad.yaml');
+    const path = join(tmp.path, 'bad.yaml');
     await writeFile(
       path,
       `hosts: { gpu: { kind: local, workdir: relative/dir } }
@@ -62,7 +55,7 @@ stages:
   });
 
   it('writes the JSON Schema for editor completion', async () => {
-    const out = join(dir, 'schema.json');
+    const out = join(tmp.path, 'schema.json');
     const r = await aerie(['schema', out]);
     expect(r.code).toBe(0);
     const schema = JSON.parse(await readFile(out, 'utf8')) as { properties: Record<string, unknown> };

@@ -5,29 +5,20 @@
  * worker.log.
  */
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { AERIE_HOME } from '../../src/config/load.js';
 import { freePort } from '../../src/temporal/dev-server.js';
-import { stopRecordedLaunches } from '../support/cleanup.js';
-import { startTestTemporal, type TestTemporal } from '../support/temporal.js';
+import { useTemporalSuite } from '../support/temporal.js';
 
-let t: TestTemporal;
-let dir: string;
+const suite = useTemporalSuite('aerie-run-quiet-');
 let pgid: number | undefined;
 
-beforeAll(async () => {
-  [t, dir] = await Promise.all([startTestTemporal(), mkdtemp(join(tmpdir(), 'aerie-run-quiet-'))]);
-}, 120_000);
-
-afterAll(async () => {
+// Registered after the suite's, so it runs first: the `aerie run` process goes before the dev server.
+afterAll(() => {
   if (pgid !== undefined) signalGroup(pgid, 'SIGKILL');
-  await t?.stop();
-  if (dir) await stopRecordedLaunches(join(dir, 'host'));
-  if (dir) await rm(dir, { recursive: true, force: true });
 });
 
 function signalGroup(group: number, signal: NodeJS.Signals): void {
@@ -48,12 +39,12 @@ async function configWithMissingTarget(): Promise<string> {
     server: Section;
     stages: { extract: Section };
   };
-  doc.hosts.local.workdir = join(dir, 'host');
-  doc.target['model-path'] = join(dir, 'no-such-model');
+  doc.hosts.local.workdir = join(suite.work, 'host');
+  doc.target['model-path'] = join(suite.work, 'no-such-model');
   doc.server.port = await freePort();
-  doc.stages.extract['dump-dir'] = join(dir, 'host', 'dumps');
+  doc.stages.extract['dump-dir'] = join(suite.work, 'host', 'dumps');
   doc.run.label = 'quiet';
-  const path = join(dir, 'missing-target.yaml');
+  const path = join(suite.work, 'missing-target.yaml');
   await writeFile(path, YAML.stringify(doc));
   return path;
 }
@@ -62,8 +53,8 @@ async function configWithMissingTarget(): Promise<string> {
 function aerieRun(config: string): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [join(AERIE_HOME, 'bin', 'aerie.mjs'), 'run', config], {
-      cwd: dir,
-      env: { ...process.env, TEMPORAL_ADDRESS: t.server.address, TEMPORAL_NAMESPACE: 'default', AERIE_STATE_DIR: join(dir, 'state') },
+      cwd: suite.work,
+      env: { ...process.env, TEMPORAL_ADDRESS: suite.t.server.address, TEMPORAL_NAMESPACE: 'default', AERIE_STATE_DIR: join(suite.work, 'state') },
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -96,7 +87,7 @@ describe('aerie run when preflight fails', () => {
     for (const stage of ['generate', 'extract', 'train', 'deploy', 'benchmark']) expect(output).toMatch(new RegExp(`^  · ${stage} +pending$`, 'm'));
     // The reason, with the field to fix, and where the details are.
     expect(output).toMatch(new RegExp(`^run ${runId} failed: preflight found`, 'm'));
-    expect(output).toContain(`target.model-path: ${join(dir, 'no-such-model')}`);
+    expect(output).toContain(`target.model-path: ${join(suite.work, 'no-such-model')}`);
     const logPath = join('state', 'runs', runId!, 'worker.log');
     expect(output).toContain(`details: ${logPath}`);
     expect(output).toContain(`aerie resume ${runId}`);
@@ -109,12 +100,12 @@ describe('aerie run when preflight fails', () => {
     expect(output).not.toContain('not done yet');
 
     // The log file has what was left out: the SDK's warning with the failure's type and stack.
-    const log = await readFile(join(dir, logPath), 'utf8');
+    const log = await readFile(join(suite.work, logPath), 'utf8');
     expect(log).toContain('[WARN] Activity failed');
     expect(log).toContain('taskToken');
     expect(log).toContain("type: 'PreflightFailed'");
     expect(log).toMatch(/^\s+at .+preflight\.[jt]s:\d+:\d+\)?$/m);
     // Nothing was launched on the host.
-    expect(await readdir(join(dir, 'host', '.aerie', 'procs')).catch(() => [])).toEqual([]);
+    expect(await readdir(join(suite.work, 'host', '.aerie', 'procs')).catch(() => [])).toEqual([]);
   }, 60_000);
 });

@@ -3,28 +3,27 @@
  * The file is opened from disk with no network, a screenshot is taken, and every chart
  * must be an inline SVG that the browser laid out with a size and drew marks into.
  */
-import { access, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { access, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { chromium, type BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderReport } from '../../src/bench/report-files.js';
 import { sweepInput } from '../bench/report-fixture.js';
+import { useWorkdir } from '../support/workdir.js';
 
 const CHROMIUM = '/usr/bin/chromium';
-let dir: string;
+const tmp = useWorkdir('aerie-report-html-');
 let browser: BrowserContext | undefined;
 
 beforeAll(async () => {
   await access(CHROMIUM).catch(() => {
     throw new Error(`${CHROMIUM} is missing: run scripts/setup.sh --test (apt-get install chromium)`);
   });
-  dir = await mkdtemp(join(tmpdir(), 'aerie-report-html-'));
   const report = await renderReport(sweepInput, '2026-01-01T00:00:00Z');
-  for (const [name, text] of Object.entries(report.files)) await writeFile(join(dir, name), text);
+  for (const [name, text] of Object.entries(report.files)) await writeFile(join(tmp.path, name), text);
   // A fresh profile per run; the flags keep Chromium from phoning home or prompting.
-  browser = await chromium.launchPersistentContext(join(dir, 'profile'), {
+  browser = await chromium.launchPersistentContext(join(tmp.path, 'profile'), {
     executablePath: CHROMIUM,
     headless: true,
     viewport: { width: 1280, height: 900 },
@@ -34,7 +33,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
 });
 
 describe('report.html in headless Chromium', () => {
@@ -44,9 +42,9 @@ describe('report.html in headless Chromium', () => {
     page.on('request', (r) => requests.push(r.url()));
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
-    await page.goto(pathToFileURL(join(dir, 'report.html')).href, { waitUntil: 'load' });
+    await page.goto(pathToFileURL(join(tmp.path, 'report.html')).href, { waitUntil: 'load' });
 
-    const shot = join(dir, 'report.png');
+    const shot = join(tmp.path, 'report.png');
     await page.screenshot({ path: shot, fullPage: true });
     expect((await stat(shot)).size).toBeGreaterThan(50_000);
 

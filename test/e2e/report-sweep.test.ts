@@ -4,8 +4,7 @@
  * default 8-level sweep for both, the report written on the host, and `aerie report`
  * copying it into a local run folder.
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { benchmarkActivities, type ReportResult, type SweepResult } from '../../src/activities/benchmark.js';
@@ -20,12 +19,13 @@ import { freePort } from '../../src/temporal/dev-server.js';
 import { simDrafter } from '../../bench/sim-process.js';
 import { inActivity } from '../bench/activity-context.js';
 import { demoConfig } from '../support/demo-config.js';
+import { useWorkdir } from '../support/workdir.js';
 
 const LEVELS = [1, 2, 5, 10, 30, 70, 100, 250];
 /** bench_serving writes null for these when they do not apply; every other field is a number or string. */
 const NULLABLE = new Set(['sharegpt_output_len', 'accept_length']);
 
-let work: string;
+const tmp = useWorkdir('aerie-report-sweep-');
 let config: Config;
 const hosts = new HostPool();
 const runId = `report-sweep-${Date.now()}`;
@@ -50,13 +50,12 @@ async function stop(launch: ServerLaunch): Promise<void> {
 }
 
 beforeAll(async () => {
-  work = await mkdtemp(join(tmpdir(), 'aerie-report-sweep-'));
-  config = demoConfig(join(work, 'host'), await freePort(), (c) => {
+  config = demoConfig(join(tmp.path, 'host'), await freePort(), (c) => {
     c.stages.benchmark.concurrencies = LEVELS;
     c.stages.benchmark['output-len'] = 32;
     c.stages.benchmark['input-len'] = 32;
   });
-  const drafterDir = await simDrafter(3, work);
+  const drafterDir = await simDrafter(3, tmp.path);
 
   const base = await serve('baseline');
   baseline = await inActivity(() => bench.benchmarkSweep({ runId, config, launch: base, variant: 'baseline' }), { heartbeats, abort: new AbortController() });
@@ -72,7 +71,6 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const l of [...live]) await stop(l).catch(() => undefined);
   await hosts.closeAll();
-  if (work) await rm(work, { recursive: true, force: true });
 });
 
 describe('benchmark stage on the simulator', () => {
@@ -140,7 +138,7 @@ describe('benchmark stage on the simulator', () => {
   });
 
   it('`aerie report` copies the files from the host into the run folder and prints the table and paths', async () => {
-    const folder = join(work, 'local-run');
+    const folder = join(tmp.path, 'local-run');
     let out = '';
     const code = await reportCommand(runId, {
       folder,

@@ -14,10 +14,9 @@ import { AERIE_HOME, loadConfigFile } from '../../src/config/load.js';
 import { TASK_QUEUE, type PipelineInput, type PipelineResult } from '../../src/shared.js';
 import { pipeline } from '../../src/workflows/index.js';
 import { freePort, portOpen } from '../../src/temporal/dev-server.js';
-import { stopRecordedLaunches } from '../support/cleanup.js';
-import { startSshFixture, type SshFixture } from '../support/ssh-fixture.js';
-import { startTestTemporal, waitUntil, type TestTemporal } from '../support/temporal.js';
+import { useTemporalSuite, waitUntil } from '../support/temporal.js';
 import { ALL_STAGES_DONE, stageStates } from '../support/stages.js';
+import { useSshFixture } from '../support/ssh-fixture.js';
 
 const run = promisify(execFile);
 const ip = (...args: string[]) => run('ip', args, { timeout: 30_000 });
@@ -31,8 +30,6 @@ const subnet = process.pid % 16_000;
 const HOST_ADDR = `10.231.${Math.floor(subnet / 64)}.${(subnet % 64) * 4 + 1}`;
 const NS_ADDR = `10.231.${Math.floor(subnet / 64)}.${(subnet % 64) * 4 + 2}`;
 
-let t: TestTemporal;
-let fx: SshFixture;
 let nsCreated = false;
 
 async function createNamespace(): Promise<void> {
@@ -47,25 +44,22 @@ async function createNamespace(): Promise<void> {
   await ip('netns', 'exec', NS, 'ip', 'link', 'set', 'lo', 'up');
 }
 
-beforeAll(async () => {
-  [t, fx] = await Promise.all([startTestTemporal(), startSshFixture(), createNamespace()]).then(([a, b]) => [a, b] as const);
-}, 120_000);
-
+const suite = useTemporalSuite('aerie-e2e-netns-');
+beforeAll(createNamespace, 120_000);
 afterAll(async () => {
-  if (fx) await stopRecordedLaunches(fx.dir);
   // Deleting the namespace removes both ends of the veth pair with it.
   if (nsCreated) await ip('netns', 'del', NS).catch(() => undefined);
-  await t?.stop();
-  await fx?.stop();
 });
+// Its afterAll runs before the namespace goes: what the run left on the host is stopped by its launch record.
+const ssh = useSshFixture();
 
 describe('a host whose servers live in their own network namespace', () => {
   it('forwards to the namespace address: the run completes while the port is closed on the host itself', async () => {
-    const workdir = join(fx.dir, 'remote-work');
+    const workdir = join(ssh.fx.dir, 'remote-work');
     const config = await loadConfigFile(join(AERIE_HOME, 'examples', 'demo-ssh.yaml'));
     const gpu = config.hosts.gpu!;
     if (gpu.kind !== 'ssh') throw new Error('demo-ssh.yaml must define an ssh host named gpu');
-    gpu.ssh = { ...gpu.ssh, host: fx.alias, port: undefined, user: undefined, 'config-file': fx.sshConfig };
+    gpu.ssh = { ...gpu.ssh, host: ssh.fx.alias, port: undefined, user: undefined, 'config-file': ssh.fx.sshConfig };
     gpu['exec-prefix'] = ['ip', 'netns', 'exec', NS];
     gpu['http-address'] = NS_ADDR;
     gpu.workdir = workdir;
@@ -77,8 +71,8 @@ describe('a host whose servers live in their own network namespace', () => {
 
     const runId = `e2e-netns-${Date.now()}`;
     const input: PipelineInput = { runId, config, configPath: 'examples/demo-ssh.yaml' };
-    const result = (await t.withWorker(async () => {
-      const handle = await t.client.workflow.start(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] });
+    const result = (await suite.t.withWorker(async () => {
+      const handle = await suite.t.client.workflow.start(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] });
       // While the generate server serves, its port is open in the namespace and closed on the host's loopback.
       const logs = join(workdir, 'runs', runId, 'logs');
       await waitUntil(

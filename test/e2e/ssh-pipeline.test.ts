@@ -6,37 +6,26 @@
  */
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { AERIE_HOME, loadConfigFile } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { SshHost } from '../../src/hosts/ssh/ssh-host.js';
 import { TASK_QUEUE, type PipelineInput, type PipelineResult } from '../../src/shared.js';
 import { pipeline } from '../../src/workflows/index.js';
 import { freePort } from '../../src/temporal/dev-server.js';
-import { startSshFixture, type SshFixture } from '../support/ssh-fixture.js';
-import { startTestTemporal, waitUntil, type TestTemporal } from '../support/temporal.js';
-import { stopRecordedLaunches } from '../support/cleanup.js';
+import { useTemporalSuite, waitUntil } from '../support/temporal.js';
 import { ALL_STAGES_DONE, stageStates } from '../support/stages.js';
+import { useSshFixture } from '../support/ssh-fixture.js';
 
-let t: TestTemporal;
-let fx: SshFixture;
-
-beforeAll(async () => {
-  [t, fx] = await Promise.all([startTestTemporal(), startSshFixture()]);
-}, 120_000);
-
-afterAll(async () => {
-  // Whatever the run left running on the (loopback) host is stopped by its launch record.
-  if (fx) await stopRecordedLaunches(fx.dir);
-  await t?.stop();
-  await fx?.stop();
-});
+const suite = useTemporalSuite('aerie-e2e-ssh-');
+// Its afterAll runs before the suite's: what the run left on the (loopback) host is stopped by its launch record.
+const ssh = useSshFixture();
 
 async function sshDemoConfig(workdir: string): Promise<Config> {
   const c = await loadConfigFile(join(AERIE_HOME, 'examples', 'demo-ssh.yaml'));
   const gpu = c.hosts.gpu!;
   if (gpu.kind !== 'ssh') throw new Error('demo-ssh.yaml must define an ssh host named gpu');
-  gpu.ssh = { ...gpu.ssh, host: fx.alias, port: undefined, user: undefined, 'config-file': fx.sshConfig };
+  gpu.ssh = { ...gpu.ssh, host: ssh.fx.alias, port: undefined, user: undefined, 'config-file': ssh.fx.sshConfig };
   gpu.workdir = workdir;
   c.server.port = await freePort();
   if (c.stages.extract.driver === 'patched-server') c.stages.extract['dump-dir'] = join(workdir, 'shm');
@@ -48,16 +37,16 @@ async function sshDemoConfig(workdir: string): Promise<Config> {
 
 describe('pipeline end to end over SSH', () => {
   it('runs every stage through the real sshd, surviving a dropped connection while polling readiness', async () => {
-    const workdir = join(fx.dir, 'remote-work');
+    const workdir = join(ssh.fx.dir, 'remote-work');
     const config = await sshDemoConfig(workdir);
     const runId = `e2e-ssh-${Date.now()}`;
     const input: PipelineInput = { runId, config, configPath: 'examples/demo-ssh.yaml' };
-    const { result, stats } = await t.withWorker(async (hosts) => {
-      const handle = await t.client.workflow.start(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] });
+    const { result, stats } = await suite.t.withWorker(async (hosts) => {
+      const handle = await suite.t.client.workflow.start(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] });
       // Drop the SSH link once the generate server is launched and being polled.
       const logs = join(workdir, 'runs', runId, 'logs');
       await waitUntil(async () => (await readdir(logs).catch(() => [] as string[])).some((f) => f.startsWith('server-generate')), 'the generate server launch', 120_000, 100);
-      const dropped = await fx.sshd.dropConnections();
+      const dropped = await ssh.fx.sshd.dropConnections();
       expect(dropped.length).toBeGreaterThan(0);
       const done = (await handle.result()) as PipelineResult;
       const host = hosts.get(config);

@@ -6,11 +6,10 @@
  * process group.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { confirmOurs } from '../../src/activities/server-watch.js';
 import { serverActivities, type ServerLaunch } from '../../src/activities/server.js';
 import { AERIE_HOME } from '../../src/config/load.js';
@@ -20,24 +19,18 @@ import type { SglangClient } from '../../src/sglang/client.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { waitUntil } from '../support/temporal.js';
 import { faultConfig, groupHasMembers, launchRecords } from './harness.js';
-import { stopRecordedLaunches } from '../support/cleanup.js';
+import { useWorkdir } from '../support/workdir.js';
 
-let work: string;
+const tmp = useWorkdir('aerie-launch-guard-');
 const hosts = new HostPool();
 const acts = serverActivities({ hosts });
 const started: { host: Host; launch: ServerLaunch }[] = [];
 
-beforeAll(async () => {
-  work = await mkdtemp(join(tmpdir(), 'aerie-launch-guard-'));
-});
-
+// Registered after the folder's, so it runs first; the folder's afterAll then stops whatever is left by its launch record.
 afterAll(async () => {
   // Stop every server these tests launched, by its recorded group.
   for (const s of started) await s.host.killGroup(s.launch.record, { graceMs: 2000 }).catch(() => undefined);
   await hosts.closeAll();
-  // Whatever a test left running when it ended early is stopped by its launch record.
-  if (work) await stopRecordedLaunches(work);
-  if (work) await rm(work, { recursive: true, force: true });
 });
 
 async function failureOf(p: Promise<unknown>): Promise<ApplicationFailure> {
@@ -48,7 +41,7 @@ async function failureOf(p: Promise<unknown>): Promise<ApplicationFailure> {
 
 describe('launchServer guards', () => {
   it('refuses a port another process holds, names it, and launches nothing', async () => {
-    const workdir = join(work, 'held');
+    const workdir = join(tmp.path, 'held');
     const port = await freePort();
     let stale: ChildProcess | undefined;
     try {
@@ -69,7 +62,7 @@ describe('launchServer guards', () => {
   }, 60_000);
 
   it('re-attaches a live launch of the same command and replaces one whose command line changed', async () => {
-    const workdir = join(work, 'reattach');
+    const workdir = join(tmp.path, 'reattach');
     const config = faultConfig(workdir, await freePort(), { AERIE_SIM_TIME_SCALE: '0.5' });
     const first = await acts.launchServer({ runId: 'ra', config, role: 'generate' });
     started.push({ host: hosts.get(config), launch: first });
@@ -92,7 +85,7 @@ describe('launchServer guards', () => {
 
 describe('a launch whose record was never written (link or worker lost right after the start)', () => {
   it('is adopted by the retried launchServer although it already holds the port: one server, same pid', async () => {
-    const workdir = join(work, 'unrecorded');
+    const workdir = join(tmp.path, 'unrecorded');
     const config = faultConfig(workdir, await freePort(), {});
     const first = await acts.launchServer({ runId: 'ur', config, role: 'generate' });
     started.push({ host: hosts.get(config), launch: first });

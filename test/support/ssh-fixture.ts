@@ -5,7 +5,9 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import { SshHost, type SshHostOptions } from '../../src/hosts/ssh/ssh-host.js';
+import { stopRecordedLaunches } from './cleanup.js';
 import { makeKey, sshConfigText, startSshd, type KeyPair, type TestSshd } from './sshd.js';
 
 export interface SshFixture {
@@ -57,6 +59,28 @@ export async function startSshFixture(): Promise<SshFixture> {
       await Promise.all(hosts.map((h) => h.close().catch(() => undefined)));
       await sshd.stop();
       await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * The file's ssh fixture with its own beforeAll/afterAll: in afterAll whatever a run left
+ * running on the (loopback) host under the fixture's folder is stopped by its launch record,
+ * then the sshd and the folder go. Read `.fx` inside a hook or test.
+ */
+export function useSshFixture(): { readonly fx: SshFixture } {
+  let fx: SshFixture | undefined;
+  beforeAll(async () => {
+    fx = await startSshFixture();
+  }, 120_000);
+  afterAll(async () => {
+    if (fx) await stopRecordedLaunches(fx.dir);
+    await fx?.stop();
+  });
+  return {
+    get fx() {
+      if (!fx) throw new Error('useSshFixture(): the fixture is started in beforeAll; read it inside a hook or test');
+      return fx;
     },
   };
 }
