@@ -4,6 +4,7 @@
  */
 import { Context, ApplicationFailure } from '@temporalio/activity';
 import type { Config } from '../config/schema.js';
+import type { FatalType, TransientType } from '../failures.js';
 import type { Host } from '../hosts/host.js';
 import type { HostPool } from '../hosts/index.js';
 import { runDir } from '../shared.js';
@@ -43,12 +44,13 @@ export function keepHeartbeating(details: () => unknown, intervalMs = 1000): () 
   return () => clearInterval(timer);
 }
 
-/** A failure the workflow must not retry: the message says what to change. */
-export function fatal(type: string, message: string, details?: Record<string, unknown>): ApplicationFailure {
+/** A failure the workflow must not retry (src/failures.ts: retry 'never'): the message says what to change. */
+export function fatal(type: FatalType, message: string, details?: Record<string, unknown>): ApplicationFailure {
   return ApplicationFailure.create({ type, message, nonRetryable: true, details: details ? [details] : undefined });
 }
 
-export function transient(type: string, message: string, details?: Record<string, unknown>): ApplicationFailure {
+/** A failure Temporal retries per the activity's policy (src/failures.ts: retry 'temporal'). */
+export function transient(type: TransientType, message: string, details?: Record<string, unknown>): ApplicationFailure {
   return ApplicationFailure.create({ type, message, nonRetryable: false, details: details ? [details] : undefined });
 }
 

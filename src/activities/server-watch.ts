@@ -66,12 +66,7 @@ export async function deathReport(host: Host, server: WatchedServer, what: strin
   const { type, relaunch } = deathFailureType(failure);
   const exitCode = status.state === 'exited' || status.state === 'orphans' ? status.code : status.state === 'gone' ? null : undefined;
   const message = deathMessage({ role: server.role, pid: server.pid, what, exitCode, failure });
-  return ApplicationFailure.create({
-    type,
-    message,
-    nonRetryable: true,
-    details: [{ kind: failure.kind, relaunch, interpreter: failure.interpreter, exitCode, logPath: server.logPath, logTail: tail }],
-  });
+  return fatal(type, message, { kind: failure.kind, relaunch, interpreter: failure.interpreter, exitCode, logPath: server.logPath, logTail: tail });
 }
 
 export interface WatchOptions {

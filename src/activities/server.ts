@@ -337,12 +337,7 @@ export function serverActivities({ hosts }: ActivityDeps) {
 }
 
 function smokeFailure(launch: ServerLaunch, message: string): ApplicationFailure {
-  return ApplicationFailure.create({
-    type: 'SmokeTestFailed',
-    message: `${launch.role} server pid ${launch.pid} passed its health check but ${message}`,
-    nonRetryable: true,
-    details: [{ relaunch: true, logPath: launch.logPath }],
-  });
+  return fatal('SmokeTestFailed', `${launch.role} server pid ${launch.pid} passed its health check but ${message}`, { relaunch: true, logPath: launch.logPath });
 }
 
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {

@@ -4,6 +4,7 @@
  * what is written next to the server log. The activity (src/activities/server.ts) only
  * gathers observations and acts on these verdicts (incidents 1 and 5).
  */
+import { FAILURES, SERVER_RELAUNCHABLE, type FatalType } from '../failures.js';
 import type { ServerFailure, ServerPhase } from './log-phase.js';
 
 export type HealthEndpoint = '/health' | '/health_generate';
@@ -103,23 +104,28 @@ export function early200Note(endpoint: HealthEndpoint, phase: ServerPhase): stri
 }
 
 /**
- * Failure types of a dead server. nonRetryable always (retrying an activity cannot revive a
- * process); `relaunch` says whether launching the same command again can help — the
- * workflow decides that from the type.
+ * Failure types of a dead server (declared in src/failures.ts). nonRetryable always (retrying
+ * an activity cannot revive a process); `relaunch` says whether launching the same command
+ * again can help — the workflow decides that from the type (SERVER_RELAUNCHABLE).
  */
-export const SERVER_RELAUNCHABLE = ['ServerCrashed', 'SmokeTestFailed'] as const;
+export { SERVER_RELAUNCHABLE };
 
-export function deathFailureType(f: ServerFailure): { type: string; relaunch: boolean } {
-  if (f.retryable) return { type: 'ServerCrashed', relaunch: true };
+export function deathFailureType(f: ServerFailure): { type: FatalType; relaunch: boolean } {
+  const type = deathType(f);
+  return { type, relaunch: FAILURES[type].relaunch };
+}
+
+function deathType(f: ServerFailure): FatalType {
+  if (f.retryable) return 'ServerCrashed';
   switch (f.kind) {
     case 'missing-module':
-      return { type: 'MissingDependencyError', relaunch: false };
+      return 'MissingDependencyError';
     case 'out-of-memory':
-      return { type: 'OutOfMemoryError', relaunch: false };
+      return 'OutOfMemoryError';
     case 'port-in-use':
-      return { type: 'PortInUseError', relaunch: false };
+      return 'PortInUseError';
     default:
-      return { type: 'ServerStartFailed', relaunch: false };
+      return 'ServerStartFailed';
   }
 }
 

@@ -6,20 +6,13 @@
 import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import { DEFAULT_HEARTBEAT_TIMEOUT_MS } from '../config/heartbeat.js';
+import { NON_RETRYABLE } from '../failures.js';
 
-/** Retrying cannot fix these: the run stops at once with a message that says what to change. */
-export const NON_RETRYABLE = [
-  'ConfigError',
-  'PreflightFailed',
-  'MissingDependencyError',
-  'PortInUseError',
-  'DrafterRejectedError',
-  'OutOfMemoryError',
-  'DataIncomplete',
-  'ServerNotReady',
-  'ServerMismatch',
-  'ServerStartFailed',
-];
+/**
+ * Retrying cannot fix these: the run stops at once with a message that says what to change.
+ * Derived from src/failures.ts (its inRetryPolicy entries, in their order).
+ */
+export { NON_RETRYABLE };
 
 const retry = (maximumAttempts: number) => ({
   initialInterval: '1s',

@@ -17,6 +17,7 @@ import { ApplicationFailure, CancellationScope, isCancellation } from '@temporal
 import type { Activities } from '../activities/index.js';
 import type { ServerLaunch } from '../activities/server.js';
 import type { BenchServingRecord } from '../bench/metrics.js';
+import type { FailureType } from '../failures.js';
 import type { PipelineInput, PipelineResult } from '../shared.js';
 import { hiddenForTrain } from '../stages/launch-specs.js';
 import { activities, shortActivity } from './activities.js';
@@ -244,7 +245,7 @@ async function afterFailure({ runId, config, progress, operator, servers }: Run,
   if (isCancellation(err)) throw err;
   if (config.run['on-failure'] !== 'wait' || !stage) {
     // The activity failure rides along as the cause: its details carry the log tail.
-    throw ApplicationFailure.create({ message: `${stage ?? 'run'} failed: ${failureMessage(err)}`, type: 'StageFailed', nonRetryable: true, cause: err as Error });
+    throw ApplicationFailure.create({ message: `${stage ?? 'run'} failed: ${failureMessage(err)}`, type: 'StageFailed' satisfies FailureType, nonRetryable: true, cause: err as Error });
   }
   progress.waiting(stage, `failed: ${failureMessage(err).slice(0, 300)} — fix the cause, then: aerie retry ${runId} [--stage S]`);
   progress.retrying(await operator.awaitRetry(stage));

@@ -6,7 +6,7 @@
 import { CancellationScope, isCancellation } from '@temporalio/workflow';
 import type { ServerLaunch, ServerRole } from '../activities/server.js';
 import type { SglangRelease } from '../activities/server-launches.js';
-import { SERVER_RELAUNCHABLE } from '../sglang/readiness.js';
+import { SERVER_RELAUNCHABLE } from '../failures.js';
 import { activities } from './activities.js';
 import type { RunRef } from '../activities/context.js';
 import type { Config } from '../config/schema.js';

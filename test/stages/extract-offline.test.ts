@@ -135,7 +135,7 @@ describe('specforge-offline extraction on the simulator', () => {
     expect((await verifyOffline(host, 'python3', join(dir, 'hidden'), HIDDEN)).bad.map((b) => b.path)).toEqual([victim]);
     // A new run of the stage (new launch ids): the sweep before the launch removes it.
     const again = await superviseJob<OfflineResult, unknown>(
-      { host, prefix: 'r2.extract.', logPath: (g) => join(dir, `again-${g}.log`), cwd: dir, env: { AERIE_SIM_TIME_SCALE: '0', AERIE_SIM_SPECFORGE_REVISION: 'cli' }, crashRetries: 0, pollMs: 50, heartbeat: () => undefined, what: 'x', crashType: 'x' },
+      { host, prefix: 'r2.extract.', logPath: (g) => join(dir, `again-${g}.log`), cwd: dir, env: { AERIE_SIM_TIME_SCALE: '0', AERIE_SIM_SPECFORGE_REVISION: 'cli' }, crashRetries: 0, pollMs: 50, heartbeat: () => undefined, what: 'x', crashType: 'ExtractCrashed' },
       offlineHooks({ host, launch: launch(), hiddenSize: HIDDEN, python: 'python3', rowTokens: await estimateRows(host, data, 2048), redoLimit: 0 }),
     );
     expect(again.result.ok).toBe(12);

@@ -14,12 +14,13 @@
  */
 import type { Host, KillResult, ProcRecord, ProcStatus } from '../../hosts/host.js';
 import { followJob, latestGeneration, logTail } from './job-follow.js';
+import type { FatalType } from '../../failures.js';
 import type { TrainFailure } from './train-failure.js';
 
 /** A job failure retrying cannot fix, or a crash budget spent. `type` names the failure for the workflow. */
 export class JobFailure extends Error {
   constructor(
-    readonly type: string,
+    readonly type: FatalType,
     message: string,
     readonly logTail?: string,
   ) {
@@ -50,7 +51,7 @@ export interface JobHooks<T, P> {
   afterCrash(ended: Ended, failure: TrainFailure): Promise<NextStep<T>>;
   classify(logTail: string): TrainFailure;
   /** Map a non-retryable failure to the workflow's failure type. */
-  failureType(failure: TrainFailure): string;
+  failureType(failure: TrainFailure): FatalType;
   parse(chunk: string, prev: P | undefined): P;
 }
 
@@ -69,7 +70,7 @@ export interface SuperviseOptions<P> {
   /** What the job is, for messages ("trainer", "prepare_hidden_states.py"). */
   what: string;
   /** Failure type when the crash budget is spent. */
-  crashType: string;
+  crashType: FatalType;
 }
 
 type Orphans = Extract<ProcStatus, { state: 'orphans' }>;

@@ -15,6 +15,7 @@
  * fc/lm_head/d2t/midlayer names and shapes, and a weights file with data behind its header.
  */
 import { basename } from 'node:path';
+import type { FatalType } from '../../failures.js';
 import type { Host } from '../../hosts/host.js';
 import { classifyTrainFailure, JobFailure, type Ended, type JobHooks, type NextStep, type TrainFailure } from '../common/index.js';
 import { parseGenericProgress, parseTrainProgress, seedProgress, type TrainProgress } from './progress.js';
@@ -30,7 +31,7 @@ export interface TrainResult {
   note?: string;
 }
 
-export function trainFailureType(f: TrainFailure): string {
+export function trainFailureType(f: TrainFailure): FatalType {
   if (f.kind === 'oom') return 'OutOfMemoryError';
   if (f.kind === 'missing-module') return 'MissingDependencyError';
   return 'TrainerFailed';
