@@ -4,23 +4,22 @@
  * real HTTP and real files: the prefill waits for the rid to come free and asks again, rather
  * than failing the sample; a rid that never comes free fails within the request timeout.
  */
-import { createServer, type Server } from 'node:http';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LocalHost } from '../../src/hosts/local/local-host.js';
 import { BadDumpError, prefillOne } from '../../src/stages/extract/prefill.js';
+import { startFakeServer, type FakeServer } from '../support/fake-server.js';
 
 let dir: string;
-let server: Server | undefined;
+let server: FakeServer | undefined;
 
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'aerie-prefill-rid-'));
 });
 afterEach(async () => {
-  await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
+  await server?.close();
   server = undefined;
   await rm(dir, { recursive: true, force: true });
 });
@@ -28,26 +27,21 @@ afterEach(async () => {
 /** A server whose rid stays busy for `busyAnswers` requests, answering as 0.5.23 does, then serves it. */
 async function serve(busyAnswers: number): Promise<{ baseUrl: string; posts: () => number }> {
   let posts = 0;
-  server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (d: Buffer) => (body += d.toString()));
-    // eslint-disable-next-line @typescript-eslint/no-misused-promises -- a failed writeFile is meant to surface as an unhandled rejection, which fails the vitest run
-    req.on('end', async () => {
-      posts++;
-      const { rid, input_ids: ids } = JSON.parse(body) as { rid: string; input_ids: number[] };
-      if (posts <= busyAnswers) {
-        // The native route's ValueError body (sglang==0.5.23:srt/entrypoints/http_server.py:988-990,2246-2250).
-        res.writeHead(400, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ error: { message: `Duplicate request ID detected: ${rid}` } }));
-        return;
-      }
-      await writeFile(join(dir, `${rid}.safetensors`), 'dump');
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ text: 'x', output_ids: [7], meta_info: { id: rid, prompt_tokens: ids.length, completion_tokens: 1 } }));
-    });
+  // A failed writeFile surfaces as an unhandled rejection, which fails the vitest run.
+  server = await startFakeServer(async (body, res) => {
+    posts++;
+    const { rid, input_ids: ids } = JSON.parse(body) as { rid: string; input_ids: number[] };
+    if (posts <= busyAnswers) {
+      // The native route's ValueError body (sglang==0.5.23:srt/entrypoints/http_server.py:988-990,2246-2250).
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: `Duplicate request ID detected: ${rid}` } }));
+      return;
+    }
+    await writeFile(join(dir, `${rid}.safetensors`), 'dump');
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ text: 'x', output_ids: [7], meta_info: { id: rid, prompt_tokens: ids.length, completion_tokens: 1 } }));
   });
-  await new Promise<void>((r) => server!.listen(0, '127.0.0.1', () => r()));
-  return { baseUrl: `http://127.0.0.1:${(server!.address() as AddressInfo).port}`, posts: () => posts };
+  return { baseUrl: server.baseUrl, posts: () => posts };
 }
 
 const row = { id: 's1', input_ids: [1, 2, 3], loss_mask: [0, 1, 1] };

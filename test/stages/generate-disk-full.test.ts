@@ -5,44 +5,28 @@
  */
 import { createHash } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { generateFailure } from '../../src/activities/data.js';
 import type { Host } from '../../src/hosts/host.js';
 import { LocalHost } from '../../src/hosts/local/local-host.js';
 import { DiskFullError, isNoSpace } from '../../src/stages/common/disk-full.js';
 import { runGenerate, type GenerateJob } from '../../src/stages/generate/regenerate.js';
+import { useFakeServer } from '../support/fake-server.js';
 
-let server: Server;
-let baseUrl: string;
 let requests = 0;
 
-beforeAll(async () => {
-  server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => (body += c.toString()));
-    req.on('end', () => {
-      requests++;
-      const msgs = (JSON.parse(body) as { messages: { content: string }[] }).messages;
-      const last = msgs[msgs.length - 1]!.content;
-      // Long enough answers that a shard is a few KiB: the budget cuts between shards.
-      setTimeout(() => {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ choices: [{ message: { content: `answer(${msgs.length}):${last}:${'x'.repeat(200)}` } }] }));
-      }, 2);
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-});
-
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((r) => server.close(r));
+const chat = useFakeServer((body, res) => {
+  requests++;
+  const msgs = (JSON.parse(body) as { messages: { content: string }[] }).messages;
+  const last = msgs[msgs.length - 1]!.content;
+  // Long enough answers that a shard is a few KiB: the budget cuts between shards.
+  setTimeout(() => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ choices: [{ message: { content: `answer(${msgs.length}):${last}:${'x'.repeat(200)}` } }] }));
+  }, 2);
 });
 
 let dir: string;
@@ -105,7 +89,7 @@ function smallDisk(root: string, budget: number): { host: Host; free(): void } {
 }
 
 function job(host: Host, outDir: string): GenerateJob {
-  return { host, baseUrl, model: 'm', inputPath: join(dir, 'in.jsonl'), outDir, temperature: 0, maxTokens: 16, concurrency: 4, retries: 0, shardSize: 4, flushMs: 50 };
+  return { host, baseUrl: chat.baseUrl, model: 'm', inputPath: join(dir, 'in.jsonl'), outDir, temperature: 0, maxTokens: 16, concurrency: 4, retries: 0, shardSize: 4, flushMs: 50 };
 }
 
 const sha = async (p: string) => createHash('sha256').update(await readFile(p)).digest('hex');

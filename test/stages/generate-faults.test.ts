@@ -3,14 +3,13 @@
  * malformed input, retries, per-sample errors, an unreachable server, a lost shard, abort.
  */
 import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Host } from '../../src/hosts/host.js';
 import { LocalHost } from '../../src/hosts/local/local-host.js';
 import { runGenerate, type GenerateJob } from '../../src/stages/generate/regenerate.js';
+import { useFakeServer } from '../support/fake-server.js';
 
 interface Behaviour {
   delayMs: number;
@@ -20,47 +19,32 @@ interface Behaviour {
   poison: Set<string>;
 }
 
-let server: Server;
-let baseUrl: string;
 let behaviour: Behaviour;
 let inFlight = 0;
 let maxInFlight = 0;
 let requests = 0;
 
-beforeAll(async () => {
-  server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => (body += c.toString()));
-    req.on('end', () => {
-      requests++;
-      inFlight++;
-      maxInFlight = Math.max(maxInFlight, inFlight);
-      const msgs = (JSON.parse(body) as { messages: { role: string; content: string }[] }).messages;
-      const last = msgs[msgs.length - 1].content;
-      setTimeout(() => {
-        inFlight--;
-        const left = behaviour.flaky.get(last) ?? 0;
-        if (behaviour.poison.has(last)) {
-          res.writeHead(400, { 'content-type': 'application/json' });
-          return res.end(JSON.stringify({ error: { message: 'poisoned prompt' } }));
-        }
-        if (left > 0) {
-          behaviour.flaky.set(last, left - 1);
-          res.writeHead(500);
-          return res.end('transient');
-        }
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ choices: [{ message: { role: 'assistant', content: `answer(${msgs.length}):${last}` } }] }));
-      }, behaviour.delayMs);
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-});
-
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((r) => server.close(r));
+const chat = useFakeServer((body, res) => {
+  requests++;
+  inFlight++;
+  maxInFlight = Math.max(maxInFlight, inFlight);
+  const msgs = (JSON.parse(body) as { messages: { role: string; content: string }[] }).messages;
+  const last = msgs[msgs.length - 1].content;
+  setTimeout(() => {
+    inFlight--;
+    const left = behaviour.flaky.get(last) ?? 0;
+    if (behaviour.poison.has(last)) {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      return res.end(JSON.stringify({ error: { message: 'poisoned prompt' } }));
+    }
+    if (left > 0) {
+      behaviour.flaky.set(last, left - 1);
+      res.writeHead(500);
+      return res.end('transient');
+    }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ choices: [{ message: { role: 'assistant', content: `answer(${msgs.length}):${last}` } }] }));
+  }, behaviour.delayMs);
 });
 
 let dir: string;
@@ -86,7 +70,7 @@ const sf = (id: string, ...qs: string[]) =>
 function job(over: Partial<GenerateJob> = {}): GenerateJob {
   return {
     host,
-    baseUrl,
+    baseUrl: chat.baseUrl,
     model: 'm',
     inputPath: join(dir, 'in.jsonl'),
     outDir: join(dir, 'out'),

@@ -7,14 +7,13 @@
  * rows are aerie's real output from runGenerate against a small in-process chat server.
  */
 import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LocalHost } from '../../src/hosts/local/local-host.js';
 import { specforgeRowText } from '../../src/stages/generate/plan.js';
 import { runGenerate, type GenerateJob } from '../../src/stages/generate/regenerate.js';
+import { useFakeServer } from '../support/fake-server.js';
 
 type Row = Record<string, unknown>;
 type Message = Record<string, unknown>;
@@ -56,34 +55,19 @@ function broken(row: Row): string[] {
     .map(([rule]) => rule);
 }
 
-let server: Server;
-let baseUrl: string;
 let answering = true;
 let requests = 0;
 
-beforeAll(async () => {
-  server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => (body += c.toString()));
-    req.on('end', () => {
-      requests++;
-      if (!answering) {
-        res.writeHead(400, { 'content-type': 'application/json' });
-        return res.end(JSON.stringify({ error: { message: 'this run must not ask' } }));
-      }
-      const msgs = (JSON.parse(body) as { messages: { content: string }[] }).messages;
-      const last = msgs[msgs.length - 1]!.content;
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ choices: [{ message: { role: 'assistant', content: last === 'say nothing' ? '' : `answer:${last}` } }] }));
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-});
-
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((r) => server.close(r));
+const chat = useFakeServer((body, res) => {
+  requests++;
+  if (!answering) {
+    res.writeHead(400, { 'content-type': 'application/json' });
+    return res.end(JSON.stringify({ error: { message: 'this run must not ask' } }));
+  }
+  const msgs = (JSON.parse(body) as { messages: { content: string }[] }).messages;
+  const last = msgs[msgs.length - 1]!.content;
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ choices: [{ message: { role: 'assistant', content: last === 'say nothing' ? '' : `answer:${last}` } }] }));
 });
 
 let dir: string;
@@ -102,7 +86,7 @@ afterEach(async () => {
 });
 
 function job(): GenerateJob {
-  return { host, baseUrl, model: 'm', inputPath: join(dir, 'in.jsonl'), outDir: join(dir, 'out'), temperature: 0, maxTokens: 16, concurrency: 2, retries: 0, shardSize: 2, flushMs: 20 };
+  return { host, baseUrl: chat.baseUrl, model: 'm', inputPath: join(dir, 'in.jsonl'), outDir: join(dir, 'out'), temperature: 0, maxTokens: 16, concurrency: 2, retries: 0, shardSize: 2, flushMs: 20 };
 }
 
 const u = (content: string) => ({ role: 'user', content });
