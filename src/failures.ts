@@ -42,7 +42,7 @@ export const FAILURES = {
   MissingDependencyError: { retry: 'never', relaunch: false, operator: true, inRetryPolicy: true, fix: 'install the missing module or point the launcher / stages.*.python at an interpreter that has it' },
   PortInUseError: { retry: 'never', relaunch: false, operator: true, inRetryPolicy: true, fix: 'stop the process holding the port (aerie never stops what it did not start) or set server.port' },
   DrafterRejectedError: { retry: 'never', relaunch: false, operator: true, inRetryPolicy: true, fix: 'train longer or on more data, or lower stages.deploy.acceptance-threshold; the message says which check refused the drafter' },
-  OutOfMemoryError: { retry: 'never', relaunch: false, operator: true, inRetryPolicy: true, fix: 'lower the memory the job asks for (server.mem-fraction-static, batch size, max length) or give it more GPUs' },
+  OutOfMemoryError: { retry: 'never', relaunch: false, operator: true, inRetryPolicy: true, fix: 'ask for less memory (server.mem-fraction-static, stages.extract.batch-size, stages.train.max-length) or give the job more GPUs' },
   DataIncomplete: {
     retry: 'never',
     relaunch: false,
