@@ -4,26 +4,18 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
-import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '../../src/temporal/dev-server.js';
+import { makeWorkdir } from '../support/workdir.js';
 
 export const BIN = fileURLToPath(new URL('../../bin/aerie-sim.mjs', import.meta.url));
 export const MODEL = fileURLToPath(new URL('../../examples/models/sim-llama-8b', import.meta.url));
 export const DRAFT_CONFIG = fileURLToPath(new URL('../../examples/models/sim-llama-8b-eagle3-draft.json', import.meta.url));
 
-export async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
-
-export async function tempDir(prefix: string): Promise<string> {
-  return fs.mkdtemp(path.join(os.tmpdir(), prefix));
-}
+// The one free-port picker and temp-folder maker every test uses.
+export { freePort };
+export const tempDir = makeWorkdir;
 
 /** A drafter directory: the example EAGLE-3 draft config, with the simulated quality set. */
 export async function makeDrafter(acceptLength: number | null): Promise<string> {
