@@ -99,6 +99,22 @@ function raisedTypes(): { sites: Site[]; creates: string[] } {
   return { sites, creates };
 }
 
+/** The `name` each Error subclass in src/ gives itself: an error escaping an activity reaches Temporal with it as its type. */
+function errorNames(): Site[] {
+  const out: Site[] = [];
+  for (const file of sourceFiles(SRC)) {
+    const sf = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+    const visit = (n: ts.Node): void => {
+      const own = ts.isPropertyDeclaration(n) && n.name.getText(sf) === 'name' ? n.initializer : undefined;
+      const set = ts.isBinaryExpression(n) && n.operatorToken.kind === ts.SyntaxKind.EqualsToken && n.left.getText(sf) === 'this.name' ? n.right : undefined;
+      for (const type of literals(own ?? set)) out.push({ type, where: `${relative(SRC, file)}:${sf.getLineAndCharacterOfPosition(n.getStart()).line + 1}` });
+      n.forEachChild(visit);
+    };
+    visit(sf);
+  }
+  return out;
+}
+
 describe('src/failures.ts, the one list of failure types', () => {
   const { sites, creates } = raisedTypes();
   const raised = new Set(sites.map((s) => s.type));
@@ -119,6 +135,12 @@ describe('src/failures.ts, the one list of failure types', () => {
 
   it('creates ApplicationFailures only through the activities helpers and the workflow end', () => {
     expect(creates.map((c) => c.split(':')[0]).sort()).toEqual(['activities/context.ts', 'activities/context.ts', 'workflows/pipeline.ts']);
+  });
+
+  it('lets no Error class take a declared type by its name, but ConfigError, which means the same', () => {
+    const names = errorNames();
+    expect(names.length).toBeGreaterThan(10);
+    expect(names.filter((n) => n.type in FAILURES).map((n) => `${n.where.split(':')[0]}: ${n.type}`)).toEqual(['config/load.ts: ConfigError']);
   });
 
   it('keeps NON_RETRYABLE, part of every scheduled activity retry policy, exactly as recorded histories have it', () => {
