@@ -5,43 +5,18 @@
  * lines must be in the rejects file with their line numbers, and ok + error + skipped +
  * rejected must equal the input.
  */
-import { spawn } from 'node:child_process';
-import { open, readdir, readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { AERIE_HOME } from '../../src/config/load.js';
+import { describe, expect, it } from 'vitest';
 import { TASK_QUEUE } from '../../src/shared.js';
 import { pipeline } from '../../src/workflows/index.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { demoConfig } from '../support/demo-config.js';
 import { useTemporalSuite, waitUntil } from '../support/temporal.js';
 
-// The servers the workers launched are stopped by their recorded process groups in the suite's afterAll.
+// The suite's afterAll SIGKILLs the workers, then stops the servers they launched by their recorded process groups.
 const suite = useTemporalSuite('aerie-resume-gen-');
-const workers: number[] = [];
-
-// Registered after the suite's, so it runs first: the workers go before the dev server.
-afterAll(() => {
-  for (const pgid of workers) {
-    try {
-      process.kill(-pgid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-});
-
-async function startWorker(name: string): Promise<number> {
-  const log = await open(join(suite.work, `${name}.log`), 'a');
-  const child = spawn(process.execPath, [join(AERIE_HOME, 'bin', 'aerie.mjs'), 'worker'], {
-    env: { ...process.env, TEMPORAL_ADDRESS: suite.t.server.address, TEMPORAL_NAMESPACE: 'default' },
-    detached: true,
-    stdio: ['ignore', log.fd, log.fd],
-  });
-  await log.close();
-  workers.push(child.pid!);
-  return child.pid!;
-}
+const startWorker = (name: string) => suite.startWorkerProcess(name);
 
 const SAMPLES = 200;
 

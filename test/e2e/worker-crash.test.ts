@@ -3,43 +3,18 @@
  * completes with no finished stage redone and no second trainer launched — from the host's
  * process records, the ledger and the workflow history.
  */
-import { spawn } from 'node:child_process';
-import { open, readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { AERIE_HOME } from '../../src/config/load.js';
+import { describe, expect, it } from 'vitest';
 import { TASK_QUEUE, type PipelineResult } from '../../src/shared.js';
 import { pipeline } from '../../src/workflows/index.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { demoConfig } from '../support/demo-config.js';
 import { useTemporalSuite, waitUntil } from '../support/temporal.js';
 
+// The suite's afterAll SIGKILLs the workers, then stops what they launched by its launch record.
 const suite = useTemporalSuite('aerie-crash-');
-const workers: number[] = [];
-
-// Registered after the suite's, so it runs first: the workers go before the dev server.
-afterAll(() => {
-  for (const pgid of workers) {
-    try {
-      process.kill(-pgid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-});
-
-/** A real `aerie worker` process in its own process group; returns its pgid. */
-async function startWorker(name: string): Promise<number> {
-  const log = await open(join(suite.work, `${name}.log`), 'a');
-  const child = spawn(process.execPath, [join(AERIE_HOME, 'bin', 'aerie.mjs'), 'worker'], {
-    env: { ...process.env, TEMPORAL_ADDRESS: suite.t.server.address, TEMPORAL_NAMESPACE: 'default' },
-    detached: true,
-    stdio: ['ignore', log.fd, log.fd],
-  });
-  await log.close();
-  workers.push(child.pid!);
-  return child.pid!;
-}
+const startWorker = (name: string) => suite.startWorkerProcess(name);
 
 const records = async (workdir: string) =>
   (await readdir(join(workdir, '.aerie', 'procs')).catch(() => [] as string[])).filter((f) => f.endsWith('.json')).sort();

@@ -14,6 +14,7 @@ import { ensureSearchAttributes } from '../../src/temporal/connect.js';
 import { ensureDevServer, freePort, stopDevServer, type DevServerRecord } from '../../src/temporal/dev-server.js';
 import { createWorker, WORKFLOWS_PATH } from '../../src/worker.js';
 import { makeWorkdir, removeWorkdir } from './workdir.js';
+import { signalGroup, spawnAerieWorker } from './worker-process.js';
 
 export interface TestTemporal {
   dir: string;
@@ -64,6 +65,8 @@ export interface TemporalSuite {
   readonly t: TestTemporal;
   /** The file's temp folder (`<prefix>XXXXXX`) for the runs' host workdirs. */
   readonly work: string;
+  /** A real `aerie worker` process on this server, logging to `<work>/<name>.log`; returns its pgid, SIGKILLed in afterAll. */
+  startWorkerProcess(name: string): Promise<number>;
 }
 
 export interface TemporalSuiteOptions {
@@ -73,24 +76,27 @@ export interface TemporalSuiteOptions {
 
 /**
  * A test file's Temporal dev server and temp folder, with its own beforeAll/afterAll: the
- * server is stopped, then every process recorded under the folder is stopped by its launch
- * record, then the folder goes. An afterAll the file registers after this runs before it
- * (vitest runs after-hooks as a stack), so a file stops its own extra processes first.
+ * `aerie worker` processes it started are SIGKILLed, the server is stopped, every process
+ * recorded under the folder is stopped by its launch record, then the folder goes. An
+ * afterAll the file registers after this runs before it (vitest runs after-hooks as a
+ * stack), so a file stops its own extra processes first.
  */
 export function useTemporalSuite(prefix: string, opts: TemporalSuiteOptions = {}): TemporalSuite {
   let t: TestTemporal | undefined;
   let work: string | undefined;
+  const workers: number[] = [];
   beforeAll(async () => {
     work = await makeWorkdir(prefix);
     await opts.setup?.(work);
     t = await startTestTemporal();
   }, 120_000);
   afterAll(async () => {
+    for (const pgid of workers) signalGroup(pgid, 'SIGKILL');
     await t?.stop();
     if (work) await removeWorkdir(work);
   });
   const unready = (what: string) => new Error(`useTemporalSuite('${prefix}'): ${what} is made in beforeAll; read it inside a hook or test`);
-  return {
+  const suite: TemporalSuite = {
     get t() {
       if (!t) throw unready('the dev server');
       return t;
@@ -99,7 +105,13 @@ export function useTemporalSuite(prefix: string, opts: TemporalSuiteOptions = {}
       if (!work) throw unready('the folder');
       return work;
     },
+    async startWorkerProcess(name) {
+      const pgid = await spawnAerieWorker(suite.t.server.address, join(suite.work, `${name}.log`));
+      workers.push(pgid);
+      return pgid;
+    },
   };
+  return suite;
 }
 
 const noop = () => undefined;
