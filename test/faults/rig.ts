@@ -3,16 +3,15 @@
  * processes, and the means to kill either on purpose. Every process it starts is recorded
  * and stopped by its own process group.
  */
-import { spawn } from 'node:child_process';
-import { mkdtemp, open, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { AERIE_HOME } from '../../src/config/load.js';
 import { ensureSearchAttributes } from '../../src/temporal/connect.js';
 import { ensureDevServer, freePort, portOpen, procStartTime, stopDevServer, type DevServerRecord } from '../../src/temporal/dev-server.js';
 import { stopRecordedLaunches } from '../support/cleanup.js';
 import { waitUntil } from '../support/temporal.js';
+import { signalGroup, spawnAerieWorker } from '../support/worker-process.js';
 
 export class FaultRig {
   readonly workers = new Map<string, number>();
@@ -37,15 +36,9 @@ export class FaultRig {
 
   /** A real `aerie worker` process in its own process group. */
   async startWorker(name: string): Promise<number> {
-    const log = await open(join(this.dir, `${name}.log`), 'a');
-    const child = spawn(process.execPath, [join(AERIE_HOME, 'bin', 'aerie.mjs'), 'worker'], {
-      env: { ...process.env, TEMPORAL_ADDRESS: this.server.address, TEMPORAL_NAMESPACE: 'default' },
-      detached: true,
-      stdio: ['ignore', log.fd, log.fd],
-    });
-    await log.close();
-    this.workers.set(name, child.pid!);
-    return child.pid!;
+    const pgid = await spawnAerieWorker(this.server.address, join(this.dir, `${name}.log`));
+    this.workers.set(name, pgid);
+    return pgid;
   }
 
   killWorker(name: string): void {
@@ -72,13 +65,5 @@ export class FaultRig {
     await stopRecordedLaunches(this.dir);
     await stopDevServer(this.dir);
     await rm(this.dir, { recursive: true, force: true });
-  }
-}
-
-function signalGroup(pgid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pgid, signal);
-  } catch {
-    // already gone
   }
 }
