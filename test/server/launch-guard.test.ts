@@ -5,14 +5,12 @@
  * line is replaced. And the "is it ours?" check on a 200: the port's holder must be in our
  * process group.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { afterAll, describe, expect, it } from 'vitest';
 import { confirmOurs } from '../../src/activities/server-watch.js';
 import { serverActivities, type ServerLaunch } from '../../src/activities/server.js';
-import { AERIE_HOME } from '../../src/config/load.js';
 import type { Host } from '../../src/hosts/host.js';
 import { HostPool } from '../../src/hosts/index.js';
 import type { SglangClient } from '../../src/sglang/client.js';
@@ -20,6 +18,7 @@ import { freePort } from '../../src/temporal/dev-server.js';
 import { waitUntil } from '../support/temporal.js';
 import { faultConfig, groupHasMembers, launchRecords } from './harness.js';
 import { useWorkdir } from '../support/workdir.js';
+import { startSim, stopSim } from '../support/sim.js';
 
 const tmp = useWorkdir('aerie-launch-guard-');
 const hosts = new HostPool();
@@ -42,22 +41,18 @@ async function failureOf(p: Promise<unknown>): Promise<ApplicationFailure> {
 describe('launchServer guards', () => {
   it('refuses a port another process holds, names it, and launches nothing', async () => {
     const workdir = join(tmp.path, 'held');
-    const port = await freePort();
-    let stale: ChildProcess | undefined;
+    // A simulator aerie did not launch, in a process group of its own, answering /health.
+    const stale = await startSim({ AERIE_SIM_TIME_SCALE: '0.005' });
+    const port = Number(new URL(stale.baseUrl).port);
     try {
-      stale = spawn(process.execPath, [join(AERIE_HOME, 'bin', 'aerie-sim.mjs'), 'sglang', '--model-path', join(AERIE_HOME, 'examples', 'models', 'sim-llama-8b'), '--port', String(port)], {
-        env: { ...process.env, AERIE_SIM_TIME_SCALE: '0.005' },
-        stdio: 'ignore',
-      });
-      await waitUntil(async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.status === 200, 'the stale server', 30_000);
       const config = faultConfig(workdir, port, {});
       const err = await failureOf(acts.launchServer({ runId: 'held', config, role: 'generate' }));
       expect(err.type).toBe('PortInUseError');
       expect(err.nonRetryable).toBe(true);
-      expect(err.message).toMatch(new RegExp(`^port ${port} on local is already held by pid ${stale.pid} \\(.*aerie-sim\\.mjs sglang`));
+      expect(err.message).toMatch(new RegExp(`^port ${port} on local is already held by pid ${stale.child.pid} \\(.*aerie-sim\\.mjs sglang`));
       expect(await launchRecords(workdir)).toEqual([]);
     } finally {
-      if (stale?.pid) process.kill(stale.pid, 'SIGKILL');
+      await stopSim(stale);
     }
   }, 60_000);
 

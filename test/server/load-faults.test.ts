@@ -4,13 +4,12 @@
  * interpreter, CUDA out of memory, a load that never finishes, and a stale server already
  * holding the port. Each asserts the outcome, the classification, and how fast it was known.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { AERIE_HOME } from '../../src/config/load.js';
 import { freePort } from '../../src/temporal/dev-server.js';
-import { useTemporalSuite, waitUntil } from '../support/temporal.js';
+import { useTemporalSuite } from '../support/temporal.js';
 import { detectionDelays, faultConfig, groupHasMembers, launchRecord, launchRecords, only, runPipeline } from './harness.js';
+import { startSim, stopSim } from '../support/sim.js';
 
 const suite = useTemporalSuite('aerie-load-faults-');
 
@@ -115,32 +114,22 @@ describe('server faults during startup, through the pipeline workflow', () => {
 
   it('a stale server already on the port is refused, named by pid, and nothing is launched', async () => {
     const workdir = join(suite.work, 'stale');
-    const port = await freePort();
-    let stale: ChildProcess | undefined;
+    // A simulator aerie did not launch, in a process group of its own, answering /health.
+    const stale = await startSim({ AERIE_SIM_TIME_SCALE: '0.005' });
+    const port = Number(new URL(stale.baseUrl).port);
     try {
-      stale = spawn(process.execPath, [join(AERIE_HOME, 'bin', 'aerie-sim.mjs'), 'sglang', '--model-path', join(AERIE_HOME, 'examples', 'models', 'sim-llama-8b'), '--port', String(port)], {
-        env: { ...process.env, AERIE_SIM_TIME_SCALE: '0.005' },
-        stdio: 'ignore',
-      });
-      await waitUntil(async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.status === 200, 'the stale server to answer', 30_000);
       const config = faultConfig(workdir, port, {});
       const runId = `stale-${Date.now()}`;
       const run = await runPipeline(suite.t, config, runId);
 
       expect(run.error).toMatch(/preflight found 1 problem/);
-      expect(run.error).toContain(`server.port: ${port} on local is held by pid ${stale.pid} (`);
+      expect(run.error).toContain(`server.port: ${port} on local is held by pid ${stale.child.pid} (`);
       expect(await launchRecords(workdir)).toEqual([]);
       expect(only(run.activities, 'launchServer')).toEqual([]);
       // The stale server is someone else's: aerie did not stop it.
-      expect(stale.exitCode).toBeNull();
+      expect(stale.child.exitCode).toBeNull();
     } finally {
-      if (stale?.pid) {
-        try {
-          process.kill(stale.pid, 'SIGKILL');
-        } catch {
-          // already gone
-        }
-      }
+      await stopSim(stale);
     }
   }, 60_000);
 });
