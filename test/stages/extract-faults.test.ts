@@ -4,49 +4,31 @@
  * fails with an error that names what disagrees, and loses nothing (no dump left in RAM, no
  * feature file counted that is not whole, good samples kept).
  */
-import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
-import { shipAeriePy, type AeriePy } from '../../src/stages/common/aerie-py.js';
+import { describe, expect, it } from 'vitest';
 import { runExtract } from '../../src/stages/extract/server-driver.js';
 import { type ExtractJob } from '../../src/stages/extract/server-job.js';
-import { CAPTURE_FLAGS, captureSimEnv, ensureSimTarget, readJsonl, regenerated, VENV_PY } from '../support/capture-sim.js';
+import { CAPTURE_FLAGS, captureSimEnv, readJsonl, useCaptureHost } from '../support/capture-sim.js';
 import { startSim, stopSim, type Sim } from '../support/sim.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const MODEL = join(ROOT, 'examples/models/sim-llama-8b');
 
-let dir: string;
-let host: LocalHost;
-let py: AeriePy;
-let samples: string;
-
-beforeAll(async () => {
-  await ensureSimTarget();
-  dir = await mkdtemp(join(tmpdir(), 'aerie-extfault-'));
-  host = new LocalHost({ name: 'local', workdir: dir });
-  py = await shipAeriePy(host, VENV_PY);
-  samples = await regenerated(host, dir, 6, { concurrency: 3 });
-}, 180_000);
-afterAll(async () => {
-  await host?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
-}, 30_000);
+const cap = useCaptureHost('aerie-extfault-', 6, { concurrency: 3 });
 
 const prefills = (log: string): number => (log.match(/"POST \/generate HTTP/g) ?? []).length;
 
 /** One extraction against a simulator started for it, in folders of its own. */
 async function extractWith(name: string, env: Record<string, string>, over: Partial<ExtractJob> = {}, withPlugin = true) {
-  const dumpDir = join(dir, name, 'dumps');
+  const dumpDir = join(cap.dir, name, 'dumps');
   await mkdir(dumpDir, { recursive: true });
-  const sim: Sim = await startSim(withPlugin ? captureSimEnv(py.root, dumpDir, env) : env, CAPTURE_FLAGS);
-  const outDir = join(dir, name, 'hs');
+  const sim: Sim = await startSim(withPlugin ? captureSimEnv(cap.py.root, dumpDir, env) : env, CAPTURE_FLAGS);
+  const outDir = join(cap.dir, name, 'hs');
   // SGLang's own warm-up request (its log's first POST /generate) comes before any of ours.
   const before = prefills(sim.log());
   const job: ExtractJob = {
-    host, baseUrl: sim.baseUrl, py, samplesPath: samples, dumpDir, outDir, modelPath: MODEL, hiddenSize: 512,
+    host: cap.host, baseUrl: sim.baseUrl, py: cap.py, samplesPath: cap.samples, dumpDir, outDir, modelPath: MODEL, hiddenSize: 512,
     chatTemplate: 'llama3', maxLength: 512, fileGroupSize: 2000, crossCheck: 'auto', trustRemoteCode: false, concurrency: 2,
     selfCheck: { samples: 2, finalSamples: 6, minAgreement: 0.5 }, retries: 1, dumpWaitMs: 3000, convertBatch: 2, convertLingerMs: 50, ...over,
   };

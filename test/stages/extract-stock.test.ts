@@ -4,17 +4,14 @@
  * running on the host, then the same converter and self-check as the capture's. The feature
  * files must hold the same states the capture plugin writes for the same ids.
  */
-import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { describe, expect, it } from 'vitest';
 import { renderServerArgv } from '../../src/sglang/launch-argv.js';
-import { shipAeriePy, type AeriePy } from '../../src/stages/common/aerie-py.js';
 import { runExtract } from '../../src/stages/extract/server-driver.js';
 import { type ExtractJob } from '../../src/stages/extract/server-job.js';
 import { runStockAux } from '../../src/stages/extract/stock-server.js';
-import { DRAFT_IDS, ensureSimTarget, readJsonl, regenerated, VENV_PY } from '../support/capture-sim.js';
+import { DRAFT_IDS, readJsonl, useCaptureHost } from '../support/capture-sim.js';
 import { startSim, stopSim } from '../support/sim.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -24,30 +21,15 @@ const MODEL = join(ROOT, 'examples/models/sim-llama-8b');
 const flags = (mode: 'stock-aux' | 'stock-final') =>
   renderServerArgv({ launcher: ['sim'], modelPath: 'm', port: 1, tpSize: 1, extraArgs: [], extraction: true, capture: { sglangVersion: '0.5.23', draftLayerIds: DRAFT_IDS, mode } }).slice(9);
 
-let dir: string;
-let host: LocalHost;
-let py: AeriePy;
-let samples: string;
-
-beforeAll(async () => {
-  await ensureSimTarget();
-  dir = await mkdtemp(join(tmpdir(), 'aerie-extstock-'));
-  host = new LocalHost({ name: 'local', workdir: dir });
-  py = await shipAeriePy(host, VENV_PY);
-  samples = await regenerated(host, dir, 8);
-}, 180_000);
-afterAll(async () => {
-  await host?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
-}, 30_000);
+const cap = useCaptureHost('aerie-extstock-', 8);
 
 describe('stock SGLang in two passes', () => {
   it('writes one SpecForge file per sample from the aux and final passes, and passes the self-check', async () => {
-    const outDir = join(dir, 'hs');
+    const outDir = join(cap.dir, 'hs');
     const dumpDir = join(outDir, '.stock');
     await mkdir(dumpDir, { recursive: true });
     const job = (baseUrl: string, port: number): ExtractJob & { stock: NonNullable<ExtractJob['stock']> } => ({
-      host, baseUrl, py, samplesPath: samples, dumpDir, outDir, modelPath: MODEL, hiddenSize: 512, chatTemplate: 'llama3', maxLength: 512,
+      host: cap.host, baseUrl, py: cap.py, samplesPath: cap.samples, dumpDir, outDir, modelPath: MODEL, hiddenSize: 512, chatTemplate: 'llama3', maxLength: 512,
       fileGroupSize: 2000, crossCheck: 'auto', trustRemoteCode: false, concurrency: 4, selfCheck: { samples: 2, finalSamples: 8, minAgreement: 0.5 },
       convertBatch: 4, convertLingerMs: 50, stock: { address: '127.0.0.1', port, concurrency: 4, batch: 3, captureIds: DRAFT_IDS.map((x) => x + 1) },
     });
