@@ -311,8 +311,8 @@ export class Engine {
   private finish(r: ReqState, reason: FinishReason): void {
     r.finishReason = reason;
     r.finishedAt = performance.now();
-    // Prompt and output ids but the last output, whose KV is never computed (SGLang caches the
-    // finished request's ids up to its committed KV length).
+    // Prompt and output ids but the last output, whose KV is never computed
+    // (sglang==0.5.4:srt/mem_cache/radix_cache.py:340,349 caches origin_input_ids + output_ids[:-1]).
     if (!this.o.disableRadixCache && reason.type !== 'abort') this.cache.insert([...r.req.promptUnits, ...r.outputIds.slice(0, -1).map(String)]);
     r.resolveDone();
   }
