@@ -56,7 +56,7 @@ export interface CaptureReport {
 /** Modules the host-side steps import: tokens.py (transformers), selfcheck.py (numpy). */
 const NEEDS = ['transformers', 'numpy'];
 
-export async function checkCapture(host: Host, config: Config, runId: string, out: CaptureReport): Promise<void> {
+export async function checkCapture(host: Host, config: Config, runId: string, out: CaptureReport, release?: SglangRelease): Promise<void> {
   const e = config.stages.extract;
   if (e.driver === 'specforge-offline') return;
   const probe = `import importlib.util, sys\nmissing = [m for m in sys.argv[1:] if importlib.util.find_spec(m) is None]\nprint(" ".join(missing))\nsys.exit(3 if missing else 0)`;
@@ -82,7 +82,7 @@ export async function checkCapture(host: Host, config: Config, runId: string, ou
 
   let capture;
   try {
-    capture = await resolveCapture(host, config, runId, `${runDir(host.workdir, runId)}/hidden_states`, e.driver === 'stock-server' ? 'stock-aux' : 'plugin');
+    capture = await resolveCapture(host, config, runId, `${runDir(host.workdir, runId)}/hidden_states`, e.driver === 'stock-server' ? 'stock-aux' : 'plugin', release);
   } catch (err) {
     // An unreadable release is already reported by checkRelease.
     if (err instanceof CaptureSetupError || err instanceof AeriePyError) return void (out.problems.includes(err.message) || out.problems.push(err.message));

@@ -280,7 +280,7 @@ export async function runPreflight(host: Host, config: Config, runId: string): P
   await checkLauncher(host, config.server.launcher, 'server.launcher', 'sglang.launch_server', root, out);
   out.sglang = await checkRelease(host, config, out);
   const e = config.stages.extract;
-  if (e.driver === 'patched-server') await checkCapture(host, config, runId, out);
+  if (e.driver === 'patched-server') await checkCapture(host, config, runId, out, out.sglang);
   await checkLauncher(host, config.stages.train.launcher, 'stages.train.launcher', null, `${root}/train`, out);
   const t = config.stages.train;
   if (t.driver === 'specforge' || t.driver === 'specforge-v0.2') {

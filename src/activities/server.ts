@@ -57,7 +57,7 @@ export function serverActivities({ hosts }: ActivityDeps) {
       if (role === 'extract') {
         const mode = extract.driver === 'stock-server' ? (input.extractPass === 'final' ? 'stock-final' : 'stock-aux') : 'plugin';
         try {
-          capture = await resolveCapture(host, config, runId, paths.hidden, mode);
+          capture = await resolveCapture(host, config, runId, paths.hidden, mode, release);
         } catch (err) {
           if (err instanceof CaptureSetupError || err instanceof AeriePyError) throw fatal('ConfigError', err.message);
           throw err;

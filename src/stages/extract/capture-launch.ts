@@ -68,9 +68,12 @@ export async function resolveSglangVersion(host: Host, launcher: readonly string
   return { version: release, how: found === release ? how : `${how}: ${found}` };
 }
 
-/** The host's release, and whether aerie's capture is written for it. */
-export async function sglangVersion(host: Host, launcher: readonly string[], pin: string): Promise<SglangVersion> {
-  const v = await resolveSglangVersion(host, launcher, pin);
+/**
+ * The host's release, and whether aerie's capture is written for it. `known`: the release
+ * preflight already read for the run, so the host is not asked again.
+ */
+export async function sglangVersion(host: Host, launcher: readonly string[], pin: string, known?: { version: string; how: string }): Promise<SglangVersion> {
+  const v: SglangVersion = known ? { ...known } : await resolveSglangVersion(host, launcher, pin);
   if (v.problem) return v;
   if (!(CAPTURE_SGLANG_VERSIONS as readonly string[]).includes(v.version!)) {
     v.problem =
@@ -131,10 +134,17 @@ async function readJsonOn(host: Host, path: string): Promise<unknown> {
 }
 
 /** Stage aerie's Python on the host and work out the capture's launch settings (no launch). */
-export async function resolveCapture(host: Host, config: Config, runId: string, hiddenDir: string, mode: CaptureMode = 'plugin'): Promise<ResolvedCapture> {
+export async function resolveCapture(
+  host: Host,
+  config: Config,
+  runId: string,
+  hiddenDir: string,
+  mode: CaptureMode = 'plugin',
+  known?: { version: string; how: string },
+): Promise<ResolvedCapture> {
   const e = config.stages.extract;
   if (e.driver === 'specforge-offline') throw new Error('resolveCapture: the extract driver starts no server');
-  const v = await sglangVersion(host, config.server.launcher, config.server['sglang-version']);
+  const v = await sglangVersion(host, config.server.launcher, config.server['sglang-version'], known);
   if (v.problem) throw new CaptureSetupError(v.problem);
   const draftPath = e['draft-model-config'] ?? config.stages.train['draft-model-config'];
   const draft = await readJsonOn(host, draftPath);
