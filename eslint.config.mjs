@@ -16,7 +16,18 @@ const BUILTIN = `node:.*|(${builtinModules.filter((m) => !m.startsWith('_')).joi
 const WORKFLOW_VALUE_IMPORTS = ['shared', 'config/heartbeat', 'stages/launch-specs', 'failures'];
 
 export default defineConfig(
-  { ignores: ['dist/**', 'dist.tmp-*/**', 'node_modules/**', 'tmp/**', 'scratch/**', '.venv*/**', '**/__pycache__/**', 'test/fixtures/**'] },
+  {
+    ignores: [
+      'dist/**',
+      'dist.tmp-*/**',
+      'node_modules/**',
+      'tmp/**',
+      'scratch/**',
+      '.venv*/**',
+      '**/__pycache__/**',
+      'test/fixtures/**',
+    ],
+  },
   {
     files: ['**/*.ts', '**/*.mts', '**/*.mjs'],
     // Off: the tree carries directives for core rules this config does not enable (e.g. no-control-regex).
@@ -39,36 +50,47 @@ export default defineConfig(
   {
     files: ['src/workflows/**/*.ts'],
     rules: {
-      '@typescript-eslint/no-restricted-imports': ['error', {
-        patterns: [
-          { regex: `^(${BUILTIN})$`, message: 'Node built-ins cannot run in the workflow sandbox.' },
-          {
-            regex: `^(?![.]|@temporalio/(workflow|common)$|(${BUILTIN})$)`,
-            allowTypeImports: true,
-            message: 'Workflow code imports only @temporalio/workflow and @temporalio/common by value (others as `import type`).',
-          },
-          {
-            regex: `^[.][.]/(?!(${WORKFLOW_VALUE_IMPORTS.join('|')})[.]js$)`,
-            allowTypeImports: true,
-            message: `Workflow code imports by value only its own folder and ${WORKFLOW_VALUE_IMPORTS.map((m) => `src/${m}.ts`).join(', ')} (add a module to WORKFLOW_VALUE_IMPORTS in eslint.config.mjs only if it is sandbox-safe); use \`import type\` for the rest.`,
-          },
-        ],
-      }],
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { regex: `^(${BUILTIN})$`, message: 'Node built-ins cannot run in the workflow sandbox.' },
+            {
+              regex: `^(?![.]|@temporalio/(workflow|common)$|(${BUILTIN})$)`,
+              allowTypeImports: true,
+              message:
+                'Workflow code imports only @temporalio/workflow and @temporalio/common by value (others as `import type`).',
+            },
+            {
+              regex: `^[.][.]/(?!(${WORKFLOW_VALUE_IMPORTS.join('|')})[.]js$)`,
+              allowTypeImports: true,
+              message: `Workflow code imports by value only its own folder and ${WORKFLOW_VALUE_IMPORTS.map((m) => `src/${m}.ts`).join(', ')} (add a module to WORKFLOW_VALUE_IMPORTS in eslint.config.mjs only if it is sandbox-safe); use \`import type\` for the rest.`,
+            },
+          ],
+        },
+      ],
     },
   },
   {
     files: WORKFLOW_VALUE_IMPORTS.map((m) => `src/${m}.ts`),
     rules: {
-      '@typescript-eslint/no-restricted-imports': ['error', {
-        patterns: [
-          { regex: `^(${BUILTIN})$`, message: 'This module is bundled into the workflow sandbox, where Node built-ins cannot run.' },
-          {
-            regex: `^(?!(${BUILTIN})$)`,
-            allowTypeImports: true,
-            message: 'This module is bundled into the workflow sandbox (see WORKFLOW_VALUE_IMPORTS in eslint.config.mjs): import only types here.',
-          },
-        ],
-      }],
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: `^(${BUILTIN})$`,
+              message: 'This module is bundled into the workflow sandbox, where Node built-ins cannot run.',
+            },
+            {
+              regex: `^(?!(${BUILTIN})$)`,
+              allowTypeImports: true,
+              message:
+                'This module is bundled into the workflow sandbox (see WORKFLOW_VALUE_IMPORTS in eslint.config.mjs): import only types here.',
+            },
+          ],
+        },
+      ],
     },
   },
 );

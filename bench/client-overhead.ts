@@ -37,7 +37,10 @@ const outputLen = Number(values['output-len']);
 const rounds = Number(values.rounds);
 const ms = (v: number): string => `${v.toFixed(3)} ms`;
 
-const sim = await SimServer.start({ decodeScale: 0, args: ['--max-running-requests', String(Math.max(concurrency, 1))] });
+const sim = await SimServer.start({
+  decodeScale: 0,
+  args: ['--max-running-requests', String(Math.max(concurrency, 1))],
+});
 let missed = false;
 try {
   const prompts = randomPrompts(concurrency * rounds, Number(values['input-len']), 7);
@@ -67,13 +70,25 @@ try {
   const refGap = distribution(ref.gapsMs.map((g) => Math.max(0, g)));
 
   const checks = [
-    { name: 'client overhead p99 (client E2E − server e2e_latency)', value: ms(f.overheadMs.p99), ok: f.overheadMs.p99 < 1, target: '< 1 ms' },
-    { name: 'achieved concurrency (Σ E2E / duration)', value: `${f.achievedConcurrency.toFixed(1)} = ${(f.achievedRatio * 100).toFixed(1)}%`, ok: f.achievedRatio >= 0.99, target: `≥ 99% of ${concurrency}` },
+    {
+      name: 'client overhead p99 (client E2E − server e2e_latency)',
+      value: ms(f.overheadMs.p99),
+      ok: f.overheadMs.p99 < 1,
+      target: '< 1 ms',
+    },
+    {
+      name: 'achieved concurrency (Σ E2E / duration)',
+      value: `${f.achievedConcurrency.toFixed(1)} = ${(f.achievedRatio * 100).toFixed(1)}%`,
+      ok: f.achievedRatio >= 0.99,
+      target: `≥ 99% of ${concurrency}`,
+    },
     { name: 'peak RSS of this process', value: `${rssMb.toFixed(0)} MB`, ok: rssMb < 300, target: '< 300 MB' },
   ];
   const out = [
     `aerie client overhead: concurrency ${concurrency}, ${outputLen}-token /generate streams, ${prompts.length} requests, simulator at zero model delay`,
-    `machine: ${cpus().length} CPUs, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`,
+    `machine: ${cpus().length} CPUs, load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
     '',
     `  ${f.requests} requests (${f.failed} failed) in ${f.durationS.toFixed(2)} s, ${f.outputThroughput.toFixed(0)} output tok/s, max in flight ${f.maxInFlight}`,
     `  overhead, aerie client:     mean ${ms(f.overheadMs.mean)}  median ${ms(f.overheadMs.median)}  p90 ${ms(f.overheadMs.p90)}  p99 ${ms(f.overheadMs.p99)}  max ${ms(f.overheadMs.max)}`,

@@ -121,7 +121,13 @@ function vmHwmKb(): number {
 }
 
 /** Child mode: aerie's load generator at one level, its own figures to the result file. */
-async function aerieChild(a: { url: string; dataset: string; concurrency: number; outputLen: number; result: string }): Promise<void> {
+async function aerieChild(a: {
+  url: string;
+  dataset: string;
+  concurrency: number;
+  outputLen: number;
+  result: string;
+}): Promise<void> {
   const rows = JSON.parse(readFileSync(a.dataset, 'utf8')) as { conversations: { value: string }[] }[];
   const prompts = rows.map((r) => r.conversations[0]!.value);
   let cpu0 = process.cpuUsage();
@@ -138,7 +144,12 @@ async function aerieChild(a: { url: string; dataset: string; concurrency: number
   });
   const cpu = process.cpuUsage(cpu0);
   const out: ChildResult = {
-    reqs: run.results.map((r) => ({ e2eMs: r.e2eMs, serverE2eMs: r.serverE2eMs ?? null, ok: r.error === undefined, outputTokens: r.outputTokens })),
+    reqs: run.results.map((r) => ({
+      e2eMs: r.e2eMs,
+      serverE2eMs: r.serverE2eMs ?? null,
+      ok: r.error === undefined,
+      outputTokens: r.outputTokens,
+    })),
     windowMs: run.durationMs,
     cpuUs: cpu.user + cpu.system,
     vmHwmKb: vmHwmKb(),
@@ -147,7 +158,13 @@ async function aerieChild(a: { url: string; dataset: string; concurrency: number
 }
 
 /** Child mode: the do-nothing reference client (reference-client.ts), the floor any client meets at this level. */
-async function referenceChild(a: { port: number; dataset: string; concurrency: number; outputLen: number; result: string }): Promise<void> {
+async function referenceChild(a: {
+  port: number;
+  dataset: string;
+  concurrency: number;
+  outputLen: number;
+  result: string;
+}): Promise<void> {
   const rows = JSON.parse(readFileSync(a.dataset, 'utf8')) as { conversations: { value: string }[] }[];
   const prompts = rows.map((r) => r.conversations[0]!.value);
   await referenceLevel(a.port, prompts.slice(0, WARMUP), WARMUP, Math.min(a.outputLen, 32));
@@ -167,7 +184,12 @@ async function referenceChild(a: { port: number; dataset: string; concurrency: n
 /** Run a child in its own process group; kill that group by its recorded pgid if it overruns. */
 function runChild(argv: string[], env: Record<string, string>): Promise<{ code: number | null; log: string }> {
   return new Promise((resolve, reject) => {
-    const child: ChildProcess = spawn(argv[0]!, argv.slice(1), { cwd: REPO, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const child: ChildProcess = spawn(argv[0]!, argv.slice(1), {
+      cwd: REPO,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
     let log = '';
     const keep = (d: Buffer): void => {
       log = (log + d.toString()).slice(-8000);
@@ -205,7 +227,9 @@ function figures(r: ChildResult): Figures {
   const reqs = r.reqs ?? [];
   const ok = reqs.filter((q) => q.ok);
   // Clocks differ by a few µs between processes; a negative gap is measurement noise.
-  const gaps = r.summary?.gapsMs.map((g) => Math.max(0, g)) ?? ok.filter((q) => q.serverE2eMs !== null).map((q) => Math.max(0, q.e2eMs - q.serverE2eMs!));
+  const gaps =
+    r.summary?.gapsMs.map((g) => Math.max(0, g)) ??
+    ok.filter((q) => q.serverE2eMs !== null).map((q) => Math.max(0, q.e2eMs - q.serverE2eMs!));
   const tokens = r.summary?.tokens ?? ok.reduce((s, q) => s + q.outputTokens, 0);
   const sumE2e = r.summary?.sumE2eMs ?? ok.reduce((s, q) => s + q.e2eMs, 0);
   const d = distribution(gaps);
@@ -242,12 +266,25 @@ async function main(): Promise<void> {
   });
   const outputLen = Number(values['output-len']);
   if (values['aerie-child']) {
-    return aerieChild({ url: values.url!, dataset: values.dataset!, concurrency: Number(values.concurrency), outputLen, result: values.result! });
+    return aerieChild({
+      url: values.url!,
+      dataset: values.dataset!,
+      concurrency: Number(values.concurrency),
+      outputLen,
+      result: values.result!,
+    });
   }
   if (values['reference-child']) {
-    return referenceChild({ port: Number(values.port), dataset: values.dataset!, concurrency: Number(values.concurrency), outputLen, result: values.result! });
+    return referenceChild({
+      port: Number(values.port),
+      dataset: values.dataset!,
+      concurrency: Number(values.concurrency),
+      outputLen,
+      result: values.result!,
+    });
   }
-  if (!existsSync(join(REPO, '.venv-sglang-bench', '.aerie-pins'))) throw new Error('.venv-sglang-bench is missing: run `bash scripts/setup-sglang-client.sh`');
+  if (!existsSync(join(REPO, '.venv-sglang-bench', '.aerie-pins')))
+    throw new Error('.venv-sglang-bench is missing: run `bash scripts/setup-sglang-client.sh`');
   const levels = values.levels!.split(',').map(Number);
   const inputLen = Number(values['input-len']);
   const rounds = Number(values.rounds);
@@ -256,7 +293,10 @@ async function main(): Promise<void> {
   writeFileSync(wrapper, BENCH_SERVING_WRAPPER);
   const maxC = Math.max(...levels);
   // No radix cache: the second client at a level must not find the first one's prefixes cached.
-  const sim = await SimServer.start({ decodeScale: 0, args: ['--max-running-requests', String(maxC), '--disable-radix-cache'] });
+  const sim = await SimServer.start({
+    decodeScale: 0,
+    args: ['--max-running-requests', String(maxC), '--disable-radix-cache'],
+  });
   const rowsOut: Row[] = [];
   let failed = false;
   try {
@@ -267,19 +307,53 @@ async function main(): Promise<void> {
       const runAerie = async (): Promise<Figures> => {
         const result = join(dir, `c${c}.aerie.json`);
         const res = await runChild(
-          [process.execPath, '--import', 'tsx', SELF, '--aerie-child', '--url', sim.baseUrl, '--dataset', dataset, '--concurrency', String(c), '--output-len', String(outputLen), '--result', result],
+          [
+            process.execPath,
+            '--import',
+            'tsx',
+            SELF,
+            '--aerie-child',
+            '--url',
+            sim.baseUrl,
+            '--dataset',
+            dataset,
+            '--concurrency',
+            String(c),
+            '--output-len',
+            String(outputLen),
+            '--result',
+            result,
+          ],
           {},
         );
-        if (res.code !== 0 || !existsSync(result)) throw new Error(`aerie child at C=${c} exited ${res.code}:\n${res.log}`);
+        if (res.code !== 0 || !existsSync(result))
+          throw new Error(`aerie child at C=${c} exited ${res.code}:\n${res.log}`);
         return figures(JSON.parse(readFileSync(result, 'utf8')) as ChildResult);
       };
       const runRef = async (): Promise<Figures> => {
         const result = join(dir, `c${c}.ref.json`);
         const res = await runChild(
-          [process.execPath, '--import', 'tsx', SELF, '--reference-child', '--port', String(sim.port), '--dataset', dataset, '--concurrency', String(c), '--output-len', String(outputLen), '--result', result],
+          [
+            process.execPath,
+            '--import',
+            'tsx',
+            SELF,
+            '--reference-child',
+            '--port',
+            String(sim.port),
+            '--dataset',
+            dataset,
+            '--concurrency',
+            String(c),
+            '--output-len',
+            String(outputLen),
+            '--result',
+            result,
+          ],
           {},
         );
-        if (res.code !== 0 || !existsSync(result)) throw new Error(`reference child at C=${c} exited ${res.code}:\n${res.log}`);
+        if (res.code !== 0 || !existsSync(result))
+          throw new Error(`reference child at C=${c} exited ${res.code}:\n${res.log}`);
         return figures(JSON.parse(readFileSync(result, 'utf8')) as ChildResult);
       };
       const runBs = async (): Promise<Figures> => {
@@ -301,8 +375,13 @@ async function main(): Promise<void> {
           model: SIM_MODEL,
           extraArgs: [],
         });
-        const res = await runChild(argv, { ...OFFLINE_ENV, AERIE_BENCH_RESULT: result, AERIE_BENCH_WARMUP: String(WARMUP) });
-        if (res.code !== 0 || !existsSync(result)) throw new Error(`bench_serving at C=${c} exited ${res.code}:\n${res.log}`);
+        const res = await runChild(argv, {
+          ...OFFLINE_ENV,
+          AERIE_BENCH_RESULT: result,
+          AERIE_BENCH_WARMUP: String(WARMUP),
+        });
+        if (res.code !== 0 || !existsSync(result))
+          throw new Error(`bench_serving at C=${c} exited ${res.code}:\n${res.log}`);
         return figures(JSON.parse(readFileSync(result, 'utf8')) as ChildResult);
       };
       // Alternate who goes first, so neither always meets a freshly idle server.
@@ -318,7 +397,14 @@ async function main(): Promise<void> {
       }
       // The floor last: it is context for the overhead figures, not one of the compared clients.
       const ref = await runRef();
-      rowsOut.push({ c, n, aerie, bs, ref, order: aerieFirst ? 'aerie, bench_serving, reference' : 'bench_serving, aerie, reference' });
+      rowsOut.push({
+        c,
+        n,
+        aerie,
+        bs,
+        ref,
+        order: aerieFirst ? 'aerie, bench_serving, reference' : 'bench_serving, aerie, reference',
+      });
       if (aerie.failed > 0 || bs.failed > 0) failed = true;
     }
   } finally {
@@ -343,26 +429,42 @@ function report(rows: Row[], outputLen: number, inputLen: number): string {
   const ratio = (a: number, b: number): string => (b > 0 ? (a / b).toFixed(2) : a === 0 ? '1.00' : '∞');
   const lines = [
     `aerie load generator vs sglang.bench_serving 0.5.4: ${outputLen}-token /generate streams, ${inputLen}-word prompts (ShareGPT file), simulator at zero model delay`,
-    `date ${new Date().toISOString()}, machine: ${cpus().length} CPUs (${cpus()[0]?.model ?? '?'}), load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`,
+    `date ${new Date().toISOString()}, machine: ${cpus().length} CPUs (${cpus()[0]?.model ?? '?'}), load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
     '',
   ];
   for (const r of rows) {
     lines.push(`C=${r.c}: ${r.n} requests each (${r.order})`);
-    for (const [name, f] of [['aerie', r.aerie], ['bench_serving', r.bs], ['reference', r.ref]] as const) {
+    for (const [name, f] of [
+      ['aerie', r.aerie],
+      ['bench_serving', r.bs],
+      ['reference', r.ref],
+    ] as const) {
       lines.push(
         `  ${name.padEnd(13)} achieved ${f2(f.achieved)}  overhead p50 ${f2(f.overheadP50)} ms p99 ${f2(f.overheadP99)} ms  CPU ${f2(f.cpuUsPerToken)} µs/token  peak RSS ${f.rssMb.toFixed(0)} MB  (${f.tokens} tokens in ${f2(f.windowS)} s, ${f.failed} failed, ${f.unreported} without e2e_latency)`,
       );
     }
   }
   lines.push('', 'ratio aerie / bench_serving (achieved concurrency: higher is better; the rest: lower is better)', '');
-  lines.push('| C | achieved concurrency | overhead p50 | overhead p99 | CPU per output token | peak RSS |', '|---|---|---|---|---|---|');
+  lines.push(
+    '| C | achieved concurrency | overhead p50 | overhead p99 | CPU per output token | peak RSS |',
+    '|---|---|---|---|---|---|',
+  );
   for (const { c, aerie: a, bs: b } of rows) {
     lines.push(
       `| ${c} | ${ratio(a.achieved, b.achieved)} (${f2(a.achieved)} / ${f2(b.achieved)}) | ${ratio(a.overheadP50, b.overheadP50)} (${f2(a.overheadP50)} / ${f2(b.overheadP50)} ms) | ${ratio(a.overheadP99, b.overheadP99)} (${f2(a.overheadP99)} / ${f2(b.overheadP99)} ms) | ${ratio(a.cpuUsPerToken, b.cpuUsPerToken)} (${f2(a.cpuUsPerToken)} / ${f2(b.cpuUsPerToken)} µs) | ${ratio(a.rssMb, b.rssMb)} (${a.rssMb.toFixed(0)} / ${b.rssMb.toFixed(0)} MB) |`,
     );
   }
-  lines.push('', 'floor: the do-nothing reference client (bench/reference-client.ts) at the same level, overhead p50 / p99', '');
-  for (const { c, ref } of rows) lines.push(`  C=${c}: ${f2(ref.overheadP50)} / ${f2(ref.overheadP99)} ms, achieved ${f2(ref.achieved)}, CPU ${f2(ref.cpuUsPerToken)} µs/token`);
+  lines.push(
+    '',
+    'floor: the do-nothing reference client (bench/reference-client.ts) at the same level, overhead p50 / p99',
+    '',
+  );
+  for (const { c, ref } of rows)
+    lines.push(
+      `  C=${c}: ${f2(ref.overheadP50)} / ${f2(ref.overheadP99)} ms, achieved ${f2(ref.achieved)}, CPU ${f2(ref.cpuUsPerToken)} µs/token`,
+    );
   return lines.join('\n') + '\n';
 }
 

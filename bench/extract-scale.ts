@@ -64,16 +64,26 @@ const secsSince = (t: number): number => (performance.now() - t) / 1000;
 
 // ---- the simulator, in its own process group (the spawning of test/support/sim.ts, with a model path) ----
 
-interface Sim { child: ChildProcess; pgid: number; port: number; baseUrl: string; log: () => string }
+interface Sim {
+  child: ChildProcess;
+  pgid: number;
+  port: number;
+  baseUrl: string;
+  log: () => string;
+}
 
 async function startSim(model: string, env: Record<string, string>, args: string[]): Promise<Sim> {
   const port = await freePort();
-  const child = spawn(process.execPath, [join(ROOT, 'bin/aerie-sim.mjs'), 'sglang', '--model-path', model, '--port', String(port), ...args], {
-    cwd: ROOT,
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, AERIE_SIM_TIME_SCALE: '0.01', AERIE_SIM_DECODE_SCALE: '0', ...env },
-  });
+  const child = spawn(
+    process.execPath,
+    [join(ROOT, 'bin/aerie-sim.mjs'), 'sglang', '--model-path', model, '--port', String(port), ...args],
+    {
+      cwd: ROOT,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, AERIE_SIM_TIME_SCALE: '0.01', AERIE_SIM_DECODE_SCALE: '0', ...env },
+    },
+  );
   let log = '';
   const keep = (d: Buffer): void => void (log = (log + d.toString()).slice(-20_000));
   child.stdout!.on('data', keep);
@@ -84,7 +94,13 @@ async function startSim(model: string, env: Record<string, string>, args: string
   const deadline = Date.now() + 120_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`simulator exited (${child.exitCode}):\n${log}`);
-    if ((await fetch(`${sim.baseUrl}/health`).then((r) => r.status, () => 0)) === 200) return sim;
+    if (
+      (await fetch(`${sim.baseUrl}/health`).then(
+        (r) => r.status,
+        () => 0,
+      )) === 200
+    )
+      return sim;
     await new Promise((r) => setTimeout(r, 100));
   }
   await stopSim(sim);
@@ -145,17 +161,23 @@ async function makeTarget(dir: string): Promise<void> {
 }
 
 async function writeInput(path: string): Promise<void> {
-  const prompts = (await readFile(join(ROOT, 'examples/data/prompts.jsonl'), 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l) as { id: string });
+  const prompts = (await readFile(join(ROOT, 'examples/data/prompts.jsonl'), 'utf8'))
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { id: string });
   const out = createWriteStream(path);
   for (let i = 0; i < SAMPLES; i++) {
     const p = prompts[i % prompts.length]!;
-    if (!out.write(JSON.stringify({ ...p, id: `${p.id}-r${Math.floor(i / prompts.length)}` }) + '\n')) await new Promise<void>((r) => out.once('drain', () => r()));
+    if (!out.write(JSON.stringify({ ...p, id: `${p.id}-r${Math.floor(i / prompts.length)}` }) + '\n'))
+      await new Promise<void>((r) => out.once('drain', () => r()));
   }
   await new Promise<void>((r, j) => out.end((e?: Error | null) => (e ? j(e) : r())));
 }
 
 /** A TCP relay in front of sshd that counts what crosses it, both ways. */
-async function countingRelay(targetPort: number): Promise<{ port: number; bytes: { up: number; down: number }; close(): Promise<void> }> {
+async function countingRelay(
+  targetPort: number,
+): Promise<{ port: number; bytes: { up: number; down: number }; close(): Promise<void> }> {
   const bytes = { up: 0, down: 0 };
   const socks = new Set<net.Socket>();
   const server = net.createServer((c) => {
@@ -215,13 +237,19 @@ function instrument(host: Host) {
 async function ckptFiles(outDir: string): Promise<{ path: string; size: number }[]> {
   const files: { path: string; size: number }[] = [];
   for (const g of (await readdir(outDir)).filter((n) => n.startsWith('rows_'))) {
-    for (const n of await readdir(join(outDir, g))) files.push({ path: join(outDir, g, n), size: (await stat(join(outDir, g, n))).size });
+    for (const n of await readdir(join(outDir, g)))
+      files.push({ path: join(outDir, g, n), size: (await stat(join(outDir, g, n))).size });
   }
   return files;
 }
 
 /** `cp` of the same files from tmpfs to the disk, chunk by chunk (staging untimed), with and without its sync. */
-async function cpPeer(files: { path: string; size: number }[], stage: string, dest: string, chunkBytes: number): Promise<{ bytes: number; cp: number; sync: number; cpu: number }> {
+async function cpPeer(
+  files: { path: string; size: number }[],
+  stage: string,
+  dest: string,
+  chunkBytes: number,
+): Promise<{ bytes: number; cp: number; sync: number; cpu: number }> {
   let [cpu, bytes, cp, sync] = [0, 0, 0, 0];
   for (let k = 0, at = 0; at < files.length; k++) {
     const chunk: string[] = [];
@@ -258,14 +286,41 @@ function bulkPhase(marks: { phase: string; at: number }[]): number {
 // ---- one measured run ----
 
 interface RunFigures {
-  samples: number; tokens: number; bytes: number; wall: number; sync: number; cp: { cp: number; sync: number; bytes: number; cpu: number };
-  rssStart: number; rssPeak: number; hwm: number; heapPeak: number; simCpu: number; selfCpu: number;
-  busy: Map<string, { n: number; secs: number; cpu: number }>; stats: { n: number }; phases: string; bulk: number; link?: { up: number; down: number };
+  samples: number;
+  tokens: number;
+  bytes: number;
+  wall: number;
+  sync: number;
+  cp: { cp: number; sync: number; bytes: number; cpu: number };
+  rssStart: number;
+  rssPeak: number;
+  hwm: number;
+  heapPeak: number;
+  simCpu: number;
+  selfCpu: number;
+  busy: Map<string, { n: number; secs: number; cpu: number }>;
+  stats: { n: number };
+  phases: string;
+  bulk: number;
+  link?: { up: number; down: number };
 }
 
 type Probe = ReturnType<typeof instrument>;
 
-async function oneRun(k: number, ctx: { host: Host; probe: Probe; model: string; samples: string; dumpDir: string; disk: string; stage: string; relay?: { bytes: { up: number; down: number } }; ssh: boolean }): Promise<RunFigures> {
+async function oneRun(
+  k: number,
+  ctx: {
+    host: Host;
+    probe: Probe;
+    model: string;
+    samples: string;
+    dumpDir: string;
+    disk: string;
+    stage: string;
+    relay?: { bytes: { up: number; down: number } };
+    ssh: boolean;
+  },
+): Promise<RunFigures> {
   const { host } = ctx;
   const py = await shipAeriePy(host, VENV_PY);
   const sim = await startSim(ctx.model, captureSimEnv(py.root, ctx.dumpDir), CAPTURE_FLAGS);
@@ -296,9 +351,21 @@ async function oneRun(k: number, ctx: { host: Host; probe: Probe; model: string;
     let summary;
     try {
       summary = await runExtract({
-        host, baseUrl, py, samplesPath: ctx.samples, dumpDir: ctx.dumpDir, outDir, modelPath: ctx.model, hiddenSize: HIDDEN,
-        chatTemplate: 'llama3', maxLength: Number(o['max-length']), fileGroupSize: 2000, crossCheck: 'auto', trustRemoteCode: false,
-        concurrency: CONCURRENCY, selfCheck: { samples: 8, finalSamples: 32, minAgreement: 0.5 },
+        host,
+        baseUrl,
+        py,
+        samplesPath: ctx.samples,
+        dumpDir: ctx.dumpDir,
+        outDir,
+        modelPath: ctx.model,
+        hiddenSize: HIDDEN,
+        chatTemplate: 'llama3',
+        maxLength: Number(o['max-length']),
+        fileGroupSize: 2000,
+        crossCheck: 'auto',
+        trustRemoteCode: false,
+        concurrency: CONCURRENCY,
+        selfCheck: { samples: 8, finalSamples: 32, minAgreement: 0.5 },
         onProgress: (p) => {
           if (p.phase !== last?.phase) {
             phases.push(`${p.phase} @${secsSince(t0).toFixed(1)}s`);
@@ -307,7 +374,9 @@ async function oneRun(k: number, ctx: { host: Host; probe: Probe; model: string;
           last = p;
           if (performance.now() - lastPrint > 15_000) {
             lastPrint = performance.now();
-            say(`  [${secsSince(t0).toFixed(0)}s] ${p.phase} ${p.done}/${p.total} ok ${p.ok} err ${p.errors}, ${(p.bytes / MB).toFixed(0)} MB, rss ${(process.memoryUsage().rss / MB).toFixed(0)} MB`);
+            say(
+              `  [${secsSince(t0).toFixed(0)}s] ${p.phase} ${p.done}/${p.total} ok ${p.ok} err ${p.errors}, ${(p.bytes / MB).toFixed(0)} MB, rss ${(process.memoryUsage().rss / MB).toFixed(0)} MB`,
+            );
           }
         },
       });
@@ -318,20 +387,38 @@ async function oneRun(k: number, ctx: { host: Host; probe: Probe; model: string;
     const simCpu = (await cpuSecs(sim.pgid)) - sim0;
     const u = process.cpuUsage(self0);
     const hwm = (await vmKb('VmHWM')) * 1024;
-    const link = ctx.relay && link0 ? { up: ctx.relay.bytes.up - link0.up, down: ctx.relay.bytes.down - link0.down } : undefined;
+    const link =
+      ctx.relay && link0 ? { up: ctx.relay.bytes.up - link0.up, down: ctx.relay.bytes.down - link0.down } : undefined;
     const t1 = performance.now();
     await run('sync', ['-f', outDir]);
     const sync = secsSince(t1);
-    if (summary.counts.ok !== summary.counts.input) say(`  counts ${JSON.stringify(summary.counts)} (errors in ${outDir}/extract_error.jsonl)`);
+    if (summary.counts.ok !== summary.counts.input)
+      say(`  counts ${JSON.stringify(summary.counts)} (errors in ${outDir}/extract_error.jsonl)`);
     await stopSim(sim);
     const files = await ckptFiles(outDir);
     const written = files.reduce((s, f) => s + f.size, 0);
-    if (written !== summary.totalBytes) say(`  note: rows_* hold ${written} bytes, the manifest says ${summary.totalBytes}`);
+    if (written !== summary.totalBytes)
+      say(`  note: rows_* hold ${written} bytes, the manifest says ${summary.totalBytes}`);
     await mkdir(peerDir, { recursive: true });
     const cp = await cpPeer(files, ctx.stage, peerDir, 1.5e9);
     return {
-      samples: summary.counts.ok, tokens: summary.totalTokens, bytes: written, wall, sync, cp, rssStart, rssPeak, hwm, heapPeak,
-      simCpu, selfCpu: (u.user + u.system) / 1e6, busy: new Map(busy), stats: { ...stats }, phases: phases.join(', '), bulk: bulkPhase(marks), ...(link ? { link } : {}),
+      samples: summary.counts.ok,
+      tokens: summary.totalTokens,
+      bytes: written,
+      wall,
+      sync,
+      cp,
+      rssStart,
+      rssPeak,
+      hwm,
+      heapPeak,
+      simCpu,
+      selfCpu: (u.user + u.system) / 1e6,
+      busy: new Map(busy),
+      stats: { ...stats },
+      phases: phases.join(', '),
+      bulk: bulkPhase(marks),
+      ...(link ? { link } : {}),
     };
   } finally {
     await stopSim(sim);
@@ -344,26 +431,45 @@ function report(k: number, f: RunFigures): void {
   const mbs = (b: number, s: number) => (b / MB / s).toFixed(0);
   const rate = f.bytes / (f.wall + f.sync);
   const cpRate = f.cp.bytes / (f.cp.cp + f.cp.sync);
-  say(`run ${k}: ${f.samples} samples, ${f.tokens} tokens (${(f.tokens / f.samples).toFixed(0)}/sample), ${(f.bytes / MB).toFixed(0)} MB of SpecForge files`);
-  say(`  extract: ${f.wall.toFixed(1)} s + sync ${f.sync.toFixed(1)} s → ${(f.samples / (f.wall + f.sync)).toFixed(1)} samples/s, ${mbs(f.bytes, f.wall + f.sync)} MB/s (${mbs(f.bytes, f.wall)} MB/s before the sync)`);
-  say(`  cp peer: ${(f.cp.bytes / MB).toFixed(0)} MB tmpfs → disk in ${f.cp.cp.toFixed(1)} s + sync ${f.cp.sync.toFixed(1)} s → ${mbs(f.cp.bytes, f.cp.cp + f.cp.sync)} MB/s (${mbs(f.cp.bytes, f.cp.cp)} MB/s before the sync)`);
-  say(`  extract / cp: ${((100 * rate) / cpRate).toFixed(0)}% (goal >= 80%); page-cache rates: ${((100 * (f.bytes / f.wall)) / (f.cp.bytes / f.cp.cp)).toFixed(0)}%`);
-  say(`  worker RSS: ${(f.rssStart / MB).toFixed(0)} MB at the start, peak ${(f.rssPeak / MB).toFixed(0)} MB (VmHWM since reset ${(f.hwm / MB).toFixed(0)} MB; JS heap+external peak ${(f.heapPeak / MB).toFixed(0)} MB) (goal < 300 MB)`);
+  say(
+    `run ${k}: ${f.samples} samples, ${f.tokens} tokens (${(f.tokens / f.samples).toFixed(0)}/sample), ${(f.bytes / MB).toFixed(0)} MB of SpecForge files`,
+  );
+  say(
+    `  extract: ${f.wall.toFixed(1)} s + sync ${f.sync.toFixed(1)} s → ${(f.samples / (f.wall + f.sync)).toFixed(1)} samples/s, ${mbs(f.bytes, f.wall + f.sync)} MB/s (${mbs(f.bytes, f.wall)} MB/s before the sync)`,
+  );
+  say(
+    `  cp peer: ${(f.cp.bytes / MB).toFixed(0)} MB tmpfs → disk in ${f.cp.cp.toFixed(1)} s + sync ${f.cp.sync.toFixed(1)} s → ${mbs(f.cp.bytes, f.cp.cp + f.cp.sync)} MB/s (${mbs(f.cp.bytes, f.cp.cp)} MB/s before the sync)`,
+  );
+  say(
+    `  extract / cp: ${((100 * rate) / cpRate).toFixed(0)}% (goal >= 80%); page-cache rates: ${((100 * (f.bytes / f.wall)) / (f.cp.bytes / f.cp.cp)).toFixed(0)}%`,
+  );
+  say(
+    `  worker RSS: ${(f.rssStart / MB).toFixed(0)} MB at the start, peak ${(f.rssPeak / MB).toFixed(0)} MB (VmHWM since reset ${(f.hwm / MB).toFixed(0)} MB; JS heap+external peak ${(f.heapPeak / MB).toFixed(0)} MB) (goal < 300 MB)`,
+  );
   const conv = f.busy.get('ckpt');
-  if (conv) say(`  converter alone: ${(f.bytes / MB / conv.secs).toFixed(0)} MB/s over its ${conv.secs.toFixed(1)} s of wall (${((100 * f.bytes) / conv.secs / cpRate).toFixed(0)}% of cp+sync); bulk phase (between the self-checks) ${f.bulk.toFixed(1)} s → ${(f.bytes / MB / f.bulk).toFixed(0)} MB/s (${((100 * f.bytes) / f.bulk / cpRate).toFixed(0)}% of cp+sync)`);
-  say(`  CPU: cp ${f.cp.cpu.toFixed(1)} s; simulator ${f.simCpu.toFixed(1)} s, worker ${f.selfCpu.toFixed(1)} s; phases: ${f.phases}`);
+  if (conv)
+    say(
+      `  converter alone: ${(f.bytes / MB / conv.secs).toFixed(0)} MB/s over its ${conv.secs.toFixed(1)} s of wall (${((100 * f.bytes) / conv.secs / cpRate).toFixed(0)}% of cp+sync); bulk phase (between the self-checks) ${f.bulk.toFixed(1)} s → ${(f.bytes / MB / f.bulk).toFixed(0)} MB/s (${((100 * f.bytes) / f.bulk / cpRate).toFixed(0)}% of cp+sync)`,
+    );
+  say(
+    `  CPU: cp ${f.cp.cpu.toFixed(1)} s; simulator ${f.simCpu.toFixed(1)} s, worker ${f.selfCpu.toFixed(1)} s; phases: ${f.phases}`,
+  );
   for (const [k2, b] of [...f.busy].sort((a, b) => b[1].secs - a[1].secs)) {
     say(`  host command ${k2}: ${b.n}× ${b.secs.toFixed(1)} s wall${o.ssh ? '' : `, ${b.cpu.toFixed(1)} s CPU`}`);
   }
   say(`  host.stat calls: ${f.stats.n}`);
   if (f.link) {
     const carried = f.link.up + f.link.down;
-    say(`  SSH link: ${(f.link.up / MB).toFixed(2)} MB up, ${(f.link.down / MB).toFixed(2)} MB down = ${(carried / MB).toFixed(2)} MB for ${(f.bytes / MB).toFixed(0)} MB of states written: ${((100 * carried) / f.bytes).toFixed(3)}%`);
+    say(
+      `  SSH link: ${(f.link.up / MB).toFixed(2)} MB up, ${(f.link.down / MB).toFixed(2)} MB down = ${(carried / MB).toFixed(2)} MB for ${(f.bytes / MB).toFixed(0)} MB of states written: ${((100 * carried) / f.bytes).toFixed(3)}%`,
+    );
   }
 }
 
 async function main(): Promise<void> {
-  say(`extract-scale: ${SAMPLES} samples, hidden ${HIDDEN}, concurrency ${CONCURRENCY}, max-length ${o['max-length']}, max-tokens ${o['max-tokens']}, ${RUNS} run(s)${o.ssh ? ', over SSH' : ''}`);
+  say(
+    `extract-scale: ${SAMPLES} samples, hidden ${HIDDEN}, concurrency ${CONCURRENCY}, max-length ${o['max-length']}, max-tokens ${o['max-tokens']}, ${RUNS} run(s)${o.ssh ? ', over SSH' : ''}`,
+  );
   const disk = await mkdtemp('/var/tmp/aerie-extscale-');
   let tmpfs: Tmpfs | null = null;
   let shm: string | null = null;
@@ -380,7 +486,17 @@ async function main(): Promise<void> {
     t = performance.now();
     const gen = await startSim(model, {}, []);
     try {
-      const g = await runGenerate({ host: local, baseUrl: gen.baseUrl, model, inputPath: join(disk, 'prompts.jsonl'), outDir: join(disk, 'data'), temperature: 0.7, maxTokens: Number(o['max-tokens']), concurrency: 16, retries: 1 });
+      const g = await runGenerate({
+        host: local,
+        baseUrl: gen.baseUrl,
+        model,
+        inputPath: join(disk, 'prompts.jsonl'),
+        outDir: join(disk, 'data'),
+        temperature: 0.7,
+        maxTokens: Number(o['max-tokens']),
+        concurrency: 16,
+        retries: 1,
+      });
       say(`regenerated: ${JSON.stringify(g.counts)} in ${secsSince(t).toFixed(1)} s`);
     } finally {
       await stopSim(gen);
@@ -401,14 +517,42 @@ async function main(): Promise<void> {
       fx = await startSshFixture();
       relay = await countingRelay(fx.sshd.port);
       const knownHosts = join(fx.dir, 'known_hosts_relay');
-      await writeFile(knownHosts, `${fx.sshd.knownHostsLine.replace(/^\[127\.0\.0\.1\]:\d+/, `[127.0.0.1]:${relay.port}`)}\n`);
+      await writeFile(
+        knownHosts,
+        `${fx.sshd.knownHostsLine.replace(/^\[127\.0\.0\.1\]:\d+/, `[127.0.0.1]:${relay.port}`)}\n`,
+      );
       const config = join(fx.dir, 'ssh_config_relay');
-      await writeFile(config, sshConfigText({ 'aerie-bench-gpu': { HostName: '127.0.0.1', Port: relay.port, User: 'root', IdentityFile: fx.clientKey.path, IdentitiesOnly: 'yes', UserKnownHostsFile: knownHosts } }));
+      await writeFile(
+        config,
+        sshConfigText({
+          'aerie-bench-gpu': {
+            HostName: '127.0.0.1',
+            Port: relay.port,
+            User: 'root',
+            IdentityFile: fx.clientKey.path,
+            IdentitiesOnly: 'yes',
+            UserKnownHostsFile: knownHosts,
+          },
+        }),
+      );
       host = fx.host({ ssh: { host: 'aerie-bench-gpu', 'config-file': config } });
     }
     const probe = instrument(host);
     for (let k = 1; k <= RUNS; k++) {
-      report(k, await oneRun(k, { host, probe, model, samples, dumpDir, disk, stage, ssh: o.ssh!, ...(relay ? { relay } : {}) }));
+      report(
+        k,
+        await oneRun(k, {
+          host,
+          probe,
+          model,
+          samples,
+          dumpDir,
+          disk,
+          stage,
+          ssh: o.ssh!,
+          ...(relay ? { relay } : {}),
+        }),
+      );
       const left = await readdir(dumpDir);
       if (left.length) say(`  dump folder not empty after the run: ${left.length} files`);
     }

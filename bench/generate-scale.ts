@@ -50,7 +50,13 @@ async function writeInput(path: string, n: number): Promise<number> {
     const words = Array.from({ length: 20 + (i % 40) }, (_, j) => `w${(i * 7 + j) % 997}`).join(' ');
     const row =
       i % 3 === 0
-        ? { id: `s${i}`, conversations: [{ from: 'human', value: `question ${i}: ${words}` }, { from: 'gpt', value: 'an old answer' }] }
+        ? {
+            id: `s${i}`,
+            conversations: [
+              { from: 'human', value: `question ${i}: ${words}` },
+              { from: 'gpt', value: 'an old answer' },
+            ],
+          }
         : {
             id: `s${i}`,
             conversations: [
@@ -88,7 +94,12 @@ async function main(): Promise<void> {
   const inputBytes = await writeInput(input, SAMPLES);
   process.stdout.write(`input: ${SAMPLES} samples, ${(inputBytes / 2 ** 20).toFixed(1)} MiB (${input})\n`);
 
-  const server = await ensureDevServer({ dir: stateDir, port: await freePort(), uiPort: await freePort(), headless: true });
+  const server = await ensureDevServer({
+    dir: stateDir,
+    port: await freePort(),
+    uiPort: await freePort(),
+    headless: true,
+  });
   const connection = await Connection.connect({ address: server.address });
   await ensureSearchAttributes(connection, 'default');
   const client = new Client({ connection, namespace: 'default' });
@@ -105,12 +116,23 @@ async function main(): Promise<void> {
 
   const log = await open(join(work, 'worker.log'), 'a');
   const fromSource = values['from-source'] || !buildIsCurrent(AERIE_HOME);
-  process.stdout.write(`worker: aerie worker ${fromSource ? 'from source through tsx (workflow code bundled at start-up)' : 'compiled, dist/ with the prebuilt workflow bundle'}\n`);
-  const worker = spawn(process.execPath, [...values['node-flags'].split(' ').filter(Boolean), join(AERIE_HOME, 'bin', 'aerie.mjs'), 'worker'], {
-    env: { ...process.env, TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: 'default', AERIE_FROM_SOURCE: fromSource ? '1' : '0' },
-    detached: true,
-    stdio: ['ignore', log.fd, log.fd],
-  });
+  process.stdout.write(
+    `worker: aerie worker ${fromSource ? 'from source through tsx (workflow code bundled at start-up)' : 'compiled, dist/ with the prebuilt workflow bundle'}\n`,
+  );
+  const worker = spawn(
+    process.execPath,
+    [...values['node-flags'].split(' ').filter(Boolean), join(AERIE_HOME, 'bin', 'aerie.mjs'), 'worker'],
+    {
+      env: {
+        ...process.env,
+        TEMPORAL_ADDRESS: server.address,
+        TEMPORAL_NAMESPACE: 'default',
+        AERIE_FROM_SOURCE: fromSource ? '1' : '0',
+      },
+      detached: true,
+      stdio: ['ignore', log.fd, log.fd],
+    },
+  );
   await log.close();
   const workerPid = worker.pid!;
   const hosts = new HostPool();
@@ -121,7 +143,8 @@ async function main(): Promise<void> {
     if (!sampling) return;
     void procKb(workerPid, 'VmRSS').then((kb) => {
       peakKb = Math.max(peakKb, kb);
-      if (values.trace && ++ticks % 20 === 0) process.stdout.write(`  ${new Date().toISOString().slice(11, 19)} worker RSS ${(kb / 1024).toFixed(0)} MB\n`);
+      if (values.trace && ++ticks % 20 === 0)
+        process.stdout.write(`  ${new Date().toISOString().slice(11, 19)} worker RSS ${(kb / 1024).toFixed(0)} MB\n`);
     });
   }, 100);
   try {
@@ -129,21 +152,31 @@ async function main(): Promise<void> {
     const args: [PipelineInput] = [{ runId, config, configPath: 'bench/generate-scale.ts' }];
     const handle = await client.workflow.start(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args });
     const ledger = join(workdir, 'runs', runId, '.aerie', 'ledger', 'generate.json');
-    const started = await waitFor('the generate activity to start', async () => {
-      const d = await handle.describe();
-      if (d.status.name !== 'RUNNING') throw new Error(`workflow ended ${d.status.name} before generate (see ${work}/worker.log)`);
-      const raw = d.raw.pendingActivities ?? [];
-      return raw.some((a) => a.activityType?.name === 'generateData') ? true : undefined;
-    }, 300_000);
+    const started = await waitFor(
+      'the generate activity to start',
+      async () => {
+        const d = await handle.describe();
+        if (d.status.name !== 'RUNNING')
+          throw new Error(`workflow ended ${d.status.name} before generate (see ${work}/worker.log)`);
+        const raw = d.raw.pendingActivities ?? [];
+        return raw.some((a) => a.activityType?.name === 'generateData') ? true : undefined;
+      },
+      300_000,
+    );
     void started;
     const baselineKb = await procKb(workerPid, 'VmRSS');
     sampling = true;
-    await waitFor('the generate stage to finish', async () => {
-      if (await stat(ledger).catch(() => null)) return true;
-      const d = await handle.describe();
-      if (d.status.name !== 'RUNNING') throw new Error(`workflow ended ${d.status.name} during generate (see ${work}/worker.log)`);
-      return undefined;
-    }, 6 * 3600_000);
+    await waitFor(
+      'the generate stage to finish',
+      async () => {
+        if (await stat(ledger).catch(() => null)) return true;
+        const d = await handle.describe();
+        if (d.status.name !== 'RUNNING')
+          throw new Error(`workflow ended ${d.status.name} during generate (see ${work}/worker.log)`);
+        return undefined;
+      },
+      6 * 3600_000,
+    );
     sampling = false;
     const hwmKb = await procKb(workerPid, 'VmHWM');
     await handle.cancel();
@@ -163,7 +196,9 @@ async function main(): Promise<void> {
       const c = e.activityTaskCompletedEventAttributes;
       if (c && scheduled.get(String(c.scheduledEventId)) === 'generateData') t1 = at;
     }
-    const manifest = JSON.parse(await readFile(join(workdir, 'runs', runId, 'data', 'manifest.json'), 'utf8')) as { counts: Record<string, number> };
+    const manifest = JSON.parse(await readFile(join(workdir, 'runs', runId, 'data', 'manifest.json'), 'utf8')) as {
+      counts: Record<string, number>;
+    };
     const secs = (t1 - t0) / 1000;
     const mb = (kb: number) => (kb / 1024).toFixed(0);
     process.stdout.write(

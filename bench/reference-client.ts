@@ -19,7 +19,12 @@ export interface ReferenceRun {
   sumE2eMs: number;
 }
 
-export async function referenceLevel(port: number, prompts: string[], concurrency: number, outputLen: number): Promise<ReferenceRun> {
+export async function referenceLevel(
+  port: number,
+  prompts: string[],
+  concurrency: number,
+  outputLen: number,
+): Promise<ReferenceRun> {
   let next = 0;
   const gapsMs: number[] = [];
   let sumE2eMs = 0;
@@ -49,7 +54,9 @@ export async function referenceLevel(port: number, prompts: string[], concurrenc
             resolve();
           };
           sock.on('data', onData);
-          sock.write(`POST /generate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+          sock.write(
+            `POST /generate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+          );
         });
       }
     } finally {

@@ -68,9 +68,23 @@ export class SimServer {
     const port = await freeLoopbackPort();
     const child = spawn(
       process.execPath,
-      [SIM_BIN, 'sglang', '--model-path', SIM_MODEL, '--port', String(port), '--skip-server-warmup', ...(opts.args ?? [])],
+      [
+        SIM_BIN,
+        'sglang',
+        '--model-path',
+        SIM_MODEL,
+        '--port',
+        String(port),
+        '--skip-server-warmup',
+        ...(opts.args ?? []),
+      ],
       {
-        env: { ...process.env, AERIE_SIM_TIME_SCALE: '0.002', AERIE_SIM_DECODE_SCALE: String(opts.decodeScale ?? 0), ...opts.env },
+        env: {
+          ...process.env,
+          AERIE_SIM_TIME_SCALE: '0.002',
+          AERIE_SIM_DECODE_SCALE: String(opts.decodeScale ?? 0),
+          ...opts.env,
+        },
         stdio: ['ignore', 'pipe', 'pipe'],
       },
     );
@@ -92,7 +106,8 @@ export class SimServer {
   private async ready(deadlineMs = 60_000): Promise<void> {
     const end = Date.now() + deadlineMs;
     for (;;) {
-      if (this.exitCode !== undefined) throw new Error(`simulator exited (${this.exitCode}) before it was ready:\n${this.log}`);
+      if (this.exitCode !== undefined)
+        throw new Error(`simulator exited (${this.exitCode}) before it was ready:\n${this.log}`);
       const status = await fetch(`${this.baseUrl}/health`).then(
         async (r) => (await r.arrayBuffer(), r.status),
         () => 0,

@@ -39,14 +39,21 @@ try {
       const workdir = join(work, `p${seconds}-${i}`);
       // The exit comes ~17 × scale s after the start; spread it over at least one poll cycle.
       const scale = (0.03 + Math.random() * Math.max(0.06, (1.2 * seconds) / 17)).toFixed(3);
-      const config = faultConfig(workdir, await freePort(), { AERIE_SIM_FAULT: 'exit-during-load', AERIE_SIM_TIME_SCALE: scale }, (c) => {
-        c.server.readiness['poll-interval'] = pollMs;
-      });
+      const config = faultConfig(
+        workdir,
+        await freePort(),
+        { AERIE_SIM_FAULT: 'exit-during-load', AERIE_SIM_TIME_SCALE: scale },
+        (c) => {
+          c.server.readiness['poll-interval'] = pollMs;
+        },
+      );
       const runId = `ttd-${seconds}s-${i}-${Date.now()}`;
       const run = await runPipeline(t, config, runId);
       const found = await detectionDelays(workdir, run.activities, ['awaitServerReady']);
       delays.push(...found.map((d) => d.delayMs));
-      console.log(`poll ${seconds} s, run ${i + 1}/${runs}: ${found.map((d) => `${Math.round(d.delayMs)} ms`).join(', ')}`);
+      console.log(
+        `poll ${seconds} s, run ${i + 1}/${runs}: ${found.map((d) => `${Math.round(d.delayMs)} ms`).join(', ')}`,
+      );
     }
     const sorted = [...delays].sort((a, b) => a - b);
     rows.push([
@@ -67,7 +74,9 @@ try {
 const header = ['poll interval', 'samples', 'median', 'min', 'max', 'bound (2 polls)', 'within bound'];
 const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
 const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
-console.log(`time from server exit (crash during load) to awaitServerReady failing; ${cpus().length} CPUs, load ${loadavg()[0]!.toFixed(2)}`);
+console.log(
+  `time from server exit (crash during load) to awaitServerReady failing; ${cpus().length} CPUs, load ${loadavg()[0]!.toFixed(2)}`,
+);
 console.log(line(header));
 console.log(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
 for (const r of rows) console.log(line(r));

@@ -5,7 +5,13 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** Inputs beyond src/ that change what `npm run build` emits. */
-const BUILD_INPUTS = ['package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'scripts/build.ts', 'bin/build-stamp.mjs'];
+const BUILD_INPUTS = [
+  'package-lock.json',
+  'tsconfig.json',
+  'tsconfig.build.json',
+  'scripts/build.ts',
+  'bin/build-stamp.mjs',
+];
 
 function sourceFiles(dir, out = []) {
   for (const e of readdirSync(dir, { withFileTypes: true })) {

@@ -28,13 +28,30 @@ async function build(): Promise<void> {
   const tmp = join(root, `dist.tmp-${process.pid}`);
   await rm(tmp, { recursive: true, force: true });
   try {
-    const tsc = spawnSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'tsconfig.build.json'), '--outDir', tmp], {
-      stdio: 'inherit',
-    });
+    const tsc = spawnSync(
+      process.execPath,
+      [
+        join(root, 'node_modules', 'typescript', 'bin', 'tsc'),
+        '-p',
+        join(root, 'tsconfig.build.json'),
+        '--outDir',
+        tmp,
+      ],
+      {
+        stdio: 'inherit',
+      },
+    );
     if (tsc.status !== 0) throw new Error(`tsc -p tsconfig.build.json failed (exit ${tsc.status ?? tsc.signal})`);
     const { code } = await bundleWorkflowCode({
       workflowsPath: join(root, 'src', 'workflows', 'index.ts'),
-      logger: { log() {}, trace() {}, debug() {}, info() {}, warn: (m: string) => process.stderr.write(`${m}\n`), error: (m: string) => process.stderr.write(`${m}\n`) },
+      logger: {
+        log() {},
+        trace() {},
+        debug() {},
+        info() {},
+        warn: (m: string) => process.stderr.write(`${m}\n`),
+        error: (m: string) => process.stderr.write(`${m}\n`),
+      },
     });
     await writeFile(join(tmp, 'workflow-bundle.js'), code);
     // The stamp goes last: a dist/ without it is never used.
@@ -45,7 +62,9 @@ async function build(): Promise<void> {
     await rm(tmp, { recursive: true, force: true });
     throw err;
   }
-  process.stdout.write(`build: compiled src/ and the workflow bundle into dist/ in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+  process.stdout.write(
+    `build: compiled src/ and the workflow bundle into dist/ in ${((Date.now() - started) / 1000).toFixed(1)} s\n`,
+  );
 }
 
 build().catch((err: unknown) => {

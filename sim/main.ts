@@ -3,13 +3,14 @@
  * Each subcommand is imported only when used, so the server does not depend on the trainer.
  */
 
-const USAGE = 'usage: aerie-sim {sglang,train,specforge,prepare-hidden-states,make-target,nvidia-smi} [flags...]\n' +
+const USAGE =
+  'usage: aerie-sim {sglang,train,specforge,prepare-hidden-states,make-target,nvidia-smi} [flags...]\n' +
   '  sglang [--version V]   an SGLang-compatible server (python -m sglang.launch_server flags) imitating SGLang V\n' +
   '                         (0.5.4, 0.5.9, 0.5.12 or 0.5.23; else AERIE_SIM_SGLANG_VERSION; default 0.5.23)\n' +
   '  train                  SpecForge v0.2 scripts/train_eagle3.py\n' +
   '  specforge              the current SpecForge CLI: specforge train -c cfg.yaml k=v ..., specforge export --to sglang ...\n' +
   '  prepare-hidden-states  SpecForge v0.2 scripts/prepare_hidden_states.py\n' +
-  '  make-target DIR        the simulator target\'s weights (DIR/model.safetensors) from DIR/config.json\n' +
+  "  make-target DIR        the simulator target's weights (DIR/model.safetensors) from DIR/config.json\n" +
   '  nvidia-smi             nvidia-smi query mode over the simulated GPUs (AERIE_SIM_GPU_DIR)\n';
 
 interface TrainerModule {
@@ -53,7 +54,9 @@ export async function main(argv: string[]): Promise<number> {
       process.stdout.write(USAGE);
       return 0;
     default:
-      process.stderr.write(USAGE + `aerie-sim: error: unknown command ${command === undefined ? '(none)' : `'${command}'`}\n`);
+      process.stderr.write(
+        USAGE + `aerie-sim: error: unknown command ${command === undefined ? '(none)' : `'${command}'`}\n`,
+      );
       return 2;
   }
 }

@@ -26,6 +26,8 @@ export function runMakeTarget(argv: string[]): number {
     return 2;
   }
   const wrote = writeTargetWeights(dir, vocab as number, hidden as number);
-  process.stdout.write(`${wrote ? 'wrote' : 'up to date:'} ${path.join(dir, WEIGHTS_FILE)} (lm_head.weight [${vocab}, ${hidden}], model.norm.weight [${hidden}], bf16)\n`);
+  process.stdout.write(
+    `${wrote ? 'wrote' : 'up to date:'} ${path.join(dir, WEIGHTS_FILE)} (lm_head.weight [${vocab}, ${hidden}], model.norm.weight [${hidden}], bf16)\n`,
+  );
   return 0;
 }

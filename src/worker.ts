@@ -6,7 +6,15 @@ import { mkdirSync, openSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { inspect } from 'node:util';
-import { DefaultLogger, makeTelemetryFilterString, NativeConnection, Runtime, Worker, type LogEntry, type WorkerOptions } from '@temporalio/worker';
+import {
+  DefaultLogger,
+  makeTelemetryFilterString,
+  NativeConnection,
+  Runtime,
+  Worker,
+  type LogEntry,
+  type WorkerOptions,
+} from '@temporalio/worker';
 import { createActivities } from './activities/index.js';
 import { HostPool } from './hosts/index.js';
 import { HEARTBEAT_THROTTLE_MS } from './config/heartbeat.js';
@@ -38,7 +46,9 @@ export async function createWorker(opts: AerieWorkerOptions): Promise<{ worker: 
     namespace: opts.namespace ?? 'default',
     taskQueue: opts.taskQueue ?? TASK_QUEUE,
     activities: createActivities({ hosts }),
-    ...(opts.workflowBundle || PREBUILT ? { workflowBundle: opts.workflowBundle ?? PREBUILT } : { workflowsPath: WORKFLOWS_PATH }),
+    ...(opts.workflowBundle || PREBUILT
+      ? { workflowBundle: opts.workflowBundle ?? PREBUILT }
+      : { workflowsPath: WORKFLOWS_PATH }),
     // Long activities mostly wait on remote processes; a handful of slots is plenty on 2 cores.
     maxConcurrentActivityTaskExecutions: 32,
     // Finished in-flight heartbeats should reach the server before a graceful stop.
@@ -69,7 +79,8 @@ export function installFileLogRuntime(logPath: string): string {
   // would drop lines still queued in a stream, and the last lines are the ones that explain.
   const write = (entry: LogEntry) => {
     const at = new Date(Number(entry.timestampNanos / 1_000_000n)).toISOString();
-    const meta = entry.meta && Object.keys(entry.meta).length ? ` ${inspect(entry.meta, { depth: 6, breakLength: 160 })}` : '';
+    const meta =
+      entry.meta && Object.keys(entry.meta).length ? ` ${inspect(entry.meta, { depth: 6, breakLength: 160 })}` : '';
     writeSync(fd, `${at} [${entry.level}] ${entry.message}${meta}\n`);
   };
   Runtime.install({

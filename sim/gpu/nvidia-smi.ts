@@ -61,17 +61,26 @@ function appRows(holdings: GpuHolding[]): Row[] {
 function render(fields: string[], rows: Row[], header: boolean, units: boolean): string {
   const lines: string[] = [];
   if (header) lines.push(fields.map((f) => (units && /memory/.test(f) ? `${f} [MiB]` : f)).join(', '));
-  for (const row of rows) lines.push(fields.map((f) => (units && row[f].unit ? `${row[f].value} ${row[f].unit}` : row[f].value)).join(', '));
+  for (const row of rows)
+    lines.push(fields.map((f) => (units && row[f].unit ? `${row[f].value} ${row[f].unit}` : row[f].value)).join(', '));
   return lines.length ? lines.join('\n') + '\n' : '';
 }
 
-export function runNvidiaSmi(args: string[], env: NodeJS.ProcessEnv = process.env): { code: number; stdout: string; stderr: string } {
+export function runNvidiaSmi(
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): { code: number; stdout: string; stderr: string } {
   const opt = (name: string) => args.find((a) => a.startsWith(`${name}=`))?.slice(name.length + 1);
   const gpuQuery = opt('--query-gpu');
   const appQuery = opt('--query-compute-apps');
   const format = opt('--format');
   if ((gpuQuery === undefined) === (appQuery === undefined) || format === undefined) {
-    return { code: 2, stdout: '', stderr: 'aerie-sim nvidia-smi models the query mode only: --query-gpu=F,... or --query-compute-apps=F,... with --format=csv[,noheader][,nounits]\n' };
+    return {
+      code: 2,
+      stdout: '',
+      stderr:
+        'aerie-sim nvidia-smi models the query mode only: --query-gpu=F,... or --query-compute-apps=F,... with --format=csv[,noheader][,nounits]\n',
+    };
   }
   const fmt = format.split(',');
   if (fmt[0] !== 'csv') return { code: 2, stdout: '', stderr: `"${format}" is not a valid format.\n` };

@@ -39,8 +39,17 @@ export function gpuUuid(index: number): string {
  */
 export function gpusFor(count: number, env: NodeJS.ProcessEnv = process.env): number[] {
   const visible = env.CUDA_VISIBLE_DEVICES;
-  const listed = visible === undefined ? null : visible.split(',').map((s) => s.trim()).filter(Boolean);
-  const base = listed && listed.every((s) => /^\d+$/.test(s)) ? listed.map(Number) : Array.from({ length: gpuCount(env) }, (_, i) => i);
+  const listed =
+    visible === undefined
+      ? null
+      : visible
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean);
+  const base =
+    listed && listed.every((s) => /^\d+$/.test(s))
+      ? listed.map(Number)
+      : Array.from({ length: gpuCount(env) }, (_, i) => i);
   return base.slice(0, Math.max(1, count));
 }
 

@@ -28,7 +28,10 @@ export interface Prepared {
 export function checkLength(ctx: ServerContext, promptTokens: number, maxNew: number | null): void {
   const ctxLen = ctx.resolved.contextLen;
   if (promptTokens >= ctxLen) {
-    throw new HttpError(400, `The input (${promptTokens} tokens) is longer than the model's context length (${ctxLen} tokens).`);
+    throw new HttpError(
+      400,
+      `The input (${promptTokens} tokens) is longer than the model's context length (${ctxLen} tokens).`,
+    );
   }
   if (maxNew !== null && maxNew + promptTokens >= ctxLen) {
     throw new HttpError(
@@ -51,7 +54,8 @@ function prompts(body: Record<string, unknown>): { list: Prompt[]; batched: bool
   if (typeof text === 'string') return { list: [{ text, ids: null }], batched: false };
   if (Array.isArray(text)) return { list: text.map((t) => ({ text: String(t), ids: null })), batched: true };
   if (Array.isArray(ids)) {
-    if (ids.every((v) => typeof v === 'number')) return { list: [{ text: null, ids: ids as number[] }], batched: false };
+    if (ids.every((v) => typeof v === 'number'))
+      return { list: [{ text: null, ids: ids as number[] }], batched: false };
     return { list: ids.map((row) => ({ text: null, ids: (row as number[]).map(Number) })), batched: true };
   }
   throw new HttpError(400, 'text must be a string or a list of strings.');
@@ -61,12 +65,17 @@ function prompts(body: Record<string, unknown>): { list: Prompt[]; batched: bool
 export function prepareGenerate(x: Exchange): { items: Prepared[]; batched: boolean; body: Record<string, unknown> } {
   const { ctx } = x;
   const body = (x.body ?? {}) as Record<string, unknown>;
-  if (typeof body !== 'object' || Array.isArray(body)) throw new HttpError(400, 'The request body must be a JSON object.');
+  if (typeof body !== 'object' || Array.isArray(body))
+    throw new HttpError(400, 'The request body must be a JSON object.');
   const { list, batched: listBatched } = prompts(body);
   const rawParams = body.sampling_params;
   const hsMode = requestHsMode(body.return_hidden_states);
   if (hsMode !== null && hsMode !== 'last' && hsMode !== 'full') throw new HttpError(400, hsMode);
-  const hsProblem = hsRequestProblem(hsMode, serverHsMode(ctx.resolved.args), ctx.resolved.args.return_hidden_states_mode);
+  const hsProblem = hsRequestProblem(
+    hsMode,
+    serverHsMode(ctx.resolved.args),
+    ctx.resolved.args.return_hidden_states_mode,
+  );
   if (hsProblem) throw new HttpError(400, hsProblem);
   const kind: RequestKind = x.req.headers[WARMUP_HEADER] ? 'warmup' : 'real';
   const items: Prepared[] = [];
@@ -119,7 +128,12 @@ export function prepareGenerate(x: Exchange): { items: Prepared[]; batched: bool
   return { items, batched: listBatched || nMax > 1, body };
 }
 
-export function metaInfo(ctx: ServerContext, r: ReqState, final: boolean, body: Record<string, unknown>): Record<string, unknown> {
+export function metaInfo(
+  ctx: ServerContext,
+  r: ReqState,
+  final: boolean,
+  body: Record<string, unknown>,
+): Record<string, unknown> {
   const m: Record<string, unknown> = {
     id: r.req.rid,
     finish_reason: r.finishReason,
@@ -130,19 +144,35 @@ export function metaInfo(ctx: ServerContext, r: ReqState, final: boolean, body: 
   };
   const spec = ctx.resolved.spec;
   if (final && ctx.accept && spec) {
-    Object.assign(m, specMeta(ctx.env.release, {
-      verifyCt: r.verifyCt, completionTokens: r.outputIds.length, correctDrafts: r.acceptedDrafts,
-      numSteps: spec.numSteps, numDraftTokens: spec.numDraftTokens,
-    }));
+    Object.assign(
+      m,
+      specMeta(ctx.env.release, {
+        verifyCt: r.verifyCt,
+        completionTokens: r.outputIds.length,
+        correctDrafts: r.acceptedDrafts,
+        numSteps: spec.numSteps,
+        numDraftTokens: spec.numDraftTokens,
+      }),
+    );
   }
   if (body.return_logprob) {
-    m.input_token_logprobs = (r.req.context ?? []).map((id, i) => [i === 0 ? null : pseudoLogprob(r.req.key + ':in', i), id, null]);
+    m.input_token_logprobs = (r.req.context ?? []).map((id, i) => [
+      i === 0 ? null : pseudoLogprob(r.req.key + ':in', i),
+      id,
+      null,
+    ]);
     m.output_token_logprobs = r.outputIds.map((id, i) => [pseudoLogprob(r.req.key, i), id, null]);
   }
   const hsMode = requestHsMode(body.return_hidden_states);
   if (final && ctx.states && (hsMode === 'last' || hsMode === 'full')) {
-    m.hidden_states = hiddenStatesMeta(ctx.states, Boolean(ctx.resolved.args.enable_return_aux_hidden_states), r.req.context ?? [], r.outputIds, hsMode,
-      { cached: r.cachedTokens, chunk: ctx.resolved.args.chunked_prefill_size as number });
+    m.hidden_states = hiddenStatesMeta(
+      ctx.states,
+      Boolean(ctx.resolved.args.enable_return_aux_hidden_states),
+      r.req.context ?? [],
+      r.outputIds,
+      hsMode,
+      { cached: r.cachedTokens, chunk: ctx.resolved.args.chunked_prefill_size as number },
+    );
   }
   if (final) m.e2e_latency = r.e2eLatency;
   return m;
@@ -154,7 +184,14 @@ interface Sent {
   text: number;
 }
 
-function output(ctx: ServerContext, r: ReqState, final: boolean, body: Record<string, unknown>, index: number | null, sent: Sent | null) {
+function output(
+  ctx: ServerContext,
+  r: ReqState,
+  final: boolean,
+  body: Record<string, unknown>,
+  index: number | null,
+  sent: Sent | null,
+) {
   let ids = [...r.outputIds];
   let text = r.text;
   if (sent) {

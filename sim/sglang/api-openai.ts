@@ -28,7 +28,8 @@ function openaiError(message: string): OpenAIError {
  * sglang==0.5.23:srt/entrypoints/openai/serving_chat.py:2818-2819).
  */
 function servingError(e: unknown): unknown {
-  if (e instanceof HttpError && !(e instanceof OpenAIError)) return new OpenAIError(e.status, e.message, 'BadRequestError');
+  if (e instanceof HttpError && !(e instanceof OpenAIError))
+    return new OpenAIError(e.status, e.message, 'BadRequestError');
   return e;
 }
 
@@ -36,7 +37,9 @@ function contentText(content: unknown): string {
   if (typeof content === 'string') return content;
   if (Array.isArray(content)) {
     return content
-      .map((part) => (part && typeof part === 'object' && (part as Body).type === 'text' ? String((part as Body).text ?? '') : ''))
+      .map((part) =>
+        part && typeof part === 'object' && (part as Body).type === 'text' ? String((part as Body).text ?? '') : '',
+      )
       .join(' ');
   }
   if (content === null || content === undefined) return '';
@@ -45,7 +48,8 @@ function contentText(content: unknown): string {
 
 function chatMessages(body: Body): ChatMessage[] {
   const raw = body.messages;
-  if (!Array.isArray(raw) || raw.length === 0) throw openaiError("1 validation error for ChatCompletionRequest\nmessages\n  Field required");
+  if (!Array.isArray(raw) || raw.length === 0)
+    throw openaiError('1 validation error for ChatCompletionRequest\nmessages\n  Field required');
   return raw.map((m, i) => {
     if (!m || typeof m !== 'object' || typeof (m as Body).role !== 'string') {
       throw openaiError(`messages.${i}: each message needs a string role`);
@@ -64,8 +68,22 @@ function samplingFrom(body: Body, defaultMax: number | null): SamplingParams {
   copy('max_completion_tokens', 'max_new_tokens');
   copy('min_tokens', 'min_new_tokens');
   copy('seed', 'sampling_seed');
-  for (const k of ['temperature', 'top_p', 'top_k', 'min_p', 'frequency_penalty', 'presence_penalty', 'repetition_penalty',
-    'stop', 'stop_token_ids', 'ignore_eos', 'skip_special_tokens', 'no_stop_trim', 'n']) copy(k);
+  for (const k of [
+    'temperature',
+    'top_p',
+    'top_k',
+    'min_p',
+    'frequency_penalty',
+    'presence_penalty',
+    'repetition_penalty',
+    'stop',
+    'stop_token_ids',
+    'ignore_eos',
+    'skip_special_tokens',
+    'no_stop_trim',
+    'n',
+  ])
+    copy(k);
   try {
     return parseSamplingParams(p, defaultMax);
   } catch (e) {
@@ -86,7 +104,13 @@ function matchedStop(f: FinishReason | null): number | string | null {
 function usage(states: ReqState[]) {
   const prompt = states[0]?.req.promptTokens ?? 0;
   const completion = states.reduce((s, r) => s + r.outputIds.length, 0);
-  return { prompt_tokens: prompt, total_tokens: prompt + completion, completion_tokens: completion, prompt_tokens_details: null, reasoning_tokens: 0 };
+  return {
+    prompt_tokens: prompt,
+    total_tokens: prompt + completion,
+    completion_tokens: completion,
+    prompt_tokens_details: null,
+    reasoning_tokens: 0,
+  };
 }
 
 interface Plan {
@@ -117,18 +141,50 @@ async function run(x: Exchange, body: Body, plan: Plan, chat: boolean): Promise<
   const states: ReqState[] = [];
   const sentText: string[] = [];
   if (streaming) startSse(x);
-  const chunk = (choices: unknown[], extra: Body = {}) => ({ id, object: chunkObject, created, model, choices, ...extra });
+  const chunk = (choices: unknown[], extra: Body = {}) => ({
+    id,
+    object: chunkObject,
+    created,
+    model,
+    choices,
+    ...extra,
+  });
   for (let i = 0; i < plan.params.n; i++) {
-    const req: GenRequest = { ...base(), rid: `${id}${plan.params.n > 1 ? `_${i}` : ''}`, key: seedKey(plan.prompt, plan.params.sampling_seed, i) };
+    const req: GenRequest = {
+      ...base(),
+      rid: `${id}${plan.params.n > 1 ? `_${i}` : ''}`,
+      key: seedKey(plan.prompt, plan.params.sampling_seed, i),
+    };
     sentText.push('');
     if (streaming) {
-      if (chat) sseData(x, chunk([{ index: i, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null, matched_stop: null }], { usage: null }));
+      if (chat)
+        sseData(
+          x,
+          chunk(
+            [
+              {
+                index: i,
+                delta: { role: 'assistant', content: '' },
+                logprobs: null,
+                finish_reason: null,
+                matched_stop: null,
+              },
+            ],
+            { usage: null },
+          ),
+        );
       req.onProgress = (r) => {
         const delta = r.text.slice(sentText[i].length);
         if (delta === '') return;
         sentText[i] = r.text;
         const choice = chat
-          ? { index: i, delta: { role: null, content: delta, reasoning_content: null, tool_calls: null }, logprobs: null, finish_reason: null, matched_stop: null }
+          ? {
+              index: i,
+              delta: { role: null, content: delta, reasoning_content: null, tool_calls: null },
+              logprobs: null,
+              finish_reason: null,
+              matched_stop: null,
+            }
           : { index: i, text: delta, logprobs: null, finish_reason: null, matched_stop: null };
         sseData(x, chunk([choice], { usage: null }));
       };
@@ -138,14 +194,28 @@ async function run(x: Exchange, body: Body, plan: Plan, chat: boolean): Promise<
   x.res.on('close', () => {
     for (const s of states) if (!s.finishReason) ctx.engine.abort(s, 'The client disconnected.');
   });
-  await Promise.all(states.map(async (s, i) => {
-    await s.done;
-    if (!streaming) return;
-    const choice = chat
-      ? { index: i, delta: {}, logprobs: null, finish_reason: finishName(s.finishReason), matched_stop: matchedStop(s.finishReason) }
-      : { index: i, text: '', logprobs: null, finish_reason: finishName(s.finishReason), matched_stop: matchedStop(s.finishReason) };
-    sseData(x, chunk([choice], { usage: null }));
-  }));
+  await Promise.all(
+    states.map(async (s, i) => {
+      await s.done;
+      if (!streaming) return;
+      const choice = chat
+        ? {
+            index: i,
+            delta: {},
+            logprobs: null,
+            finish_reason: finishName(s.finishReason),
+            matched_stop: matchedStop(s.finishReason),
+          }
+        : {
+            index: i,
+            text: '',
+            logprobs: null,
+            finish_reason: finishName(s.finishReason),
+            matched_stop: matchedStop(s.finishReason),
+          };
+      sseData(x, chunk([choice], { usage: null }));
+    }),
+  );
   if (streaming) {
     const opts = body.stream_options as Body | undefined;
     if (opts && opts.include_usage) sseData(x, chunk([], { usage: usage(states) }));
@@ -155,10 +225,30 @@ async function run(x: Exchange, body: Body, plan: Plan, chat: boolean): Promise<
   }
   const choices = states.map((s, i) =>
     chat
-      ? { index: i, message: { role: 'assistant', content: s.text, reasoning_content: null, tool_calls: null }, logprobs: null, finish_reason: finishName(s.finishReason), matched_stop: matchedStop(s.finishReason) }
-      : { index: i, text: s.text, logprobs: null, finish_reason: finishName(s.finishReason), matched_stop: matchedStop(s.finishReason) },
+      ? {
+          index: i,
+          message: { role: 'assistant', content: s.text, reasoning_content: null, tool_calls: null },
+          logprobs: null,
+          finish_reason: finishName(s.finishReason),
+          matched_stop: matchedStop(s.finishReason),
+        }
+      : {
+          index: i,
+          text: s.text,
+          logprobs: null,
+          finish_reason: finishName(s.finishReason),
+          matched_stop: matchedStop(s.finishReason),
+        },
   );
-  sendJson(x, 200, { id, object, created, model, choices, usage: usage(states), metadata: { weight_version: ctx.resolved.args.weight_version } });
+  sendJson(x, 200, {
+    id,
+    object,
+    created,
+    model,
+    choices,
+    usage: usage(states),
+    metadata: { weight_version: ctx.resolved.args.weight_version },
+  });
 }
 
 /**
@@ -195,10 +285,12 @@ export async function handleCompletion(x: Exchange): Promise<void> {
   const body = (x.body ?? {}) as Body;
   let prompt = body.prompt;
   if (Array.isArray(prompt)) {
-    if (prompt.length !== 1) throw openaiError('The simulator serves one prompt per /v1/completions request; send a string prompt.');
+    if (prompt.length !== 1)
+      throw openaiError('The simulator serves one prompt per /v1/completions request; send a string prompt.');
     prompt = prompt[0];
   }
-  if (typeof prompt !== 'string') throw openaiError("1 validation error for CompletionRequest\nprompt\n  Field required");
+  if (typeof prompt !== 'string')
+    throw openaiError('1 validation error for CompletionRequest\nprompt\n  Field required');
   // A completion prompt is tokenized as /generate's text is, BOS first.
   const ids = x.ctx.lm.tok.encode(prompt, true);
   let params: SamplingParams;
@@ -240,6 +332,7 @@ export function handleDetokenize(x: Exchange): void {
   const skip = body.skip_special_tokens !== false;
   const t = body.tokens;
   if (!Array.isArray(t)) throw openaiError('1 validation error for DetokenizeRequest\ntokens\n  Field required');
-  if (t.every((v) => typeof v === 'number')) return sendJson(x, 200, { text: x.ctx.lm.tok.decode(t as number[], skip) });
+  if (t.every((v) => typeof v === 'number'))
+    return sendJson(x, 200, { text: x.ctx.lm.tok.decode(t as number[], skip) });
   return sendJson(x, 200, { text: t.map((row) => x.ctx.lm.tok.decode((row as number[]).map(Number), skip)) });
 }

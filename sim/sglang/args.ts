@@ -146,8 +146,9 @@ export interface RealOption extends PyOption {
   const_value?: unknown;
 }
 
-export const REAL_OPTIONS: readonly RealOption[] =
-  (JSON.parse(readFileSync(new URL('./args-flags.json', import.meta.url), 'utf8')) as { flags: RealOption[] }).flags;
+export const REAL_OPTIONS: readonly RealOption[] = (
+  JSON.parse(readFileSync(new URL('./args-flags.json', import.meta.url), 'utf8')) as { flags: RealOption[] }
+).flags;
 
 /** A release's options in its parser's registration order, by option string. */
 const tables = new Map<SimRelease, Map<string, RealOption>>();
@@ -155,7 +156,9 @@ function optionsOf(release: SimRelease): Map<string, RealOption> {
   let t = tables.get(release);
   if (!t) {
     t = new Map();
-    const mine = REAL_OPTIONS.filter((o) => o.in[release] !== undefined).sort((a, b) => a.in[release]! - b.in[release]!);
+    const mine = REAL_OPTIONS.filter((o) => o.in[release] !== undefined).sort(
+      (a, b) => a.in[release]! - b.in[release]!,
+    );
     for (const o of mine) for (const n of o.names) t.set(n, o);
     tables.set(release, t);
   }
@@ -178,7 +181,11 @@ export class ArgparseError extends Error {
    * consumed before the error (logged as each is taken), argparse's usage, then its error line.
    */
   readonly stderr: string;
-  constructor(message: string, readonly release: SimRelease = DEFAULT_SIM_RELEASE, readonly warnings: readonly string[] = []) {
+  constructor(
+    message: string,
+    readonly release: SimRelease = DEFAULT_SIM_RELEASE,
+    readonly warnings: readonly string[] = [],
+  ) {
     super(message);
     const notes = warnings.map((w) => `${warningLine(release, w)}\n`).join('');
     this.stderr = `${notes}${usageLine(release)}\n${progFor(release)}: error: ${message}\n`;
@@ -220,7 +227,14 @@ export interface Parsed {
 }
 
 /** What an action stores (and, for SGLang's deprecation actions, says). */
-function act(release: SimRelease, o: RealOption, optionString: string, values: string[], fail: (m: string) => never, warnings: string[]): unknown {
+function act(
+  release: SimRelease,
+  o: RealOption,
+  optionString: string,
+  values: string[],
+  fail: (m: string) => never,
+  warnings: string[],
+): unknown {
   switch (o.action) {
     case '_StoreTrueAction':
       return true;
@@ -231,10 +245,14 @@ function act(release: SimRelease, o: RealOption, optionString: string, values: s
     case 'DeprecatedAction':
       if (release === '0.5.4') {
         // sglang==0.5.4:srt/server_args.py:3797-3798: `raise ValueError(self.help)`, mid-parse.
-        throw new PyError(warnings.map((w) => `${warningLine(release, w)}\n`).join('') + deprecatedTraceback(o.help ?? ''));
+        throw new PyError(
+          warnings.map((w) => `${warningLine(release, w)}\n`).join('') + deprecatedTraceback(o.help ?? ''),
+        );
       }
       // sglang==0.5.9:srt/server_args.py:5735-5738 (0.5.12 :7897-7900): a no-op that warns.
-      warnings.push(`The command line argument '${optionString}' is deprecated and will be removed in future versions.`);
+      warnings.push(
+        `The command line argument '${optionString}' is deprecated and will be removed in future versions.`,
+      );
       return undefined;
     case 'DeprecatedStoreTrueAction':
     case 'DeprecatedStoreConstAction':
@@ -309,8 +327,16 @@ export function parseLaunchArgs(argv: readonly string[], release: SimRelease = D
   const pattern = argv.map((tok, i) => (dashdash >= 0 && i === dashdash ? '-' : found[i] ? 'O' : 'A')).join('');
   for (let i = 0; i < argv.length;) {
     const c = found[i];
-    if (!c) { extras.push(argv[i]!); i += 1; continue; }
-    if (!c.option) { extras.push(argv[i]!); i += 1; continue; }
+    if (!c) {
+      extras.push(argv[i]!);
+      i += 1;
+      continue;
+    }
+    if (!c.option) {
+      extras.push(argv[i]!);
+      i += 1;
+      continue;
+    }
     const o = c.option;
     const label = `argument ${o.names.join('/')}`;
     let values: string[];
@@ -350,7 +376,9 @@ export function pyRepr(v: unknown): string {
   if (typeof v === 'string') return `'${v.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
   if (Array.isArray(v)) return `[${v.map(pyRepr).join(', ')}]`;
   if (typeof v === 'object') {
-    return `{${Object.entries(v as Record<string, unknown>).map(([k, x]) => `${pyRepr(k)}: ${pyRepr(x)}`).join(', ')}}`;
+    return `{${Object.entries(v as Record<string, unknown>)
+      .map(([k, x]) => `${pyRepr(k)}: ${pyRepr(x)}`)
+      .join(', ')}}`;
   }
   return String(v);
 }
@@ -360,5 +388,7 @@ const FLOAT_DESTS = new Set(FLAGS.filter((s) => s.kind === 'float').map((s) => s
 export function serverArgsRepr(args: ServerArgs): string {
   const field = (k: string, v: unknown) =>
     `${k}=${FLOAT_DESTS.has(k) && typeof v === 'number' && Number.isInteger(v) ? v.toFixed(1) : pyRepr(v)}`;
-  return `ServerArgs(${Object.entries(args).map(([k, v]) => field(k, v)).join(', ')})`;
+  return `ServerArgs(${Object.entries(args)
+    .map(([k, v]) => field(k, v))
+    .join(', ')})`;
 }

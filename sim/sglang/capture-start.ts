@@ -71,7 +71,13 @@ function schedulerDied(rank: number, code: number): string {
 }
 
 export function captureStart(o: {
-  log: SimLog; env: SimEnv; procEnv: NodeJS.ProcessEnv; argv: string[]; target: ModelConfig; resolved: Resolved; lm: SimLM;
+  log: SimLog;
+  env: SimEnv;
+  procEnv: NodeJS.ProcessEnv;
+  argv: string[];
+  target: ModelConfig;
+  resolved: Resolved;
+  lm: SimLM;
 }): CaptureStart {
   const { log, procEnv } = o;
   const tp = o.resolved.args.tp_size as number;
@@ -86,7 +92,13 @@ export function captureStart(o: {
       const found = discoverPlugins(procEnv.PYTHONPATH);
       if (found.length === 0) return null;
       // sglang==0.5.23:sglang/srt/plugins/__init__.py:51-86 (SGLANG_PLUGINS is a whitelist of names)
-      const allowed = procEnv.SGLANG_PLUGINS ? new Set(procEnv.SGLANG_PLUGINS.split(',').map((s) => s.trim()).filter(Boolean)) : null;
+      const allowed = procEnv.SGLANG_PLUGINS
+        ? new Set(
+            procEnv.SGLANG_PLUGINS.split(',')
+              .map((s) => s.trim())
+              .filter(Boolean),
+          )
+        : null;
       for (let r = 0; r < tp; r++) {
         log.info(`Available plugins for group ${PLUGIN_GROUP}:`, r);
         for (const p of found) log.info(`  - ${p.name} -> ${p.value}`, r);
@@ -99,16 +111,23 @@ export function captureStart(o: {
       }
       const out = runPluginStartup(o.argv, procEnv, o.env.release);
       if (out.kind === 'load-error') {
-        for (let r = 0; r < tp; r++) log.error(`Failed to load plugin ${ours.name} from group ${PLUGIN_GROUP}\n${out.traceback.trimEnd()}`, r);
+        for (let r = 0; r < tp; r++)
+          log.error(`Failed to load plugin ${ours.name} from group ${PLUGIN_GROUP}\n${out.traceback.trimEnd()}`, r);
         return null;
       }
       log.infoAllRanks(tp, `Loaded plugin ${ours.name} from group ${PLUGIN_GROUP}`);
       if (out.kind === 'exception') {
         // plugins/__init__.py:129-138: logged, and the server runs on without the capture
-        for (let r = 0; r < tp; r++) log.error(`Failed to execute general plugin: ${ours.name}\n${out.traceback.trimEnd()}`, r);
+        for (let r = 0; r < tp; r++)
+          log.error(`Failed to execute general plugin: ${ours.name}\n${out.traceback.trimEnd()}`, r);
         return null;
       }
-      const exit = out.kind === 'exit' ? out.message : out.kind === 'installed' && out.fixes.length > 0 ? launchFixesMessage(out.fixes, o.env.release) : null;
+      const exit =
+        out.kind === 'exit'
+          ? out.message
+          : out.kind === 'installed' && out.fixes.length > 0
+            ? launchFixesMessage(out.fixes, o.env.release)
+            : null;
       // multiprocessing prints a SystemExit's str code to stderr and exits 1
       if (exit !== null) return `${exit}\n${schedulerDied(0, 1)}`;
       log.infoAllRanks(tp, `Executed general plugin: ${ours.name}`);
@@ -121,12 +140,20 @@ export function captureStart(o: {
       const w = readTargetWeights(dir);
       if (!w) {
         // sglang==0.5.23:sglang/srt/model_loader/loader.py:581
-        return schedulerException(log.stamp(0), loadFrames(), `RuntimeError: Cannot find any model weights with \`${dir}\`` +
-          ` (the simulator target's weights: node bin/aerie-sim.mjs make-target ${dir})`);
+        return schedulerException(
+          log.stamp(0),
+          loadFrames(),
+          `RuntimeError: Cannot find any model weights with \`${dir}\`` +
+            ` (the simulator target's weights: node bin/aerie-sim.mjs make-target ${dir})`,
+        );
       }
       if (w.hidden !== o.target.hiddenSize || w.vocab !== o.target.vocabSize) {
-        return schedulerException(log.stamp(0), loadFrames(), `RuntimeError: ${path.join(dir, 'model.safetensors')}: lm_head.weight is ` +
-          `[${w.vocab}, ${w.hidden}], config.json says [${o.target.vocabSize}, ${o.target.hiddenSize}]`);
+        return schedulerException(
+          log.stamp(0),
+          loadFrames(),
+          `RuntimeError: ${path.join(dir, 'model.safetensors')}: lm_head.weight is ` +
+            `[${w.vocab}, ${w.hidden}], config.json says [${o.target.vocabSize}, ${o.target.hiddenSize}]`,
+        );
       }
       const draft = o.resolved.args.return_aux_hidden_state_layer_ids as number[] | null;
       const ids = captureIds(draft, o.target.numLayers);

@@ -38,7 +38,12 @@ export class HiddenStates {
   /** Per token: the unit direction (lm_head row ⊙ norm) that makes it the argmax. */
   private readonly dirCache = new Map<number, Float32Array>();
 
-  constructor(readonly w: TargetWeights, readonly lm: SimLM, readonly capture: number[], readonly numLayers: number) {}
+  constructor(
+    readonly w: TargetWeights,
+    readonly lm: SimLM,
+    readonly capture: number[],
+    readonly numLayers: number,
+  ) {}
 
   get hidden(): number {
     return this.w.hidden;
@@ -50,7 +55,10 @@ export class HiddenStates {
     const H = this.w.hidden;
     d = this.w.headRow(token);
     let s = 0;
-    for (let i = 0; i < H; i++) { d[i] *= this.w.norm[i]; s += d[i] * d[i]; }
+    for (let i = 0; i < H; i++) {
+      d[i] *= this.w.norm[i];
+      s += d[i] * d[i];
+    }
     const k = Math.sqrt(H / (s || 1));
     for (let i = 0; i < H; i++) d[i] *= k; // rms 1
     this.dirCache.set(token, d);
@@ -68,7 +76,10 @@ export class HiddenStates {
       // An equal share of context noise: the margin over 32k random rows stays ~4x, like a confident model.
       const g = noise(`final:${t > 0 ? ids[t - 1] : -1}:${ids[t]}:${t}`, H);
       let s = 0;
-      for (let i = 0; i < H; i++) { u[i] = d[i] + g[i]; s += u[i] * u[i]; }
+      for (let i = 0; i < H; i++) {
+        u[i] = d[i] + g[i];
+        s += u[i] * u[i];
+      }
       const k = Math.sqrt(H / s);
       for (let i = 0; i < H; i++) out[t * H + i] = this.w.norm[i] * u[i] * k;
     }
@@ -148,7 +159,9 @@ export class CaptureWriter {
       this.o.logError(`capture failed for unnameable rid ${JSON.stringify(rid)}: ${message}`);
       return;
     }
-    publish(path.join(this.o.dir, `${rid}.error.json`), [Buffer.from(JSON.stringify({ format: FORMAT, rid, error: message }))]);
+    publish(path.join(this.o.dir, `${rid}.error.json`), [
+      Buffer.from(JSON.stringify({ format: FORMAT, rid, error: message })),
+    ]);
   }
 
   /** One prefilled request. `counted` is false for the server's own warmup and health probes (never faulted). */
@@ -160,13 +173,19 @@ export class CaptureWriter {
     }
     if (!RID_RE.test(rid)) {
       // py/aerie_hs/capture.py CaptureBuffer.add refuses it; _write_error then only logs.
-      this.writeError(rid, `rid ${JSON.stringify(rid)} cannot name a dump file: use [A-Za-z0-9._-], at most 200 characters, not starting with '.' or '-'`);
+      this.writeError(
+        rid,
+        `rid ${JSON.stringify(rid)} cannot name a dump file: use [A-Za-z0-9._-], at most 200 characters, not starting with '.' or '-'`,
+      );
       return;
     }
     if (fault === 'error') {
       // sglang_hook.py _capture_batch's message for a prefill that came without states.
-      this.writeError(rid, 'the server computed no aux or final states for this prefill (a cuda-graph prefill path bypasses ' +
-        'the capture: launch with --disable-cuda-graph --disable-piecewise-cuda-graph)');
+      this.writeError(
+        rid,
+        'the server computed no aux or final states for this prefill (a cuda-graph prefill path bypasses ' +
+          'the capture: launch with --disable-cuda-graph --disable-piecewise-cuda-graph)',
+      );
       return;
     }
     const st = this.o.states;
@@ -194,10 +213,15 @@ export class CaptureWriter {
       aux = aux.subarray(0, rows * K * H);
     }
     const tensors = [{ name: 'aux_hidden_state', shape: [rows, K * H], bytes: rows * K * H * 2, data: bf16(aux) }];
-    if (fault !== 'no-final') tensors.push({ name: 'hidden_state', shape: [rows, H], bytes: rows * H * 2, data: bf16(final) });
+    if (fault !== 'no-final')
+      tensors.push({ name: 'hidden_state', shape: [rows, H], bytes: rows * H * 2, data: bf16(final) });
     const meta = {
-      format: FORMAT, rid, tokens: String(ids.length), aux_layers: `[${st.capture.join(', ')}]`, // json.dumps spacing, as capture.py writes it
-      tp_rank: fault === 'tp-rank-1' ? '1' : '0', input_ids_sha256: idsSha256(ids),
+      format: FORMAT,
+      rid,
+      tokens: String(ids.length),
+      aux_layers: `[${st.capture.join(', ')}]`, // json.dumps spacing, as capture.py writes it
+      tp_rank: fault === 'tp-rank-1' ? '1' : '0',
+      input_ids_sha256: idsSha256(ids),
     };
     publish(path.join(this.o.dir, `${rid}.safetensors`), [headerBytes(tensors, meta), ...tensors.map((t) => t.data)]);
   }

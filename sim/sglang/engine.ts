@@ -6,7 +6,15 @@
  */
 import { setImmediate as yieldLoop, setTimeout as sleep } from 'node:timers/promises';
 import { performance } from 'node:perf_hooks';
-import { type LatencyParams, H100_8B, type SpecShape, chainAcceptProbability, decodeStepMs, drawAcceptLength, prefillMs } from './latency.js';
+import {
+  type LatencyParams,
+  H100_8B,
+  type SpecShape,
+  chainAcceptProbability,
+  decodeStepMs,
+  drawAcceptLength,
+  prefillMs,
+} from './latency.js';
 import type { SimLog } from './log.js';
 import type { AcceptPlan } from './model.js';
 import { PrefixCache } from './radix.js';
@@ -15,9 +23,7 @@ import type { SimLM } from './lm.js';
 import { hash32, makeRng, naturalLength } from './text.js';
 
 export type FinishReason =
-  | { type: 'stop'; matched: number | string }
-  | { type: 'length'; length: number }
-  | { type: 'abort'; message: string };
+  { type: 'stop'; matched: number | string } | { type: 'length'; length: number } | { type: 'abort'; message: string };
 
 export type RequestKind = 'real' | 'warmup' | 'health';
 
@@ -54,7 +60,10 @@ export class ReqState {
   readonly naturalLen: number;
   readonly acceptRand: () => number;
 
-  constructor(readonly req: GenRequest, readonly lm: SimLM) {
+  constructor(
+    readonly req: GenRequest,
+    readonly lm: SimLM,
+  ) {
     this.done = new Promise((r) => (this.resolveDone = r));
     this.nextToken = lm.stream(req.context ?? [], req.params.temperature, req.key, req.bareFirst ?? true);
     this.naturalLen = req.params.ignore_eos ? Infinity : naturalLength(req.key);
@@ -146,7 +155,10 @@ export class Engine {
   /** SGLang refuses to flush while anything is running or waiting. */
   flush(): boolean {
     if (this.running.length > 0 || this.waiting.length > 0) {
-      this.o.log.warning(`Cache not flushed because there are pending requests. #queue-req: ${this.waiting.length}, #running-req: ${this.running.length}`, 0);
+      this.o.log.warning(
+        `Cache not flushed because there are pending requests. #queue-req: ${this.waiting.length}, #running-req: ${this.running.length}`,
+        0,
+      );
       return false;
     }
     this.cache.clear();
@@ -186,7 +198,12 @@ export class Engine {
       let cost: number;
       if (this.waiting.length > 0 && this.running.length < this.o.maxRunning) {
         const batch = this.admit();
-        cost = prefillMs(batch.reduce((s, r) => s + r.req.promptTokens - r.cachedTokens, 0), this.o.spec, lat) * (this.o.prefillScale ?? this.o.decodeScale);
+        cost =
+          prefillMs(
+            batch.reduce((s, r) => s + r.req.promptTokens - r.cachedTokens, 0),
+            this.o.spec,
+            lat,
+          ) * (this.o.prefillScale ?? this.o.decodeScale);
         apply = () => this.applyPrefill(batch);
       } else {
         if (this.o.beforeRealDecode && this.running.some((r) => r.req.kind === 'real') && this.o.beforeRealDecode()) {
@@ -217,7 +234,9 @@ export class Engine {
     let tokens = 0;
     while (this.waiting.length > 0 && this.running.length + batch.length < this.o.maxRunning) {
       const r = this.waiting[0];
-      const cached = this.o.disableRadixCache ? 0 : Math.min(this.cache.match(r.req.promptUnits), r.req.promptTokens - 1);
+      const cached = this.o.disableRadixCache
+        ? 0
+        : Math.min(this.cache.match(r.req.promptUnits), r.req.promptTokens - 1);
       const fresh = r.req.promptTokens - cached;
       if (batch.length > 0 && tokens + fresh > this.o.maxPrefillTokens) break;
       r.cachedTokens = Math.max(0, cached);
@@ -313,7 +332,8 @@ export class Engine {
     r.finishedAt = performance.now();
     // Prompt and output ids but the last output, whose KV is never computed
     // (sglang==0.5.4:srt/mem_cache/radix_cache.py:340,349 caches origin_input_ids + output_ids[:-1]).
-    if (!this.o.disableRadixCache && reason.type !== 'abort') this.cache.insert([...r.req.promptUnits, ...r.outputIds.slice(0, -1).map(String)]);
+    if (!this.o.disableRadixCache && reason.type !== 'abort')
+      this.cache.insert([...r.req.promptUnits, ...r.outputIds.slice(0, -1).map(String)]);
     r.resolveDone();
   }
 

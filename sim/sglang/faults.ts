@@ -18,7 +18,8 @@ export class FaultGate {
     let armed = true;
     if (this.env.faultOnce) {
       armed = !fs.existsSync(this.env.faultOnce);
-      if (armed) fs.writeFileSync(this.env.faultOnce, `${fault} fired at ${new Date().toISOString()} in pid ${process.pid}\n`);
+      if (armed)
+        fs.writeFileSync(this.env.faultOnce, `${fault} fired at ${new Date().toISOString()} in pid ${process.pid}\n`);
     }
     this.decided.set(fault, armed);
     return armed;

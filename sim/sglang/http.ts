@@ -47,14 +47,21 @@ export interface Exchange {
 }
 
 export class HttpError extends Error {
-  constructor(readonly status: number, message: string) {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
     super(message);
   }
 }
 
 /** An error on an OpenAI route, answered with its ErrorResponse body; `type` as SGLang names it there. */
 export class OpenAIError extends HttpError {
-  constructor(status: number, message: string, readonly type: string) {
+  constructor(
+    status: number,
+    message: string,
+    readonly type: string,
+  ) {
     super(status, message);
   }
 }
@@ -157,11 +164,13 @@ export function createHttpServer(ctx: ServerContext, extra: Routes): http.Server
 
 function coreRoutes(release: SimRelease): Routes {
   const get = (handler: Handler) => ({ methods: ['GET'], handler });
-  const deprecated = (handler: Handler): Handler => (x) => {
-    const warning = deprecatedInfoRoute(x.ctx.env.release, x.path);
-    if (warning) x.ctx.log.warning(warning);
-    return handler(x);
-  };
+  const deprecated =
+    (handler: Handler): Handler =>
+    (x) => {
+      const warning = deprecatedInfoRoute(x.ctx.env.release, x.path);
+      if (warning) x.ctx.log.warning(warning);
+      return handler(x);
+    };
   const routes: Routes = {
     '/health': get(health),
     '/health_generate': get(health),
@@ -203,9 +212,22 @@ async function health(x: Exchange): Promise<void> {
     // aerie's capture skips SGLang's own health probes (py/aerie_hs/sglang_hook.py _HEALTH_PREFIX): no dump.
     onPrefill: undefined,
     params: {
-      max_new_tokens: 1, min_new_tokens: 0, temperature: 0, top_p: 1, top_k: -1, min_p: 0, frequency_penalty: 0,
-      presence_penalty: 0, repetition_penalty: 1, stop: [], stop_token_ids: [], ignore_eos: false,
-      skip_special_tokens: true, no_stop_trim: false, n: 1, sampling_seed: null,
+      max_new_tokens: 1,
+      min_new_tokens: 0,
+      temperature: 0,
+      top_p: 1,
+      top_k: -1,
+      min_p: 0,
+      frequency_penalty: 0,
+      presence_penalty: 0,
+      repetition_penalty: 1,
+      stop: [],
+      stop_token_ids: [],
+      ignore_eos: false,
+      skip_special_tokens: true,
+      no_stop_trim: false,
+      n: 1,
+      sampling_seed: null,
     },
     kind: 'health',
   });
@@ -220,7 +242,9 @@ async function health(x: Exchange): Promise<void> {
     }
   }
   ctx.engine.abort(probe);
-  ctx.log.error(`Health check failed. Server couldn't get a response from detokenizer for last ${ctx.env.healthTimeoutS} seconds.`);
+  ctx.log.error(
+    `Health check failed. Server couldn't get a response from detokenizer for last ${ctx.env.healthTimeoutS} seconds.`,
+  );
   return sendEmpty(x, 503);
 }
 
@@ -236,8 +260,13 @@ export function modelInfo(ctx: ServerContext): Record<string, unknown> {
   if (!modelInfoHasArchitecture(ctx.env.release)) return base;
   // 0.5.23 adds the served name and four launch choices (sglang==0.5.23:srt/entrypoints/http_server.py:816-836).
   const more = atLeast(ctx.env.release, '0.5.23')
-    ? { served_model_name: a.served_model_name, load_format: a.load_format ?? 'auto', reasoning_parser: a.reasoning_parser ?? null,
-      tool_call_parser: a.tool_call_parser ?? null, disaggregation_mode: a.disaggregation_mode ?? 'null' }
+    ? {
+        served_model_name: a.served_model_name,
+        load_format: a.load_format ?? 'auto',
+        reasoning_parser: a.reasoning_parser ?? null,
+        tool_call_parser: a.tool_call_parser ?? null,
+        disaggregation_mode: a.disaggregation_mode ?? 'null',
+      }
     : {};
   return {
     ...base,
@@ -278,7 +307,17 @@ function models(ctx: ServerContext): Record<string, unknown> {
   const name = ctx.resolved.args.served_model_name;
   return {
     object: 'list',
-    data: [{ id: name, object: 'model', created: ctx.startedAtSec, owned_by: 'sglang', root: name, parent: null, max_model_len: ctx.resolved.contextLen }],
+    data: [
+      {
+        id: name,
+        object: 'model',
+        created: ctx.startedAtSec,
+        owned_by: 'sglang',
+        root: name,
+        parent: null,
+        max_model_len: ctx.resolved.contextLen,
+      },
+    ],
   };
 }
 

@@ -44,7 +44,12 @@ export interface SpecShape {
   numDraftTokens: number;
 }
 
-export function decodeStepMs(batch: number, spec: SpecShape | null, cudaGraph: boolean, p: LatencyParams = H100_8B): number {
+export function decodeStepMs(
+  batch: number,
+  spec: SpecShape | null,
+  cudaGraph: boolean,
+  p: LatencyParams = H100_8B,
+): number {
   if (batch <= 0) return 0;
   let ms: number;
   if (!spec) {
@@ -65,7 +70,13 @@ export function prefillMs(newTokens: number, spec: SpecShape | null, p: LatencyP
 }
 
 /** Steady-state output tokens/s of `batch` always-busy requests with a given mean accept length. */
-export function steadyThroughput(batch: number, spec: SpecShape | null, acceptLength: number, cudaGraph = true, p: LatencyParams = H100_8B): number {
+export function steadyThroughput(
+  batch: number,
+  spec: SpecShape | null,
+  acceptLength: number,
+  cudaGraph = true,
+  p: LatencyParams = H100_8B,
+): number {
   const perStep = spec ? acceptLength : 1;
   return (batch * perStep * 1000) / decodeStepMs(batch, spec, cudaGraph, p);
 }

@@ -28,7 +28,9 @@ export class SimLM {
       const bare = tok.id(w);
       const spaced = tok.id('Ġ' + w);
       if (bare === undefined || spaced === undefined) {
-        throw new Error(`the target's tokenizer (${tok.source}) has no single token for the simulator word '${w}' (both 'w' and 'Ġw' forms needed)`);
+        throw new Error(
+          `the target's tokenizer (${tok.source}) has no single token for the simulator word '${w}' (both 'w' and 'Ġw' forms needed)`,
+        );
       }
       this.wordOfIdMap.set(bare, w).set(spaced, w);
       return [bare, spaced];

@@ -17,7 +17,13 @@ export function timestamp(d = new Date()): string {
 }
 
 const STATUS_PHRASE: Record<number, string> = {
-  200: 'OK', 400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found', 405: 'Method Not Allowed', 500: 'Internal Server Error', 503: 'Service Unavailable',
+  200: 'OK',
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
 };
 
 export interface LogSink {
@@ -34,7 +40,11 @@ export class SimLog {
   private readonly level: number;
   private readonly httpLevel: number;
 
-  constructor(level: string, httpLevel: string | null, private readonly sink: LogSink = processSink) {
+  constructor(
+    level: string,
+    httpLevel: string | null,
+    private readonly sink: LogSink = processSink,
+  ) {
     this.level = levelValue(level);
     this.httpLevel = levelValue(httpLevel ?? level);
   }
@@ -68,7 +78,9 @@ export class SimLog {
 
   access(client: string, method: string, path: string, status: number): void {
     if (this.httpLevel > 20) return;
-    this.sink.out(`${this.stamp()} INFO:     ${client} - "${method} ${path} HTTP/1.1" ${status} ${STATUS_PHRASE[status] ?? ''}`.trimEnd());
+    this.sink.out(
+      `${this.stamp()} INFO:     ${client} - "${method} ${path} HTTP/1.1" ${status} ${STATUS_PHRASE[status] ?? ''}`.trimEnd(),
+    );
   }
 
   /** Unprefixed text (tqdm bars, tracebacks, the interpreter's own errors). */

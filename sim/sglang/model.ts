@@ -66,9 +66,10 @@ export function readModelConfig(dir: string): ModelConfig {
     intermediateSize: numberOr(raw.intermediate_size, hiddenSize * 4),
     maxPositionEmbeddings: numberOr(raw.max_position_embeddings, 8192),
     eosTokenId: numberOr(eos, 2),
-    sim: typeof raw.aerie_sim === 'object' && raw.aerie_sim !== null && !Array.isArray(raw.aerie_sim)
-      ? (raw.aerie_sim as Record<string, unknown>)
-      : {},
+    sim:
+      typeof raw.aerie_sim === 'object' && raw.aerie_sim !== null && !Array.isArray(raw.aerie_sim)
+        ? (raw.aerie_sim as Record<string, unknown>)
+        : {},
   };
 }
 
@@ -89,7 +90,13 @@ export function isEagle3Drafter(cfg: ModelConfig): boolean {
 /** DeepSeek-like targets get MTP defaults (3/1/4) and serve their own draft head. */
 export function isDeepseekLike(cfg: ModelConfig): boolean {
   return cfg.architectures.some((a) =>
-    ['DeepseekV3ForCausalLM', 'DeepseekV32ForCausalLM', 'Glm4MoeForCausalLM', 'BailingMoeForCausalLM', 'BailingMoeV2ForCausalLM'].includes(a),
+    [
+      'DeepseekV3ForCausalLM',
+      'DeepseekV32ForCausalLM',
+      'Glm4MoeForCausalLM',
+      'BailingMoeForCausalLM',
+      'BailingMoeV2ForCausalLM',
+    ].includes(a),
   );
 }
 
@@ -123,7 +130,11 @@ export function acceptPlan(
   }
   const cap = Math.max(1, Math.min(numSteps + 1, numDraftTokens));
   if (algorithm === 'EAGLE' && drafter && isEagle3Drafter(drafter)) {
-    return { mean: 1, cap, reason: 'EAGLE-3 drafter served with EAGLE: auxiliary hidden states not captured, drafter bypassed' };
+    return {
+      mean: 1,
+      cap,
+      reason: 'EAGLE-3 drafter served with EAGLE: auxiliary hidden states not captured, drafter bypassed',
+    };
   }
   const q = drafter?.sim.accept_length;
   const quality = typeof q === 'number' && Number.isFinite(q) ? q : DEFAULT_DRAFTER_QUALITY;

@@ -27,7 +27,10 @@ export function discoverPlugins(pythonPath: string | undefined, group = PLUGIN_G
   for (const folder of (pythonPath ?? '').split(':').filter((p) => p !== '')) {
     let names: string[];
     try {
-      names = fs.readdirSync(folder).filter((n) => n.endsWith('.dist-info')).sort();
+      names = fs
+        .readdirSync(folder)
+        .filter((n) => n.endsWith('.dist-info'))
+        .sort();
     } catch {
       continue;
     }
@@ -42,9 +45,17 @@ export function discoverPlugins(pythonPath: string | undefined, group = PLUGIN_G
       for (const raw of text.split('\n')) {
         const line = raw.trim();
         const head = /^\[(.+)\]$/.exec(line);
-        if (head) { section = head[1].trim(); continue; }
+        if (head) {
+          section = head[1].trim();
+          continue;
+        }
         const eq = line.indexOf('=');
-        if (section === group && eq > 0) found.push({ name: line.slice(0, eq).trim(), value: line.slice(eq + 1).trim(), folder: path.resolve(folder) });
+        if (section === group && eq > 0)
+          found.push({
+            name: line.slice(0, eq).trim(),
+            value: line.slice(eq + 1).trim(),
+            folder: path.resolve(folder),
+          });
       }
     }
   }
@@ -93,7 +104,12 @@ print(json.dumps(out))
 `;
 
 /** Run the plugin's start-up in python3 with the launch's environment. */
-export function runPluginStartup(argv: readonly string[], env: NodeJS.ProcessEnv, release: string = CAPTURE_SGLANG_VERSION, python = 'python3'): PluginOutcome {
+export function runPluginStartup(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+  release: string = CAPTURE_SGLANG_VERSION,
+  python = 'python3',
+): PluginOutcome {
   const r = spawnSync(python, ['-c', CHECK, release, JSON.stringify(argv)], {
     env: { ...env, PYTHONDONTWRITEBYTECODE: '1' },
     encoding: 'utf8',
@@ -103,7 +119,10 @@ export function runPluginStartup(argv: readonly string[], env: NodeJS.ProcessEnv
   try {
     return JSON.parse(last) as PluginOutcome;
   } catch {
-    return { kind: 'load-error', traceback: `${python} could not run the plugin check (${r.error?.message ?? `exit ${r.status}`}):\n${r.stderr ?? ''}` };
+    return {
+      kind: 'load-error',
+      traceback: `${python} could not run the plugin check (${r.error?.message ?? `exit ${r.status}`}):\n${r.stderr ?? ''}`,
+    };
   }
 }
 

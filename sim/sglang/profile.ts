@@ -23,8 +23,10 @@ export function hasInfoRoutes(release: SimRelease): boolean {
  */
 export function deprecatedInfoRoute(release: SimRelease, path: string): string | null {
   if (!atLeast(release, '0.5.9')) return null;
-  if (path === '/get_model_info') return "Endpoint '/get_model_info' is deprecated and will be removed in a future version. Please use '/model_info' instead.";
-  if (path === '/get_server_info') return "Endpoint '/get_server_info' is deprecated and will be removed in a future version. Please use '/server_info' instead.";
+  if (path === '/get_model_info')
+    return "Endpoint '/get_model_info' is deprecated and will be removed in a future version. Please use '/model_info' instead.";
+  if (path === '/get_server_info')
+    return "Endpoint '/get_server_info' is deprecated and will be removed in a future version. Please use '/server_info' instead.";
   return null;
 }
 
@@ -120,10 +122,20 @@ export function specMeta(release: SimRelease, c: SpecCounts): Record<string, num
   const length = c.completionTokens / c.verifyCt;
   if (!atLeast(release, '0.5.12')) {
     // sglang==0.5.9:srt/managers/tokenizer_manager.py:1836-1857
-    return { spec_accept_rate: rate, spec_accept_length: length, spec_accept_token_num: c.correctDrafts, spec_draft_token_num: proposed, spec_verify_ct: c.verifyCt };
+    return {
+      spec_accept_rate: rate,
+      spec_accept_length: length,
+      spec_accept_token_num: c.correctDrafts,
+      spec_draft_token_num: proposed,
+      spec_verify_ct: c.verifyCt,
+    };
   }
   const m: Record<string, number> = {
-    spec_accept_rate: rate, spec_accept_length: length, spec_num_correct_drafts: c.correctDrafts, spec_num_proposed_drafts: proposed, spec_verify_ct: c.verifyCt,
+    spec_accept_rate: rate,
+    spec_accept_length: length,
+    spec_num_correct_drafts: c.correctDrafts,
+    spec_num_proposed_drafts: proposed,
+    spec_verify_ct: c.verifyCt,
   };
   if (!atLeast(release, '0.5.23')) {
     // sglang==0.5.12:srt/managers/tokenizer_manager.py:2139-2141, "backward-compat aliases, remove in next release"
@@ -145,9 +157,24 @@ export function refusesDuplicateRid(release: SimRelease): { inFlight: boolean; i
   return { inFlight: atLeast(release, '0.5.12'), inBatch: atLeast(release, '0.5.23') };
 }
 
-const MTP_AUTO_054 = ['DeepseekV32ForCausalLM', 'DeepseekV3ForCausalLM', 'DeepseekV2ForCausalLM', 'GptOssForCausalLM', 'BailingMoeForCausalLM', 'BailingMoeV2ForCausalLM'];
-const MTP_AUTO_059 = [...MTP_AUTO_054, 'Glm4MoeForCausalLM', 'Glm4MoeLiteForCausalLM', 'GlmMoeDsaForCausalLM', 'BailingMoeV2_5ForCausalLM',
-  'MistralLarge3ForCausalLM', 'PixtralForConditionalGeneration', 'MiMoV2FlashForCausalLM'];
+const MTP_AUTO_054 = [
+  'DeepseekV32ForCausalLM',
+  'DeepseekV3ForCausalLM',
+  'DeepseekV2ForCausalLM',
+  'GptOssForCausalLM',
+  'BailingMoeForCausalLM',
+  'BailingMoeV2ForCausalLM',
+];
+const MTP_AUTO_059 = [
+  ...MTP_AUTO_054,
+  'Glm4MoeForCausalLM',
+  'Glm4MoeLiteForCausalLM',
+  'GlmMoeDsaForCausalLM',
+  'BailingMoeV2_5ForCausalLM',
+  'MistralLarge3ForCausalLM',
+  'PixtralForConditionalGeneration',
+  'MiMoV2FlashForCausalLM',
+];
 const MTP_AUTO_0512 = [...MTP_AUTO_059, 'MiMoV2ForCausalLM'];
 
 /**
@@ -195,28 +222,47 @@ export interface SpecV2Decision {
  * 0.5.23 reads nothing), spec v2 always runs, --disable-overlap-schedule picks its synchronous path
  * (sglang==0.5.23:srt/arg_groups/speculative_hook.py:1096-1102).
  */
-export function specV2(release: SimRelease, algorithm: string, args: Record<string, unknown>, env: NodeJS.ProcessEnv): SpecV2Decision {
+export function specV2(
+  release: SimRelease,
+  algorithm: string,
+  args: Record<string, unknown>,
+  env: NodeJS.ProcessEnv,
+): SpecV2Decision {
   const disabled = Boolean(args.disable_overlap_schedule);
   if (!atLeast(release, '0.5.9')) {
     const beta = Boolean(args.enable_beta_spec);
     if (algorithm === 'EAGLE' && beta) {
-      return { disableOverlap: false, v2: true, warnings: ['Beta spec is enabled for eagle speculative decoding and overlap schedule is turned on.'] };
+      return {
+        disableOverlap: false,
+        v2: true,
+        warnings: ['Beta spec is enabled for eagle speculative decoding and overlap schedule is turned on.'],
+      };
     }
     if (!beta) {
-      return { disableOverlap: true, v2: false, warnings: ['Overlap scheduler is disabled because of using eagle3 and standalone speculative decoding.'] };
+      return {
+        disableOverlap: true,
+        v2: false,
+        warnings: ['Overlap scheduler is disabled because of using eagle3 and standalone speculative decoding.'],
+      };
     }
     // --enable-beta-spec with EAGLE3/STANDALONE: neither branch runs, the flag stays as given.
     return { disableOverlap: disabled, v2: !disabled, warnings: [] };
   }
   if (!atLeast(release, '0.5.12')) {
     if (envBool(env.SGLANG_ENABLE_SPEC_V2, false)) {
-      return { disableOverlap: false, v2: true, warnings: ['Spec v2 is enabled for eagle/eagle3 speculative decoding and overlap schedule is turned on.'] };
+      return {
+        disableOverlap: false,
+        v2: true,
+        warnings: ['Spec v2 is enabled for eagle/eagle3 speculative decoding and overlap schedule is turned on.'],
+      };
     }
     return {
       disableOverlap: true,
       v2: false,
-      warnings: ['Overlap scheduler is disabled when spec v2 is off or using unsupported speculative algorithm. ' +
-        'You can set env SGLANG_ENABLE_SPEC_V2=True to enable the experimental overlap scheduler. '],
+      warnings: [
+        'Overlap scheduler is disabled when spec v2 is off or using unsupported speculative algorithm. ' +
+          'You can set env SGLANG_ENABLE_SPEC_V2=True to enable the experimental overlap scheduler. ',
+      ],
     };
   }
   if (!atLeast(release, '0.5.15')) {
@@ -231,11 +277,25 @@ export function specV2(release: SimRelease, algorithm: string, args: Record<stri
       reason = 'SGLANG_ENABLE_SPEC_V2=False';
     }
     return off
-      ? { disableOverlap: true, v2: false, warnings: [`Spec v1 is used for eagle/eagle3/standalone speculative decoding because ${reason ?? 'overlap schedule is disabled'}.`] }
-      : { disableOverlap: false, v2: true, warnings: ['Spec v2 is enabled by default for eagle/eagle3/standalone speculative decoding.'] };
+      ? {
+          disableOverlap: true,
+          v2: false,
+          warnings: [
+            `Spec v1 is used for eagle/eagle3/standalone speculative decoding because ${reason ?? 'overlap schedule is disabled'}.`,
+          ],
+        }
+      : {
+          disableOverlap: false,
+          v2: true,
+          warnings: ['Spec v2 is enabled by default for eagle/eagle3/standalone speculative decoding.'],
+        };
   }
   return disabled
-    ? { disableOverlap: true, v2: true, warnings: ['Non-overlap (synchronous) spec v2 is used for eagle/eagle3/standalone speculative decoding.'] }
+    ? {
+        disableOverlap: true,
+        v2: true,
+        warnings: ['Non-overlap (synchronous) spec v2 is used for eagle/eagle3/standalone speculative decoding.'],
+      }
     : { disableOverlap: false, v2: true, warnings: [] };
 }
 
@@ -247,7 +307,8 @@ export function specV2(release: SimRelease, algorithm: string, args: Record<stri
  * null: mixed chunk stays on.
  */
 export function mixedChunkOff(release: SimRelease, algorithm: string): string | null {
-  if (!atLeast(release, '0.5.23')) return 'Mixed chunked prefill is disabled because of using eagle speculative decoding.';
+  if (!atLeast(release, '0.5.23'))
+    return 'Mixed chunked prefill is disabled because of using eagle speculative decoding.';
   if (algorithm === 'EAGLE' || algorithm === 'EAGLE3') return null;
   return `Mixed chunked prefill is disabled: ${algorithm} speculative decoding does not support it.`;
 }

@@ -17,7 +17,11 @@ export interface PyOption {
 export function pyStrRepr(v: string | number): string {
   if (typeof v === 'number') return String(v);
   const q = v.includes("'") && !v.includes('"') ? '"' : "'";
-  const body = v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/\r/g, '\\r').replace(/\t/g, '\\t')
+  const body = v
+    .replace(/\\/g, '\\\\')
+    .replace(/\n/g, '\\n')
+    .replace(/\r/g, '\\r')
+    .replace(/\t/g, '\\t')
     .replace(/[\x00-\x1f\x7f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
   return `${q}${q === "'" ? body.replace(/'/g, "\\'") : body}${q}`;
 }
@@ -74,19 +78,24 @@ const CONVERTERS: Record<string, (raw: string) => unknown> = {
       const [whole, frac = ''] = num.split('.') as [string, string?];
       if (iec[suffix] !== undefined) {
         if (frac) {
-          throw new ArgumentTypeError(`Decimals are not allowed with IEC suffixes like '${suffix}'. ` +
-            `Use an integer IEC value such as '${BigInt(whole)}${suffix}', or an SI value such as '${num}${suffix[0]}'.`);
+          throw new ArgumentTypeError(
+            `Decimals are not allowed with IEC suffixes like '${suffix}'. ` +
+              `Use an integer IEC value such as '${BigInt(whole)}${suffix}', or an SI value such as '${num}${suffix[0]}'.`,
+          );
         }
         return Number(BigInt(whole) * iec[suffix]!);
       }
       return Number((BigInt(whole + frac) * si[suffix]!) / 10n ** BigInt(frac.length));
     }
     if (PY_INT.test(value)) return pyInt(value);
-    throw new ArgumentTypeError(`Invalid integer value: '${value}'. Use a plain integer, SI suffixes (1k, 1M), or IEC suffixes (1Ki, 1Mi). Suffixes are case-sensitive.`);
+    throw new ArgumentTypeError(
+      `Invalid integer value: '${value}'. Use a plain integer, SI suffixes (1k, 1M), or IEC suffixes (1Ki, 1Mi). Suffixes are case-sensitive.`,
+    );
   },
   // sglang==0.5.23:srt/model_executor/cuda_graph_config.py:237-243
   parse_cuda_graph_backend_arg: (raw) => {
-    if (raw === 'tc_piecewise') throw new ArgumentTypeError('tc_piecewise was removed; select breakable, full, or disabled');
+    if (raw === 'tc_piecewise')
+      throw new ArgumentTypeError('tc_piecewise was removed; select breakable, full, or disabled');
     return raw;
   },
   // cuda_graph_config.py:246-: a JSON object of per-phase settings. The simulator keeps the text;
@@ -103,13 +112,16 @@ export function classify<T>(table: Map<string, T>, tok: string, fail: (m: string
   if (exact) return { option: exact, optionString: tok, explicit: null };
   if (tok.length === 1) return null;
   const eq = tok.indexOf('=');
-  if (eq >= 0 && table.has(tok.slice(0, eq))) return { option: table.get(tok.slice(0, eq))!, optionString: tok.slice(0, eq), explicit: tok.slice(eq + 1) };
+  if (eq >= 0 && table.has(tok.slice(0, eq)))
+    return { option: table.get(tok.slice(0, eq))!, optionString: tok.slice(0, eq), explicit: tok.slice(eq + 1) };
   // _get_option_tuples (argparse.py:2286-2330): every option string the prefix starts, in
   // registration order, aliases of one action counted apart.
   const hits: { option: T; optionString: string; explicit: string | null }[] = [];
   if (tok[1] === '-') {
     const prefix = eq >= 0 ? tok.slice(0, eq) : tok;
-    for (const [name, option] of table) if (name.startsWith(prefix)) hits.push({ option, optionString: name, explicit: eq >= 0 ? tok.slice(eq + 1) : null });
+    for (const [name, option] of table)
+      if (name.startsWith(prefix))
+        hits.push({ option, optionString: name, explicit: eq >= 0 ? tok.slice(eq + 1) : null });
   } else {
     for (const [name, option] of table) {
       if (name === tok.slice(0, 2)) hits.push({ option, optionString: name, explicit: tok.slice(2) });
@@ -151,4 +163,3 @@ export function convert(o: PyOption, raw: string, fail: (m: string) => never): u
   }
   return v;
 }
-

@@ -32,7 +32,9 @@ export function pickRelease(argv: readonly string[], env: NodeJS.ProcessEnv): { 
   const [first, second, ...after] = argv;
   if (first === '--version') {
     if (second === undefined || second.startsWith('-')) {
-      throw new SimReleaseError(`aerie-sim sglang --version needs a release (${SIM_RELEASES.join(', ')}) right after it`);
+      throw new SimReleaseError(
+        `aerie-sim sglang --version needs a release (${SIM_RELEASES.join(', ')}) right after it`,
+      );
     }
     return { release: parseSimRelease(second), rest: after };
   }

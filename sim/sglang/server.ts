@@ -19,7 +19,14 @@ import { type Resolved, type SimEnv, SimEnvError, readSimEnv, resolveServerArgs 
 import { runStartup } from './startup.js';
 import { SimReleaseError, pickRelease } from './release.js';
 import { SimTokenizer } from './tokenizer.js';
-import { FIRST_DECODE_ERROR, MISSING_MODULE, PyError, bindError, firstDecodeFrames, schedulerException } from './tracebacks.js';
+import {
+  FIRST_DECODE_ERROR,
+  MISSING_MODULE,
+  PyError,
+  bindError,
+  firstDecodeFrames,
+  schedulerException,
+} from './tracebacks.js';
 
 function listen(server: http.Server, port: number, host: string): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -116,9 +123,8 @@ export async function runSglang(rawArgv: string[]): Promise<number> {
   const draftPath = args.speculative_draft_model_path as string | null;
   const drafter = readDrafter(draftPath ? path.resolve(draftPath) : null);
   const spec = resolved.spec;
-  const accept = resolved.algorithm && spec
-    ? acceptPlan(resolved.algorithm, drafter.cfg, spec.numSteps, spec.numDraftTokens)
-    : null;
+  const accept =
+    resolved.algorithm && spec ? acceptPlan(resolved.algorithm, drafter.cfg, spec.numSteps, spec.numDraftTokens) : null;
 
   let finish!: (code: number) => void;
   const exited = new Promise<number>((r) => (finish = r));
@@ -222,7 +228,9 @@ export async function runSglang(rawArgv: string[]): Promise<number> {
     end(1);
   };
   runStartup({ ctx, faults, drafter, host, port, fail, die, bind, capture }).catch((e: unknown) => {
-    log.raw(`Traceback (most recent call last):\n  File "sglang/launch_server.py", line 24, in <module>\nRuntimeError: ${(e as Error).message}`);
+    log.raw(
+      `Traceback (most recent call last):\n  File "sglang/launch_server.py", line 24, in <module>\nRuntimeError: ${(e as Error).message}`,
+    );
     end(1);
   });
   return exited;

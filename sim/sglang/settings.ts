@@ -11,7 +11,13 @@ import { PyError, auxCaptureError, specParamsAssertion } from './tracebacks.js';
 import { autoSpecParams, healthSkipsProbe, maxRunningResetLine, mixedChunkOff, specV2 } from './profile.js';
 import { DEFAULT_SIM_RELEASE, type SimRelease, atLeast } from './release.js';
 
-export const FAULTS = ['missing-module', 'exit-during-load', 'oom-during-load', 'never-ready', 'crash-first-decode'] as const;
+export const FAULTS = [
+  'missing-module',
+  'exit-during-load',
+  'oom-during-load',
+  'never-ready',
+  'crash-first-decode',
+] as const;
 export type Fault = (typeof FAULTS)[number];
 
 export interface SimEnv {
@@ -56,11 +62,14 @@ export function readSimEnv(env: NodeJS.ProcessEnv, release: SimRelease = DEFAULT
     throw new SimEnvError(`AERIE_SIM_HS_FAULT must be one of ${HS_FAULTS.join(', ')}; got '${hsFault}'`);
   }
   const every = env.AERIE_SIM_HS_FAULT_EVERY ?? '';
-  if (every !== '' && !/^[1-9]\d*$/.test(every)) throw new SimEnvError(`AERIE_SIM_HS_FAULT_EVERY must be a positive integer, got '${every}'`);
+  if (every !== '' && !/^[1-9]\d*$/.test(every))
+    throw new SimEnvError(`AERIE_SIM_HS_FAULT_EVERY must be a positive integer, got '${every}'`);
   return {
     timeScale: scale(env, 'AERIE_SIM_TIME_SCALE'),
     decodeScale: scale(env, 'AERIE_SIM_DECODE_SCALE'),
-    prefillScale: env.AERIE_SIM_PREFILL_SCALE ? scale(env, 'AERIE_SIM_PREFILL_SCALE') : scale(env, 'AERIE_SIM_DECODE_SCALE'),
+    prefillScale: env.AERIE_SIM_PREFILL_SCALE
+      ? scale(env, 'AERIE_SIM_PREFILL_SCALE')
+      : scale(env, 'AERIE_SIM_DECODE_SCALE'),
     fault: fault as Fault | null,
     faultOnce: env.AERIE_SIM_FAULT_ONCE || null,
     hsFault: hsFault as HsFault | null,
@@ -98,23 +107,44 @@ function handleAuxHiddenStateCapture(a: ServerArgs): void {
   const ids = a.return_aux_hidden_state_layer_ids as number[] | null;
   a.aux_hidden_state_capture = null;
   if (!a.enable_return_aux_hidden_states) {
-    if (ids !== null) throw new PyError(auxCaptureError('--return-aux-hidden-state-layer-ids requires --enable-return-aux-hidden-states.'));
+    if (ids !== null)
+      throw new PyError(
+        auxCaptureError('--return-aux-hidden-state-layer-ids requires --enable-return-aux-hidden-states.'),
+      );
     return;
   }
   const method = String(a.speculative_algorithm ?? '').toUpperCase();
   if (!['EAGLE3', 'DFLASH', 'DSPARK'].includes(method)) {
-    throw new PyError(auxCaptureError('--enable-return-aux-hidden-states needs --speculative-algorithm EAGLE3, DFLASH or DSPARK to name ' +
-      `the capture convention, got ${a.speculative_algorithm === null ? 'None' : `'${a.speculative_algorithm}'`}.`));
+    throw new PyError(
+      auxCaptureError(
+        '--enable-return-aux-hidden-states needs --speculative-algorithm EAGLE3, DFLASH or DSPARK to name ' +
+          `the capture convention, got ${a.speculative_algorithm === null ? 'None' : `'${a.speculative_algorithm}'`}.`,
+      ),
+    );
   }
   if (a.speculative_draft_model_path !== null) {
-    throw new PyError(auxCaptureError('--enable-return-aux-hidden-states captures without a draft; drop --speculative-draft-model-path.'));
+    throw new PyError(
+      auxCaptureError(
+        '--enable-return-aux-hidden-states captures without a draft; drop --speculative-draft-model-path.',
+      ),
+    );
   }
   if (a.pp_size !== 1) {
-    throw new PyError(auxCaptureError('--enable-return-aux-hidden-states only supports pp_size == 1: the capture hooks only see the layers on the last pipeline rank.'));
+    throw new PyError(
+      auxCaptureError(
+        '--enable-return-aux-hidden-states only supports pp_size == 1: the capture hooks only see the layers on the last pipeline rank.',
+      ),
+    );
   }
   if (ids !== null) {
-    if (ids.some((i) => i < 0)) throw new PyError(auxCaptureError(`--return-aux-hidden-state-layer-ids must be non-negative, got [${ids.join(', ')}].`));
-    if (new Set(ids).size !== ids.length) throw new PyError(auxCaptureError(`--return-aux-hidden-state-layer-ids must not repeat a layer, got [${ids.join(', ')}].`));
+    if (ids.some((i) => i < 0))
+      throw new PyError(
+        auxCaptureError(`--return-aux-hidden-state-layer-ids must be non-negative, got [${ids.join(', ')}].`),
+      );
+    if (new Set(ids).size !== ids.length)
+      throw new PyError(
+        auxCaptureError(`--return-aux-hidden-state-layer-ids must not repeat a layer, got [${ids.join(', ')}].`),
+      );
   }
   a.speculative_algorithm = null;
   a.aux_hidden_state_capture = method.toLowerCase();
@@ -136,12 +166,16 @@ export function resolveServerArgs(parsed: Parsed, target: ModelConfig, env: SimE
 
   handleAuxHiddenStateCapture(a);
   // sglang==0.5.23:sglang/srt/arg_groups/serving_hook.py:712-727
-  if ((a.return_hidden_states_mode ?? null) === null && (a.enable_return_hidden_states || a.enable_return_aux_hidden_states)) {
+  if (
+    (a.return_hidden_states_mode ?? null) === null &&
+    (a.enable_return_hidden_states || a.enable_return_aux_hidden_states)
+  ) {
     a.return_hidden_states_mode = 'full';
   }
   // 0.5.12 on take the algorithm in any case (sglang==0.5.12:srt/server_args.py:3562;
   // sglang==0.5.23:srt/arg_groups/speculative_hook.py:138-143); 0.5.4 and 0.5.9 have argparse choices.
-  if (atLeast(env.release, '0.5.12') && typeof a.speculative_algorithm === 'string') a.speculative_algorithm = a.speculative_algorithm.toUpperCase();
+  if (atLeast(env.release, '0.5.12') && typeof a.speculative_algorithm === 'string')
+    a.speculative_algorithm = a.speculative_algorithm.toUpperCase();
   let algorithm = (a.speculative_algorithm as string | null) ?? null;
   let spec: SpecShape | null = null;
   if (algorithm === 'NEXTN') algorithm = a.speculative_algorithm = 'EAGLE';
@@ -165,17 +199,27 @@ export function resolveServerArgs(parsed: Parsed, target: ModelConfig, env: SimE
       else warnings.push('DeepSeek MTP does not require setting speculative_draft_model_path.');
     }
     if (a.speculative_num_steps === null) {
-      if (a.speculative_eagle_topk !== null || a.speculative_num_draft_tokens !== null) throw new PyError(specParamsAssertion());
-      [a.speculative_num_steps, a.speculative_eagle_topk, a.speculative_num_draft_tokens] =
-        autoSpecParams(env.release, algorithm, target.architectures[0] ?? 'LlamaForCausalLM');
+      if (a.speculative_eagle_topk !== null || a.speculative_num_draft_tokens !== null)
+        throw new PyError(specParamsAssertion());
+      [a.speculative_num_steps, a.speculative_eagle_topk, a.speculative_num_draft_tokens] = autoSpecParams(
+        env.release,
+        algorithm,
+        target.architectures[0] ?? 'LlamaForCausalLM',
+      );
     }
     a.speculative_eagle_topk ??= 1;
     const steps = a.speculative_num_steps as number;
     if (a.speculative_eagle_topk === 1 && a.speculative_num_draft_tokens !== steps + 1) {
-      warnings.push('speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when speculative_eagle_topk == 1');
+      warnings.push(
+        'speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when speculative_eagle_topk == 1',
+      );
       a.speculative_num_draft_tokens = steps + 1;
     }
-    spec = { numSteps: steps, topk: a.speculative_eagle_topk as number, numDraftTokens: a.speculative_num_draft_tokens as number };
+    spec = {
+      numSteps: steps,
+      topk: a.speculative_eagle_topk as number,
+      numDraftTokens: a.speculative_num_draft_tokens as number,
+    };
   } else if (algorithm === 'NGRAM') {
     if (a.max_running_requests === null) {
       a.max_running_requests = 48;
@@ -186,7 +230,9 @@ export function resolveServerArgs(parsed: Parsed, target: ModelConfig, env: SimE
     a.enable_mixed_chunk = false;
     a.speculative_eagle_topk = 10;
     a.speculative_num_draft_tokens ??= 12;
-    warnings.push('The overlap scheduler and mixed chunked prefill are disabled because of using ngram speculative decoding.');
+    warnings.push(
+      'The overlap scheduler and mixed chunked prefill are disabled because of using ngram speculative decoding.',
+    );
     // The n-gram table lookup runs on the CPU: no draft forwards to pay for.
     spec = { numSteps: 0, topk: 1, numDraftTokens: a.speculative_num_draft_tokens as number };
   }
@@ -199,7 +245,8 @@ export function resolveServerArgs(parsed: Parsed, target: ModelConfig, env: SimE
   const kvGiB = Math.max(0.5, GPU_TOTAL_GIB * (a.mem_fraction_static as number) - weights - 0.6);
   let maxTotalTokens = Math.floor((kvGiB * 2 ** 30) / kvBytesPerToken(target, tp));
   if (typeof a.max_total_tokens === 'number') maxTotalTokens = Math.min(maxTotalTokens, a.max_total_tokens);
-  const maxRunning = (a.max_running_requests as number | null) ??
+  const maxRunning =
+    (a.max_running_requests as number | null) ??
     Math.min(4096, Math.max(2048, Math.floor((maxTotalTokens / contextLen) * 512)));
   const cudaGraphMaxBs = (a.cuda_graph_max_bs as number | null) ?? Math.min(256, maxRunning);
   return {

@@ -110,24 +110,38 @@ export async function runStartup(d: StartupDeps): Promise<void> {
   log.raw(`Loading safetensors checkpoint shards:   0% Completed | 0/${shards} [00:00<?, ?it/s]`);
   for (let s = 1; s <= shards; s++) {
     await wait(loadSeconds / shards);
-    if (s === 2 && faults.fire('exit-during-load')) return d.fail(schedulerException(log.stamp(0), loadFrames(), loadAbortError()));
-    if (s === 3 && faults.fire('oom-during-load')) return d.fail(schedulerException(log.stamp(0), loadFrames(), oomError(0)));
+    if (s === 2 && faults.fire('exit-during-load'))
+      return d.fail(schedulerException(log.stamp(0), loadFrames(), loadAbortError()));
+    if (s === 3 && faults.fire('oom-during-load'))
+      return d.fail(schedulerException(log.stamp(0), loadFrames(), oomError(0)));
     const el = (performance.now() - t0) / 1000;
     const rate = el > 0 ? s / el : 0;
     const pct = String(Math.round((100 * s) / shards)).padStart(3);
-    log.raw(`Loading safetensors checkpoint shards: ${pct}% Completed | ${s}/${shards} [${clock(el)}<${clock(rate > 0 ? (shards - s) / rate : 0)}, ${rate.toFixed(2)}it/s]`);
+    log.raw(
+      `Loading safetensors checkpoint shards: ${pct}% Completed | ${s}/${shards} [${clock(el)}<${clock(rate > 0 ? (shards - s) / rate : 0)}, ${rate.toFixed(2)}it/s]`,
+    );
   }
   log.raw('');
   const weightsError = d.capture.weights();
   if (weightsError !== null) return d.fail(weightsError);
   ctx.capture = d.capture.writer;
   ctx.states = d.capture.states;
-  all(loadEnd(env.release, (performance.now() - t0) / 1000, target.architectures[0] ?? 'LlamaForCausalLM', m.availAfterLoad, m.weights));
+  all(
+    loadEnd(
+      env.release,
+      (performance.now() - t0) / 1000,
+      target.architectures[0] ?? 'LlamaForCausalLM',
+      m.availAfterLoad,
+      m.weights,
+    ),
+  );
 
   await wait(PHASE_SECONDS.memoryPool);
   // 0.5.23 names the dtype (sglang==0.5.23:srt/mem_cache/memory_pool.py:2087-2091); 0.5.4-0.5.12 do not (sglang==0.5.4:…:453, 0.5.12 :744).
   const dtype = atLeast(env.release, '0.5.23') ? 'dtype: torch.bfloat16, ' : '';
-  all(`KV Cache is allocated. ${dtype}#tokens: ${r.maxTotalTokens}, K size: ${gb(m.kvGiB / 2)} GB, V size: ${gb(m.kvGiB / 2)} GB`);
+  all(
+    `KV Cache is allocated. ${dtype}#tokens: ${r.maxTotalTokens}, K size: ${gb(m.kvGiB / 2)} GB, V size: ${gb(m.kvGiB / 2)} GB`,
+  );
   all(`Memory pool end. avail mem=${gb(m.availAfterPool)} GB`);
   hold(GPU_TOTAL_GIB - m.availAfterPool);
   let avail = m.availAfterPool;
@@ -140,14 +154,22 @@ export async function runStartup(d: StartupDeps): Promise<void> {
       // sglang==0.5.23:srt/model_executor/model_runner_components/cuda_graph_setup.py:758-791 (target),
       // srt/speculative/eagle_worker_v2.py:513-537,632-658 (draft decode, draft extend): one line from rank 0 for the drafts.
       const spec = r.spec;
-      const [name, perReq] = what === 'cuda graph' ? [spec ? 'target verify' : 'target decode', spec ? spec.numDraftTokens : 1]
-        : what === 'draft cuda graph' ? ['draft decode', spec?.topk ?? 1] : ['draft extend', spec?.numDraftTokens ?? 1];
+      const [name, perReq] =
+        what === 'cuda graph'
+          ? [spec ? 'target verify' : 'target decode', spec ? spec.numDraftTokens : 1]
+          : what === 'draft cuda graph'
+            ? ['draft decode', spec?.topk ?? 1]
+            : ['draft extend', spec?.numDraftTokens ?? 1];
       const draft = what !== 'cuda graph';
       const say = (m: string) => (draft ? log.info(m, 0) : all(m));
-      say(`Capture ${name} CUDA graph begin. backend=full, num_tokens_per_req=${perReq}, ${draft ? `bs=${bsList}, ` : ''}avail mem=${gb(avail)} GB`);
+      say(
+        `Capture ${name} CUDA graph begin. backend=full, num_tokens_per_req=${perReq}, ${draft ? `bs=${bsList}, ` : ''}avail mem=${gb(avail)} GB`,
+      );
       await wait(seconds);
       avail -= memGiB;
-      say(`Capture ${name} CUDA graph end. ${draft ? '' : `bs=${bsList}, `}elapsed=${elapsed()} s, mem usage=${gb(memGiB)} GB, avail mem=${gb(avail)} GB.`);
+      say(
+        `Capture ${name} CUDA graph end. ${draft ? '' : `bs=${bsList}, `}elapsed=${elapsed()} s, mem usage=${gb(memGiB)} GB, avail mem=${gb(avail)} GB.`,
+      );
       return;
     }
     // sglang==0.5.4:srt/model_executor/model_runner.py:2055-2071, cuda_graph_runner.py:257; 0.5.12 model_runner.py:2945-2965.
@@ -171,7 +193,15 @@ export async function runStartup(d: StartupDeps): Promise<void> {
     await wait(PHASE_SECONDS.draftLoad);
     const draftGiB = Math.max(0.01, (drafter.numLayers * 12 * drafter.hiddenSize ** 2 * 2) / 2 ** 30 / tp);
     avail -= draftGiB;
-    all(loadEnd(env.release, (performance.now() - draftStart) / 1000, drafter.architectures[0] ?? 'LlamaForCausalLM', avail, draftGiB));
+    all(
+      loadEnd(
+        env.release,
+        (performance.now() - draftStart) / 1000,
+        drafter.architectures[0] ?? 'LlamaForCausalLM',
+        avail,
+        draftGiB,
+      ),
+    );
     if (graphs) {
       await capture('draft cuda graph', PHASE_SECONDS.draftCudaGraph, 0.21);
       await capture('draft extend cuda graph', PHASE_SECONDS.draftExtendCudaGraph, 0.12);
@@ -208,7 +238,10 @@ async function warmup(d: StartupDeps): Promise<void> {
   const res = await fetch(`${base}/generate`, {
     method: 'POST',
     headers,
-    body: JSON.stringify({ text: 'The capital city of France is', sampling_params: { temperature: 0, max_new_tokens: 8 } }),
+    body: JSON.stringify({
+      text: 'The capital city of France is',
+      sampling_params: { temperature: 0, max_new_tokens: 8 },
+    }),
   });
   const text = await res.text();
   if (res.status !== 200) {

@@ -41,11 +41,15 @@ export function requestHsMode(v: unknown): HsMode | string {
 export function hsRequestProblem(requested: HsMode, server: HsMode, serverSetting: unknown): string | null {
   if (RANK[String(requested) as keyof typeof RANK] <= RANK[String(server) as keyof typeof RANK]) return null;
   if (server !== null) {
-    return `The requested return_hidden_states mode exceeds the server maximum \`${serverSetting ?? server}\`. ` +
-      'Please launch with `--return-hidden-states-mode full` to allow return_hidden_states=True.';
+    return (
+      `The requested return_hidden_states mode exceeds the server maximum \`${serverSetting ?? server}\`. ` +
+      'Please launch with `--return-hidden-states-mode full` to allow return_hidden_states=True.'
+    );
   }
-  return 'The server is not configured to return hidden states. Please set `--return-hidden-states-mode last`, ' +
-    '`--return-hidden-states-mode full`, or the legacy `--enable-return-hidden-states` flag.';
+  return (
+    'The server is not configured to return hidden states. Please set `--return-hidden-states-mode last`, ' +
+    '`--return-hidden-states-mode full`, or the legacy `--enable-return-hidden-states` flag.'
+  );
 }
 
 /** Rows as `.cpu().tolist()` gives them: each value the server dtype's (bf16) value as a float. */
@@ -68,7 +72,11 @@ function rows(values: Float32Array, width: number, from: number, to: number): nu
  * else the final post-norm state [H].
  */
 export function hiddenStatesMeta(
-  states: HiddenStates, aux: boolean, prompt: readonly number[], outputs: readonly number[], mode: HsMode,
+  states: HiddenStates,
+  aux: boolean,
+  prompt: readonly number[],
+  outputs: readonly number[],
+  mode: HsMode,
   prefill: { cached: number; chunk: number },
 ): unknown {
   const seen = [...prompt, ...outputs.slice(0, Math.max(0, outputs.length - 1))];
@@ -80,6 +88,10 @@ export function hiddenStatesMeta(
   // only the last chunk commits its rows (batch_result_processor.py:308-312,335): hence the stock
   // path's --disable-radix-cache --chunked-prefill-size -1.
   const extend = prompt.length - prefill.cached;
-  const lastChunk = prefill.chunk > 0 && extend > prefill.chunk ? Math.floor((extend - 1) / prefill.chunk) * prefill.chunk : 0;
-  return [rows(values, width, prefill.cached + lastChunk, prompt.length), ...rows(values, width, prompt.length, seen.length)];
+  const lastChunk =
+    prefill.chunk > 0 && extend > prefill.chunk ? Math.floor((extend - 1) / prefill.chunk) * prefill.chunk : 0;
+  return [
+    rows(values, width, prefill.cached + lastChunk, prompt.length),
+    ...rows(values, width, prompt.length, seen.length),
+  ];
 }

@@ -86,9 +86,11 @@ export interface ChatMessage {
  * rendered template with add_special_tokens=False).
  */
 export function renderChat(messages: readonly ChatMessage[]): string {
-  return '<|begin_of_text|>' +
+  return (
+    '<|begin_of_text|>' +
     messages.map((m) => `<|start_header_id|>${m.role}<|end_header_id|>\n\n${m.content.trim()}<|eot_id|>`).join('') +
-    '<|start_header_id|>assistant<|end_header_id|>\n\n';
+    '<|start_header_id|>assistant<|end_header_id|>\n\n'
+  );
 }
 
 /** A deterministic pseudo-logprob for reporting, in (-3, 0]. */

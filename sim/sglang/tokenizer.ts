@@ -14,13 +14,22 @@ import path from 'node:path';
 import { VOCAB } from './text.js';
 
 /** Ids 0..7 of the layout are these; the rest of 0..255 are <|reserved_special_token_N|>. */
-const SPECIAL_NAMES = ['<|begin_of_text|>', '<|end_of_text|>', '<|eot_id|>', '<|start_header_id|>', '<|end_header_id|>',
-  '<|eom_id|>', '<|python_tag|>', '<|finetune_right_pad_id|>'];
+const SPECIAL_NAMES = [
+  '<|begin_of_text|>',
+  '<|end_of_text|>',
+  '<|eot_id|>',
+  '<|start_header_id|>',
+  '<|end_header_id|>',
+  '<|eom_id|>',
+  '<|python_tag|>',
+  '<|finetune_right_pad_id|>',
+];
 const WHITESPACE = ['ĊĊ', 'ĊĊĊ', 'ĠĠ', 'ĠĠĠ', 'ĠĠĠĠ', 'ĉĉ'];
 export const BYTE_BASE = 256;
 
 // Llama 3's split regex; `(?i:'s|...)` spelled out, JavaScript has no inline flags.
-const SPLIT = /'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+/gu;
+const SPLIT =
+  /'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+/gu;
 
 /** GPT-2's byte-level alphabet: byte -> the character that stands for it in the vocabulary. */
 function byteAlphabet(): string[] {
@@ -48,7 +57,9 @@ export function builtinVocab(): Map<string, number> {
   const v = new Map<string, number>();
   specialNames().forEach((s, i) => v.set(s, i));
   BYTE_CHAR.forEach((c, b) => v.set(c, BYTE_BASE + b));
-  const add = (s: string) => { if (!v.has(s)) v.set(s, v.size); };
+  const add = (s: string) => {
+    if (!v.has(s)) v.set(s, v.size);
+  };
   WHITESPACE.forEach(add);
   for (const w of VOCAB) for (const form of [w, 'Ġ' + w]) if (form.length > 1) add(form);
   return v;
@@ -59,10 +70,20 @@ export class SimTokenizer {
   private readonly special = new Set<number>();
   private readonly specialRe: RegExp;
 
-  constructor(private readonly vocab: Map<string, number>, specials: Map<string, number>, readonly source: string) {
+  constructor(
+    private readonly vocab: Map<string, number>,
+    specials: Map<string, number>,
+    readonly source: string,
+  ) {
     for (const [s, id] of vocab) this.byId[id] = s;
-    for (const [s, id] of specials) { this.byId[id] = s; this.special.add(id); this.vocab.set(s, id); }
-    const names = [...specials.keys()].sort((a, b) => b.length - a.length).map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+    for (const [s, id] of specials) {
+      this.byId[id] = s;
+      this.special.add(id);
+      this.vocab.set(s, id);
+    }
+    const names = [...specials.keys()]
+      .sort((a, b) => b.length - a.length)
+      .map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
     this.specialRe = new RegExp(`(${names.join('|')})`);
   }
 
@@ -70,9 +91,14 @@ export class SimTokenizer {
   static forModel(dir: string): SimTokenizer {
     const file = path.join(dir, 'tokenizer.json');
     if (fs.existsSync(file)) {
-      const j = JSON.parse(fs.readFileSync(file, 'utf8')) as { model: { vocab: Record<string, number> }; added_tokens?: { id: number; content: string; special: boolean }[] };
+      const j = JSON.parse(fs.readFileSync(file, 'utf8')) as {
+        model: { vocab: Record<string, number> };
+        added_tokens?: { id: number; content: string; special: boolean }[];
+      };
       const vocab = new Map(Object.entries(j.model.vocab));
-      const specials = new Map((j.added_tokens ?? []).filter((t) => t.special).map((t) => [t.content, t.id] as [string, number]));
+      const specials = new Map(
+        (j.added_tokens ?? []).filter((t) => t.special).map((t) => [t.content, t.id] as [string, number]),
+      );
       return new SimTokenizer(vocab, specials, file);
     }
     const v = builtinVocab();
@@ -112,7 +138,10 @@ export class SimTokenizer {
     for (const part of text.split(this.specialRe)) {
       if (part === '') continue;
       const sid = this.vocab.get(part);
-      if (sid !== undefined && this.special.has(sid)) { out.push(sid); continue; }
+      if (sid !== undefined && this.special.has(sid)) {
+        out.push(sid);
+        continue;
+      }
       for (const piece of part.match(SPLIT) ?? []) {
         const mapped = [...Buffer.from(piece, 'utf8')].map((b) => BYTE_CHAR[b]).join('');
         const whole = this.vocab.get(mapped);
@@ -126,11 +155,18 @@ export class SimTokenizer {
   decode(ids: readonly number[], skipSpecial = true): string {
     const bytes: number[] = [];
     let text = '';
-    const flush = () => { text += Buffer.from(bytes).toString('utf8'); bytes.length = 0; };
+    const flush = () => {
+      text += Buffer.from(bytes).toString('utf8');
+      bytes.length = 0;
+    };
     for (const id of ids) {
       const t = this.byId[id];
       if (t === undefined) continue;
-      if (this.special.has(id)) { flush(); if (!skipSpecial) text += t; continue; }
+      if (this.special.has(id)) {
+        flush();
+        if (!skipSpecial) text += t;
+        continue;
+      }
       for (const ch of t) bytes.push(CHAR_BYTE.get(ch) ?? 0x3f);
     }
     flush();

@@ -7,7 +7,10 @@ const SITE = '/usr/local/lib/python3.12/dist-packages';
 
 /** An error that ends the process with a Python traceback on stderr. */
 export class PyError extends Error {
-  constructor(readonly traceback: string, readonly exitCode = 1) {
+  constructor(
+    readonly traceback: string,
+    readonly exitCode = 1,
+  ) {
     super(traceback.trim().split('\n').pop() ?? 'error');
   }
 }
@@ -19,7 +22,12 @@ function frames(list: Array<[string, number, string, string]>): string {
 const LAUNCH_FRAMES: Array<[string, number, string, string]> = [
   [`${SITE}/sglang/launch_server.py`, 24, '<module>', 'server_args = prepare_server_args(sys.argv[1:])'],
   [`${SITE}/sglang/srt/server_args.py`, 3962, 'prepare_server_args', 'return ServerArgs.from_cli_args(raw_args)'],
-  [`${SITE}/sglang/srt/server_args.py`, 3531, 'from_cli_args', 'return cls(**{attr: getattr(args, attr) for attr in attrs})'],
+  [
+    `${SITE}/sglang/srt/server_args.py`,
+    3531,
+    'from_cli_args',
+    'return cls(**{attr: getattr(args, attr) for attr in attrs})',
+  ],
   ['<string>', 321, '__init__', ''],
   [`${SITE}/sglang/srt/server_args.py`, 612, '__post_init__', 'self._handle_gpu_memory_settings(gpu_mem)'],
 ];
@@ -51,7 +59,12 @@ export function configUnreadable(path: string, detail: string): string {
   return launchTraceback(
     [
       [`${SITE}/sglang/srt/server_args.py`, 3489, 'get_hf_config', 'hf_config = get_config('],
-      [`${SITE}/transformers/configuration_utils.py`, 745, '_get_config_dict', 'config_dict = cls._dict_from_json_file(resolved_config_file)'],
+      [
+        `${SITE}/transformers/configuration_utils.py`,
+        745,
+        '_get_config_dict',
+        'config_dict = cls._dict_from_json_file(resolved_config_file)',
+      ],
     ],
     `OSError: It looks like the config file at '${path}/config.json' is not a valid JSON file: ${detail}`,
   );
@@ -140,12 +153,23 @@ export function loadAbortError(): string {
 export function firstDecodeFrames(): Array<[string, number, string, string]> {
   return [
     [`${SITE}/sglang/srt/managers/scheduler.py`, 1104, 'event_loop_overlap', 'batch_result = self.run_batch(batch)'],
-    [`${SITE}/sglang/srt/managers/scheduler.py`, 2213, 'run_batch', 'batch_result = self.model_worker.forward_batch_generation('],
-    [`${SITE}/sglang/srt/speculative/eagle_worker_v2.py`, 611, 'forward_batch_generation', 'if batch.batch_size() > self.spec_disable_batch_threshold:'],
+    [
+      `${SITE}/sglang/srt/managers/scheduler.py`,
+      2213,
+      'run_batch',
+      'batch_result = self.model_worker.forward_batch_generation(',
+    ],
+    [
+      `${SITE}/sglang/srt/speculative/eagle_worker_v2.py`,
+      611,
+      'forward_batch_generation',
+      'if batch.batch_size() > self.spec_disable_batch_threshold:',
+    ],
   ];
 }
 
-export const FIRST_DECODE_ERROR = "AttributeError: 'EAGLEWorkerV2' object has no attribute 'spec_disable_batch_threshold'";
+export const FIRST_DECODE_ERROR =
+  "AttributeError: 'EAGLEWorkerV2' object has no attribute 'spec_disable_batch_threshold'";
 
 export const MISSING_MODULE =
   "/usr/bin/python3: Error while finding module specification for 'sglang.launch_server' (ModuleNotFoundError: No module named 'sglang')";

@@ -37,7 +37,11 @@ export function gaussian(seed: string): () => number {
   const rng = makeRng(hash32(seed));
   let spare: number | null = null;
   return () => {
-    if (spare !== null) { const s = spare; spare = null; return s; }
+    if (spare !== null) {
+      const s = spare;
+      spare = null;
+      return s;
+    }
     const u = 1 - rng();
     const v = rng();
     const r = Math.sqrt(-2 * Math.log(u));
@@ -68,7 +72,10 @@ export function noise(seed: string, n: number): Float32Array {
   return table.subarray(at, at + n);
 }
 
-export function headerBytes(tensors: { name: string; shape: number[]; bytes: number }[], metadata: Record<string, string>): Buffer {
+export function headerBytes(
+  tensors: { name: string; shape: number[]; bytes: number }[],
+  metadata: Record<string, string>,
+): Buffer {
   const header: Record<string, unknown> = { __metadata__: metadata };
   let at = 0;
   for (const t of tensors) {
@@ -161,7 +168,10 @@ export function readTargetWeights(dir: string): TargetWeights | null {
   if (!fs.existsSync(file)) return null;
   const buf = fs.readFileSync(file);
   const n = Number(buf.readBigUInt64LE(0));
-  const header = JSON.parse(buf.subarray(8, 8 + n).toString('utf8')) as Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }>;
+  const header = JSON.parse(buf.subarray(8, 8 + n).toString('utf8')) as Record<
+    string,
+    { dtype: string; shape: number[]; data_offsets: [number, number] }
+  >;
   const entry = (name: string) => {
     const e = header[name];
     if (!e || e.dtype !== 'BF16') throw new Error(`${file}: no BF16 tensor ${name}`);
@@ -175,5 +185,10 @@ export function readTargetWeights(dir: string): TargetWeights | null {
   const head = entry(LM_HEAD);
   const norm = entry(NORM);
   const [vocab, hidden] = head.shape;
-  return { headRow: (v) => decode(head.src, v * hidden, hidden), norm: decode(norm.src, 0, norm.shape[0]), vocab, hidden };
+  return {
+    headRow: (v) => decode(head.src, v * hidden, hidden),
+    norm: decode(norm.src, 0, norm.shape[0]),
+    vocab,
+    hidden,
+  };
 }

@@ -16,13 +16,15 @@ export interface Opt {
 }
 
 export type Args = Record<string, string | number | boolean | null>;
-export type Parsed = { kind: 'ok'; args: Args; positionals: string[] } | { kind: 'error'; text: string } | { kind: 'help'; text: string };
+export type Parsed =
+  { kind: 'ok'; args: Args; positionals: string[] } | { kind: 'error'; text: string } | { kind: 'help'; text: string };
 
 export const destOf = (flag: string): string => flag.replace(/^--?/, '').replace(/-/g, '_');
 
 export function usage(prog: string, opts: Opt[], positional = ''): string {
   const parts = opts.map((o) => {
-    const body = o.kind === 'flag' ? o.flag : `${o.flag} ${o.choices ? `{${o.choices.join(',')}}` : destOf(o.flag).toUpperCase()}`;
+    const body =
+      o.kind === 'flag' ? o.flag : `${o.flag} ${o.choices ? `{${o.choices.join(',')}}` : destOf(o.flag).toUpperCase()}`;
     return o.required ? body : `[${body}]`;
   });
   return `usage: ${prog} [-h] ${parts.join(' ')}${positional ? ` ${positional}` : ''}\n`;
@@ -73,7 +75,9 @@ export function parse(prog: string, opts: Opt[], argv: string[], allowPositional
     const v = convert(o, raw);
     if (v === null) return fail(`argument ${o.flag}: invalid ${o.kind} value: '${raw}'`);
     if (o.choices && !o.choices.includes(String(v))) {
-      return fail(`argument ${o.flag}: invalid choice: '${raw}' (choose from ${o.choices.map((c) => `'${c}'`).join(', ')})`);
+      return fail(
+        `argument ${o.flag}: invalid choice: '${raw}' (choose from ${o.choices.map((c) => `'${c}'`).join(', ')})`,
+      );
     }
     args[destOf(o.flag)] = v;
   }

@@ -20,7 +20,13 @@ export interface SharedState {
   /** The resume contract, compared key by key on resume (trainer.py:247-341). */
   contract: Record<string, unknown>;
   draft_config: Record<string, unknown>;
-  aerie_sim: { trained_steps: number; trained_sample_epochs: number; accept_length: number; samples_per_epoch: number; steps_per_epoch: number };
+  aerie_sim: {
+    trained_steps: number;
+    trained_sample_epochs: number;
+    accept_length: number;
+    samples_per_epoch: number;
+    steps_per_epoch: number;
+  };
 }
 
 const escapeRe = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -34,7 +40,8 @@ export async function stepDirs(out: string, runId: string): Promise<{ step: numb
   const found: { step: number; dir: string }[] = [];
   for (const n of names) {
     const m = re.exec(n);
-    if (m && (await fs.stat(path.join(out, n)).catch(() => null))?.isDirectory()) found.push({ step: Number(m[1]), dir: path.join(out, n) });
+    if (m && (await fs.stat(path.join(out, n)).catch(() => null))?.isDirectory())
+      found.push({ step: Number(m[1]), dir: path.join(out, n) });
   }
   return found;
 }
@@ -73,11 +80,19 @@ export interface SaveHooks {
  * write concurrently; this writes one legal interleaving: rank 0's file, then the shared state
  * and ranks 1… in the order `peersFirst` asks for.
  */
-export async function saveCheckpoint(out: string, st: SharedState, maxCheckpoints: number, hooks: SaveHooks): Promise<string> {
+export async function saveCheckpoint(
+  out: string,
+  st: SharedState,
+  maxCheckpoints: number,
+  hooks: SaveHooks,
+): Promise<string> {
   const step = st.global_step;
   await fs.mkdir(out, { recursive: true });
   // Fork semantics: saving S first deletes every step dir ≥ S (checkpoint.py:109-120).
-  const stale = (await stepDirs(out, st.run_id)).filter((s) => s.step >= step).map((s) => s.dir).sort();
+  const stale = (await stepDirs(out, st.run_id))
+    .filter((s) => s.step >= step)
+    .map((s) => s.dir)
+    .sort();
   if (stale.length) {
     hooks.warn(`rewinding checkpoint timeline at step ${step}: deleting ${stale.join(', ')}`);
     for (const d of stale) await fs.rm(d, { recursive: true, force: true });
@@ -115,7 +130,8 @@ export async function saveCheckpoint(out: string, st: SharedState, maxCheckpoint
     const complete: { step: number; dir: string }[] = [];
     for (const s of await stepDirs(out, st.run_id)) if (await isFile(path.join(s.dir, STATE_FILE))) complete.push(s);
     complete.sort((a, b) => a.step - b.step || (a.dir < b.dir ? -1 : 1));
-    for (const old of complete.slice(0, -maxCheckpoints)) if (old.step !== step) await fs.rm(old.dir, { recursive: true, force: true });
+    for (const old of complete.slice(0, -maxCheckpoints))
+      if (old.step !== step) await fs.rm(old.dir, { recursive: true, force: true });
   }
   return dir;
 }
@@ -129,7 +145,8 @@ export async function resolveResumeDir(p: string): Promise<string> {
     dir = path.dirname(dir);
   }
   if (await isFile(path.join(dir, STATE_FILE))) return dir;
-  if (!(await fs.stat(dir).catch(() => null))?.isDirectory()) throw new Error(`FileNotFoundError: checkpoint path does not exist: ${dir}`);
+  if (!(await fs.stat(dir).catch(() => null))?.isDirectory())
+    throw new Error(`FileNotFoundError: checkpoint path does not exist: ${dir}`);
   const names = (await fs.readdir(dir)).sort();
   const latest = new Set<string>();
   for (const n of names.filter((x) => x.endsWith('-latest'))) {
@@ -137,14 +154,21 @@ export async function resolveResumeDir(p: string): Promise<string> {
     if (real && (await isFile(path.join(real, STATE_FILE)))) latest.add(real);
   }
   if (latest.size === 1) return [...latest][0]!;
-  if (latest.size > 1) throw new Error(`ValueError: resume root ${dir} contains multiple complete *-latest runs: ${JSON.stringify([...latest].sort())}; select one checkpoint explicitly`);
+  if (latest.size > 1)
+    throw new Error(
+      `ValueError: resume root ${dir} contains multiple complete *-latest runs: ${JSON.stringify([...latest].sort())}; select one checkpoint explicitly`,
+    );
   const byRun = new Map<string, { step: number; dir: string }[]>();
   for (const n of names) {
     const m = /^(.+)-step(\d+)$/.exec(n);
-    if (m && (await isFile(path.join(dir, n, STATE_FILE)))) byRun.set(m[1]!, [...(byRun.get(m[1]!) ?? []), { step: Number(m[2]), dir: path.join(dir, n) }]);
+    if (m && (await isFile(path.join(dir, n, STATE_FILE))))
+      byRun.set(m[1]!, [...(byRun.get(m[1]!) ?? []), { step: Number(m[2]), dir: path.join(dir, n) }]);
   }
   if (byRun.size === 0) throw new Error(`FileNotFoundError: no complete checkpoint found under ${dir}`);
-  if (byRun.size > 1) throw new Error(`ValueError: resume root ${dir} contains multiple checkpoint runs: ${JSON.stringify([...byRun.keys()].sort())}; select one checkpoint explicitly`);
+  if (byRun.size > 1)
+    throw new Error(
+      `ValueError: resume root ${dir} contains multiple checkpoint runs: ${JSON.stringify([...byRun.keys()].sort())}; select one checkpoint explicitly`,
+    );
   return [...byRun.values()][0]!.sort((a, b) => b.step - a.step)[0]!.dir;
 }
 
@@ -158,7 +182,10 @@ export async function readShared(dir: string): Promise<SharedState> {
  * else a run past step 0 cannot resume. `refusals` holds each refusing rank's ValueError, in
  * rank order; the ranks raise independently, so several can.
  */
-export async function readResumeState(resumeFrom: string, world: number): Promise<{ dir: string; state: SharedState; refusals: Map<number, string> }> {
+export async function readResumeState(
+  resumeFrom: string,
+  world: number,
+): Promise<{ dir: string; state: SharedState; refusals: Map<number, string> }> {
   const dir = await resolveResumeDir(resumeFrom);
   const state = await readShared(dir);
   const refusals = new Map<number, string>();
@@ -168,7 +195,7 @@ export async function readResumeState(resumeFrom: string, world: number): Promis
       refusals.set(
         r,
         `ValueError: checkpoint ${dir} has no usable per-rank state for rank ${r} at world_size=${world} (written at world_size=${state.world_size}): ` +
-          'resuming training needs each rank\'s optimizer/RNG shard — resume at the original world size, or pass require_full_state=False to restore weights and counters only',
+          "resuming training needs each rank's optimizer/RNG shard — resume at the original world size, or pass require_full_state=False to restore weights and counters only",
       );
     }
   }
@@ -190,7 +217,10 @@ export async function resolveExportState(p: string): Promise<SharedState> {
     const real = await fs.realpath(path.join(q, n)).catch(() => null);
     if (real && (await isFile(path.join(real, STATE_FILE)))) latest.push(n);
   }
-  if (latest.length > 1) throw new Error(`ValueError: '${p}' holds several runs (${JSON.stringify(latest)}); pass the {run_id}-step{N} checkpoint directory explicitly`);
+  if (latest.length > 1)
+    throw new Error(
+      `ValueError: '${p}' holds several runs (${JSON.stringify(latest)}); pass the {run_id}-step{N} checkpoint directory explicitly`,
+    );
   if (latest.length === 1) return readShared(await fs.realpath(path.join(q, latest[0]!)));
   const steps: [number, string][] = [];
   for (const n of names) {
@@ -198,5 +228,7 @@ export async function resolveExportState(p: string): Promise<SharedState> {
     if (m && (await isFile(path.join(q, n, STATE_FILE)))) steps.push([Number(m[1]), path.join(q, n)]);
   }
   if (steps.length) return readShared(steps.sort((a, b) => b[0] - a[0] || (a[1] < b[1] ? 1 : -1))[0]![1]);
-  throw new Error(`FileNotFoundError: '${p}' is not a training_state.pt, a checkpoint directory, or an output_dir with a '{run_id}-latest' pointer / step directories`);
+  throw new Error(
+    `FileNotFoundError: '${p}' is not a training_state.pt, a checkpoint directory, or an output_dir with a '{run_id}-latest' pointer / step directories`,
+  );
 }

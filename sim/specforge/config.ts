@@ -109,7 +109,9 @@ export class ConfigValidationError extends Error {
     super(
       text ??
         `pydantic_core._pydantic_core.ValidationError: ${problems.length} validation error${problems.length === 1 ? '' : 's'} for Config\n` +
-          problems.map((p) => `${p.loc ? `${p.loc}\n` : ''}  ${p.msg} [input_value=${JSON.stringify(p.input)}]`).join('\n'),
+          problems
+            .map((p) => `${p.loc ? `${p.loc}\n` : ''}  ${p.msg} [input_value=${JSON.stringify(p.input)}]`)
+            .join('\n'),
     );
   }
 }
@@ -134,7 +136,8 @@ export function scalarOf(raw: string): unknown {
 function coerce(type: Scalar, v: unknown): { value: unknown; error: string | null } {
   const base = type.replace('?', '');
   if (typeof v === 'string' && base === 'int' && /^[+-]?\d+$/.test(v.trim())) return { value: Number(v), error: null };
-  if (typeof v === 'string' && base === 'float' && v.trim() !== '' && Number.isFinite(Number(v))) return { value: Number(v), error: null };
+  if (typeof v === 'string' && base === 'float' && v.trim() !== '' && Number.isFinite(Number(v)))
+    return { value: Number(v), error: null };
   if (typeof v === 'string' && base === 'bool') {
     const t = v.trim().toLowerCase();
     if (['true', '1', 'yes', 'on', 't', 'y'].includes(t)) return { value: true, error: null };
@@ -162,14 +165,31 @@ function check(type: Scalar, v: unknown): string | null {
 }
 
 type Problem = { loc: string; msg: string; input: unknown };
-const obj = (v: unknown): Record<string, unknown> => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+const obj = (v: unknown): Record<string, unknown> =>
+  v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
 const extra = (loc: string, input: unknown): Problem => ({ loc, msg: 'Extra inputs are not permitted', input });
 
 // SpecForge@a6b6b023:specforge/config/schema.py:384-420 (DisaggregatedDeploymentConfig's fields)
 const DISAGGREGATED_KEYS = [
-  'control_dir', 'consumer_state_dir', 'inbox_server_url', 'backend', 'store_root', 'store_id', 'server_urls',
-  'mooncake_metadata_server', 'mooncake_master_server_addr', 'mooncake_local_hostname', 'mooncake_protocol', 'mooncake_rdma_devices',
-  'producer_segment_size', 'client_buffer_size', 'idle_timeout_s', 'peer_wait_timeout_s', 'producer_hold_s', 'shutdown_grace_s', 'managed_local',
+  'control_dir',
+  'consumer_state_dir',
+  'inbox_server_url',
+  'backend',
+  'store_root',
+  'store_id',
+  'server_urls',
+  'mooncake_metadata_server',
+  'mooncake_master_server_addr',
+  'mooncake_local_hostname',
+  'mooncake_protocol',
+  'mooncake_rdma_devices',
+  'producer_segment_size',
+  'client_buffer_size',
+  'idle_timeout_s',
+  'peer_wait_timeout_s',
+  'producer_hold_s',
+  'shutdown_grace_s',
+  'managed_local',
 ];
 
 /** The config's own model validators, in their order; the first that fails is the error (SpecForge@a6b6b023:specforge/config/schema.py:699-902). */
@@ -179,21 +199,27 @@ function runStructureError(c: RunConfig): string | undefined {
   const role = c.training!.role;
   const dis = c.deployment!.disaggregated as Record<string, unknown> | null;
   // :706-710
-  if (online && deployment !== 'disaggregated') return 'online training requires deployment.mode=disaggregated; colocated online training is no longer supported';
+  if (online && deployment !== 'disaggregated')
+    return 'online training requires deployment.mode=disaggregated; colocated online training is no longer supported';
   // :716-720
-  if (role !== 'all' && deployment !== 'disaggregated') return 'training.role=auto/producer/consumer requires deployment.mode=disaggregated';
+  if (role !== 'all' && deployment !== 'disaggregated')
+    return 'training.role=auto/producer/consumer requires deployment.mode=disaggregated';
   // :721-725
-  if (deployment === 'disaggregated' && role === 'all') return 'deployment.mode=disaggregated requires training.role=auto, producer, or consumer';
+  if (deployment === 'disaggregated' && role === 'all')
+    return 'deployment.mode=disaggregated requires training.role=auto, producer, or consumer';
   // :727-734
   if (c.model!.draft_checkpoint_path != null && c.training!.resume_from != null) {
     return 'model.draft_checkpoint_path (weights-only warm start) and training.resume_from (full resume) are mutually exclusive';
   }
   // :740-744
-  if (c.data!.eval_data_path) return 'data.eval_data_path is unsupported; online evaluation is not supported by the server-only capture path';
+  if (c.data!.eval_data_path)
+    return 'data.eval_data_path is unsupported; online evaluation is not supported by the server-only capture path';
   // :745-751
-  if (Boolean(c.data!.eval_hidden_states_path) !== Number(c.training!.eval_interval) > 0) return 'an eval data source and training.eval_interval must be configured together';
+  if (Boolean(c.data!.eval_hidden_states_path) !== Number(c.training!.eval_interval) > 0)
+    return 'an eval data source and training.eval_interval must be configured together';
   // :764-773
-  if (online && deployment === 'disaggregated' && dis && dis.backend !== 'mooncake') return 'online disaggregated training requires deployment.disaggregated.backend=mooncake';
+  if (online && deployment === 'disaggregated' && dis && dis.backend !== 'mooncake')
+    return 'online disaggregated training requires deployment.disaggregated.backend=mooncake';
   // :882-887
   if (!online && c.training!.tp_size !== 1) {
     return 'offline feature consumers do not implement trainer tensor parallelism; keep training.tp_size=1 so every non-SP rank receives its own data shard';
@@ -213,25 +239,52 @@ function validate(raw: Record<string, unknown>): RunConfig {
   const known = new Set([...Object.keys(TOP), 'model', 'data', 'training', 'deployment', 'tracking']);
   for (const k of Object.keys(raw)) if (!known.has(k)) problems.push(extra(k, raw[k]));
   const deployment = obj(raw.deployment);
-  for (const k of Object.keys(deployment)) if (!['mode', 'trainer', 'disaggregated'].includes(k)) problems.push(extra(`deployment.${k}`, deployment[k]));
+  for (const k of Object.keys(deployment))
+    if (!['mode', 'trainer', 'disaggregated'].includes(k)) problems.push(extra(`deployment.${k}`, deployment[k]));
   const mode = deployment.mode ?? 'local_colocated';
-  if (!MODES.includes(String(mode))) problems.push({ loc: 'deployment.mode', msg: `Input should be ${MODES.map((m) => `'${m}'`).join(' or ')}`, input: mode });
+  if (!MODES.includes(String(mode)))
+    problems.push({
+      loc: 'deployment.mode',
+      msg: `Input should be ${MODES.map((m) => `'${m}'`).join(' or ')}`,
+      input: mode,
+    });
   const dis = deployment.disaggregated ?? null;
   if (dis !== null) {
     const d = obj(dis);
-    for (const k of Object.keys(d)) if (!DISAGGREGATED_KEYS.includes(k)) problems.push(extra(`deployment.disaggregated.${k}`, d[k]));
+    for (const k of Object.keys(d))
+      if (!DISAGGREGATED_KEYS.includes(k)) problems.push(extra(`deployment.disaggregated.${k}`, d[k]));
     // :389,397 control_dir and backend are required
-    if (typeof d.control_dir !== 'string') problems.push({ loc: 'deployment.disaggregated.control_dir', msg: 'Field required', input: d });
-    if (d.backend !== 'shared_dir' && d.backend !== 'mooncake') problems.push({ loc: 'deployment.disaggregated.backend', msg: "Input should be 'shared_dir' or 'mooncake'", input: d.backend });
+    if (typeof d.control_dir !== 'string')
+      problems.push({ loc: 'deployment.disaggregated.control_dir', msg: 'Field required', input: d });
+    if (d.backend !== 'shared_dir' && d.backend !== 'mooncake')
+      problems.push({
+        loc: 'deployment.disaggregated.backend',
+        msg: "Input should be 'shared_dir' or 'mooncake'",
+        input: d.backend,
+      });
   }
   // :493-504
-  if (mode === 'disaggregated' && dis === null) problems.push({ loc: 'deployment', msg: 'Value error, deployment.disaggregated is required when deployment.mode=disaggregated', input: deployment });
-  if (mode !== 'disaggregated' && dis !== null) problems.push({ loc: 'deployment', msg: 'Value error, deployment.disaggregated requires deployment.mode=disaggregated', input: deployment });
+  if (mode === 'disaggregated' && dis === null)
+    problems.push({
+      loc: 'deployment',
+      msg: 'Value error, deployment.disaggregated is required when deployment.mode=disaggregated',
+      input: deployment,
+    });
+  if (mode !== 'disaggregated' && dis !== null)
+    problems.push({
+      loc: 'deployment',
+      msg: 'Value error, deployment.disaggregated requires deployment.mode=disaggregated',
+      input: deployment,
+    });
   out.deployment = { mode, disaggregated: dis };
   // :685-697: the role's default follows the deployment mode.
   const training = { ...obj(raw.training) };
   if (!('role' in training)) training.role = mode === 'disaggregated' ? 'auto' : 'all';
-  const given: Record<string, Record<string, unknown>> = { ...Object.fromEntries(Object.keys(SECTIONS).map((n) => [n, obj(raw[n])])), training, 'deployment.trainer': obj(deployment.trainer) };
+  const given: Record<string, Record<string, unknown>> = {
+    ...Object.fromEntries(Object.keys(SECTIONS).map((n) => [n, obj(raw[n])])),
+    training,
+    'deployment.trainer': obj(deployment.trainer),
+  };
   for (const [name, spec] of Object.entries(SECTIONS)) {
     const g = given[name]!;
     const section: Record<string, unknown> = {};
@@ -242,7 +295,11 @@ function validate(raw: Record<string, unknown>): RunConfig {
         continue;
       }
       const { value, error } = coerce(sp.type, k in g ? g[k] : sp.default);
-      const bad = error ?? (sp.choices && !sp.choices.includes(String(value)) ? `Input should be ${sp.choices.map((c) => `'${c}'`).join(' or ')}` : null);
+      const bad =
+        error ??
+        (sp.choices && !sp.choices.includes(String(value))
+          ? `Input should be ${sp.choices.map((c) => `'${c}'`).join(' or ')}`
+          : null);
       if (bad) problems.push({ loc: `${name}.${k}`, msg: bad, input: value });
       section[k] = value;
     }
@@ -250,7 +307,9 @@ function validate(raw: Record<string, unknown>): RunConfig {
   }
   // :152-165
   const d = out.data!;
-  const sources = [d.train_data_path, d.prompts_path, d.hidden_states_path].filter((v) => typeof v === 'string' && v !== '');
+  const sources = [d.train_data_path, d.prompts_path, d.hidden_states_path].filter(
+    (v) => typeof v === 'string' && v !== '',
+  );
   if (sources.length !== 1) {
     problems.push({
       loc: 'data',
@@ -273,7 +332,11 @@ function dump(c: RunConfig): Record<string, unknown> {
     data: { ...c.data },
     training: { ...c.training },
     tracking: { ...c.tracking },
-    deployment: { mode: c.deployment!.mode, trainer: { ...c['deployment.trainer'] }, disaggregated: c.deployment!.disaggregated },
+    deployment: {
+      mode: c.deployment!.mode,
+      trainer: { ...c['deployment.trainer'] },
+      disaggregated: c.deployment!.disaggregated,
+    },
   };
 }
 
@@ -294,14 +357,18 @@ export function loadRunConfig(yamlText: string, overrides: string[]): RunConfig 
     let node: Record<string, unknown> = raw;
     for (const k of keys.slice(0, -1)) {
       const next = node[k];
-      if (!next || typeof next !== 'object' || Array.isArray(next)) throw new OverrideError(`override path '${path}' does not exist`);
+      if (!next || typeof next !== 'object' || Array.isArray(next))
+        throw new OverrideError(`override path '${path}' does not exist`);
       node = next as Record<string, unknown>;
     }
     if (!(keys[keys.length - 1]! in node)) throw new OverrideError(`override path '${path}' does not exist`);
     const value = item.slice(eq + 1);
     const current = node[keys[keys.length - 1]!];
     // :953-961: a list or dict field takes a YAML value; a scalar stays text for pydantic to coerce.
-    node[keys[keys.length - 1]!] = (Array.isArray(current) || (current && typeof current === 'object')) && /^\s*[[{]/.test(value) ? scalarOf(value) : value;
+    node[keys[keys.length - 1]!] =
+      (Array.isArray(current) || (current && typeof current === 'object')) && /^\s*[[{]/.test(value)
+        ? scalarOf(value)
+        : value;
   }
   return validate(raw);
 }

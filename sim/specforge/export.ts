@@ -25,16 +25,22 @@ const EXPORT_OPTIONS: Opt[] = [
   { flag: '--embedding-key', kind: 'str', default: 'model.embed_tokens.weight' },
 ];
 
-const traceback = (message: string): string => `Traceback (most recent call last):\n  File "/usr/local/bin/specforge", line 8, in <module>\n${message}\n`;
+const traceback = (message: string): string =>
+  `Traceback (most recent call last):\n  File "/usr/local/bin/specforge", line 8, in <module>\n${message}\n`;
 
 export async function runSpecforgeExport(argv: string[], io: ScriptIO): Promise<number> {
   const parsed = parse('specforge export', EXPORT_OPTIONS, argv);
-  if (parsed.kind === 'help') return io.out(parsed.text), 0;
-  if (parsed.kind === 'error') return io.err(parsed.text), 2;
+  if (parsed.kind === 'help') return (io.out(parsed.text), 0);
+  if (parsed.kind === 'error') return (io.err(parsed.text), 2);
   const a = parsed.args;
   if (a.to === 'sglang' && a.embedding_source !== null) {
     // parser.error, after parsing (cli.py:291-292)
-    return io.err('usage: specforge [-h] {train,export,benchmark} ...\nspecforge: error: --embedding-source is only valid with --to hf\n'), 2;
+    return (
+      io.err(
+        'usage: specforge [-h] {train,export,benchmark} ...\nspecforge: error: --embedding-source is only valid with --to hf\n',
+      ),
+      2
+    );
   }
   let state;
   let cfg: Record<string, unknown>;
@@ -42,11 +48,13 @@ export async function runSpecforgeExport(argv: string[], io: ScriptIO): Promise<
     state = await resolveExportState(String(a.checkpoint));
     // to_sglang.py:72-77: only EAGLE3 checkpoints have an SGLang exporter.
     if (a.to === 'sglang' && state.strategy !== 'eagle3') {
-      throw new Error(`ValueError: the specialized SGLang exporter currently supports EAGLE3 checkpoints only, got strategy='${state.strategy}'; use --to hf for DFlash-family and P-EAGLE draft model directories`);
+      throw new Error(
+        `ValueError: the specialized SGLang exporter currently supports EAGLE3 checkpoints only, got strategy='${state.strategy}'; use --to hf for DFlash-family and P-EAGLE draft model directories`,
+      );
     }
     cfg = JSON.parse(await fs.readFile(String(a.draft_config), 'utf8')) as Record<string, unknown>;
   } catch (e) {
-    return io.err(traceback((e as Error).message)), 1;
+    return (io.err(traceback((e as Error).message)), 1);
   }
   // AutoDraftModelConfig.from_file (modeling/auto.py:90-92), the one print on this path.
   if ('tie_word_embeddings' in cfg) io.out('Set draft model tie_word_embeddings to False\n');
@@ -58,7 +66,10 @@ export async function runSpecforgeExport(argv: string[], io: ScriptIO): Promise<
     architectures: ['LlamaForCausalLMEagle3'],
     tie_word_embeddings: false,
     torch_dtype: 'bfloat16',
-    aerie_sim: { accept_length: state.aerie_sim.accept_length, trained_sample_epochs: state.aerie_sim.trained_sample_epochs },
+    aerie_sim: {
+      accept_length: state.aerie_sim.accept_length,
+      trained_sample_epochs: state.aerie_sim.trained_sample_epochs,
+    },
   };
   await writeDrafterSafetensors(path.join(out, 'model.safetensors'), draftDims(cfg));
   await fs.writeFile(path.join(out, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);

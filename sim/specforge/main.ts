@@ -16,20 +16,26 @@ const TRAIN_OPTIONS: Opt[] = [
   { flag: '--plan', kind: 'flag' },
 ];
 
-const io = { out: (t: string) => void process.stdout.write(t), err: (t: string) => void process.stderr.write(t), env: process.env };
+const io = {
+  out: (t: string) => void process.stdout.write(t),
+  err: (t: string) => void process.stderr.write(t),
+  env: process.env,
+};
 
 export async function runSpecforge(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (command === 'export') return runSpecforgeExport(rest, io);
   if (command !== 'train') {
-    io.err(`${USAGE}specforge: error: argument command: invalid choice: '${command ?? ''}' (choose from 'train', 'export')\n`);
+    io.err(
+      `${USAGE}specforge: error: argument command: invalid choice: '${command ?? ''}' (choose from 'train', 'export')\n`,
+    );
     return 2;
   }
   // -c is argparse's short form of --config.
   const args = rest.map((a) => (a === '-c' ? '--config' : a));
   const parsed = parse('specforge train', TRAIN_OPTIONS, args, true);
-  if (parsed.kind === 'help') return io.out(parsed.text), 0;
-  if (parsed.kind === 'error') return io.err(parsed.text), 2;
+  if (parsed.kind === 'help') return (io.out(parsed.text), 0);
+  if (parsed.kind === 'error') return (io.err(parsed.text), 2);
   const onTerm = (): void => process.exit(143);
   process.on('SIGTERM', onTerm);
   try {

@@ -104,7 +104,11 @@ export interface ScriptIO {
   env: NodeJS.ProcessEnv;
 }
 
-const processIO: ScriptIO = { out: (t) => void process.stdout.write(t), err: (t) => void process.stderr.write(t), env: process.env };
+const processIO: ScriptIO = {
+  out: (t) => void process.stdout.write(t),
+  err: (t) => void process.stderr.write(t),
+  env: process.env,
+};
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 function traceback(lines: [string, number, string, string][], exception: string): string {
@@ -172,19 +176,35 @@ type Frames = [string, number, string, string][];
  * even when the flag is absent).
  */
 async function draftVocab(source: string | null): Promise<{ ok: number } | { err: [Frames, string] }> {
-  const at: Frames = [[SCRIPT, 937, '<module>', 'main()'], [SCRIPT, 778, 'main', 'draft_vocab_size = _resolve_draft_vocab_size(args.draft_model_config)']];
-  if (source === null) return { err: [[...at, [SCRIPT, 202, '_resolve_draft_vocab_size', 'expanded = Path(source).expanduser()']], 'TypeError: expected str, bytes or os.PathLike object, not NoneType'] };
+  const at: Frames = [
+    [SCRIPT, 937, '<module>', 'main()'],
+    [SCRIPT, 778, 'main', 'draft_vocab_size = _resolve_draft_vocab_size(args.draft_model_config)'],
+  ];
+  if (source === null)
+    return {
+      err: [
+        [...at, [SCRIPT, 202, '_resolve_draft_vocab_size', 'expanded = Path(source).expanduser()']],
+        'TypeError: expected str, bytes or os.PathLike object, not NoneType',
+      ],
+    };
   const here: Frames = [...at, [SCRIPT, 204, '_resolve_draft_vocab_size', 'raise FileNotFoundError(']];
   let payload: { draft_vocab_size?: unknown; vocab_size?: unknown };
   try {
     if (!(await fs.stat(source)).isFile()) throw new Error('not a file');
     payload = JSON.parse(await fs.readFile(source, 'utf8')) as typeof payload;
   } catch {
-    return { err: [here, `FileNotFoundError: --draft-model-config must point to an existing local JSON file: ${source}`] };
+    return {
+      err: [here, `FileNotFoundError: --draft-model-config must point to an existing local JSON file: ${source}`],
+    };
   }
   const v = payload.draft_vocab_size ?? payload.vocab_size;
   if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0) {
-    return { err: [[...at, [SCRIPT, 222, '_resolve_draft_vocab_size', 'raise ValueError(']], `ValueError: draft model config '${source}' must define a positive draft_vocab_size (or vocab_size fallback), got ${JSON.stringify(v ?? null)}`] };
+    return {
+      err: [
+        [...at, [SCRIPT, 222, '_resolve_draft_vocab_size', 'raise ValueError(']],
+        `ValueError: draft model config '${source}' must define a positive draft_vocab_size (or vocab_size fallback), got ${JSON.stringify(v ?? null)}`,
+      ],
+    };
   }
   return { ok: v };
 }
@@ -201,7 +221,13 @@ async function writeVocabMapping(outRoot: string, draft: number, target: number)
   const tmp = path.join(dir, `${key}.pt`);
   const t2d = Buffer.alloc(target);
   t2d.fill(1, 0, draft);
-  await writeZip(tmp, torchSaveEntries(key, [{ key: 'd2t', dtype: 'int64', shape: [draft] }, { key: 't2d', dtype: 'bool', shape: [target], data: t2d }]));
+  await writeZip(
+    tmp,
+    torchSaveEntries(key, [
+      { key: 'd2t', dtype: 'int64', shape: [draft] },
+      { key: 't2d', dtype: 'bool', shape: [target], data: t2d },
+    ]),
+  );
   const final = path.join(dir, 'vocab_mapping.pt');
   await fs.rename(tmp, final);
   return final;
@@ -210,13 +236,15 @@ async function writeVocabMapping(outRoot: string, draft: number, target: number)
 export async function runPrepare(argv: string[], io: ScriptIO = processIO): Promise<number> {
   const rev = simSpecforgeRevision(io.env);
   const parsed = parse(PROG, prepareOptions(rev), argv);
-  if (parsed.kind === 'help') return io.out(parsed.text), 0;
-  if (parsed.kind === 'error') return io.err(parsed.text), 2;
+  if (parsed.kind === 'help') return (io.out(parsed.text), 0);
+  if (parsed.kind === 'error') return (io.err(parsed.text), 2);
   const a = parsed.args;
   const scale = Math.max(0, Number(io.env.AERIE_SIM_TIME_SCALE ?? '1')) || 0;
   const fail = (text: string): number => (io.err(text + torchrunSummary(1, new Date(), SCRIPT)), 1);
   const onTerm = (): void => {
-    io.err(`W0000 00:00:00.000000 ${process.pid} torch/distributed/elastic/agent/server/api.py:704] Received Signals.SIGTERM death signal, shutting down workers\n`);
+    io.err(
+      `W0000 00:00:00.000000 ${process.pid} torch/distributed/elastic/agent/server/api.py:704] Received Signals.SIGTERM death signal, shutting down workers\n`,
+    );
     process.exit(143);
   };
   process.on('SIGTERM', onTerm);
@@ -226,8 +254,15 @@ export async function runPrepare(argv: string[], io: ScriptIO = processIO): Prom
   try {
     cfg = JSON.parse(await fs.readFile(path.join(target, 'config.json'), 'utf8')) as typeof cfg;
   } catch {
-    return fail(traceback([[SCRIPT, 301, '<module>', 'main()'], [SCRIPT, 262, 'main', 'tokenizer = AutoTokenizer.from_pretrained(args.target_model_path)']],
-      `OSError: Incorrect path_or_model_id: '${target}'. Please provide either the path to a local folder or the repo_id of a model on the Hub.`));
+    return fail(
+      traceback(
+        [
+          [SCRIPT, 301, '<module>', 'main()'],
+          [SCRIPT, 262, 'main', 'tokenizer = AutoTokenizer.from_pretrained(args.target_model_path)'],
+        ],
+        `OSError: Incorrect path_or_model_id: '${target}'. Please provide either the path to a local folder or the repo_id of a model on the Hub.`,
+      ),
+    );
   }
   const hidden = Number(cfg.hidden_size);
   const layers = Number(cfg.num_hidden_layers);
@@ -241,7 +276,15 @@ export async function runPrepare(argv: string[], io: ScriptIO = processIO): Prom
   try {
     text = await fs.readFile(String(a.data_path), 'utf8');
   } catch {
-    return fail(traceback([[SCRIPT, 301, '<module>', 'main()'], [SCRIPT, 255, 'main', 'assert os.path.exists(']], `AssertionError: Dataset path ${a.data_path} does not exist`));
+    return fail(
+      traceback(
+        [
+          [SCRIPT, 301, '<module>', 'main()'],
+          [SCRIPT, 255, 'main', 'assert os.path.exists('],
+        ],
+        `AssertionError: Dataset path ${a.data_path} does not exist`,
+      ),
+    );
   }
   const rows: unknown[] = [];
   const lines = text.split('\n');
@@ -250,8 +293,15 @@ export async function runPrepare(argv: string[], io: ScriptIO = processIO): Prom
     try {
       rows.push(JSON.parse(lines[i]!));
     } catch {
-      return fail(traceback([[SCRIPT, 301, '<module>', 'main()'], [SCRIPT, 257, 'main', 'dataset = load_dataset("json", data_files=args.data_path)["train"]']],
-        `datasets.exceptions.DatasetGenerationError: An error occurred while generating the dataset (JSON parse error in ${path.basename(String(a.data_path))} at line ${i + 1})`));
+      return fail(
+        traceback(
+          [
+            [SCRIPT, 301, '<module>', 'main()'],
+            [SCRIPT, 257, 'main', 'dataset = load_dataset("json", data_files=args.data_path)["train"]'],
+          ],
+          `datasets.exceptions.DatasetGenerationError: An error occurred while generating the dataset (JSON parse error in ${path.basename(String(a.data_path))} at line ${i + 1})`,
+        ),
+      );
     }
   }
   // --num-samples selects the first rows, then the dataset is shuffled (SpecForge@a6b6b023:scripts/prepare_hidden_states.py:831-832 before build_eagle3_dataset shuffles).
@@ -269,7 +319,15 @@ export async function runPrepare(argv: string[], io: ScriptIO = processIO): Prom
   io.out(`rank 0: Dataset prepared with ${n} samples.\n`);
   if (rev === 'cli') {
     if (draftVocabSize > Number(cfg.vocab_size)) {
-      return fail(traceback([[SCRIPT, 937, '<module>', 'main()'], [SCRIPT, 804, 'main', 'raise ValueError(']], `ValueError: draft_vocab_size=${draftVocabSize} exceeds target vocab_size=${cfg.vocab_size}`));
+      return fail(
+        traceback(
+          [
+            [SCRIPT, 937, '<module>', 'main()'],
+            [SCRIPT, 804, 'main', 'raise ValueError('],
+          ],
+          `ValueError: draft_vocab_size=${draftVocabSize} exceeds target vocab_size=${cfg.vocab_size}`,
+        ),
+      );
     }
     io.out(`Vocabulary mapping ready at ${await writeVocabMapping(outRoot, draftVocabSize, Number(cfg.vocab_size))}\n`);
   }
@@ -285,7 +343,9 @@ export async function runPrepare(argv: string[], io: ScriptIO = processIO): Prom
   let skipped = 0;
   for (let idx = 0; idx < files; idx++) {
     if (idx % batch === 0 || idx === files - 1) {
-      io.err(`\r${formatMeter({ desc: 'Generating Hidden States', n: Math.floor(idx / batch), total: files / batch, elapsedS: (Date.now() - started) / 1000 })}`);
+      io.err(
+        `\r${formatMeter({ desc: 'Generating Hidden States', n: Math.floor(idx / batch), total: files / batch, elapsedS: (Date.now() - started) / 1000 })}`,
+      );
     }
     const dir = path.join(outRoot, groupDir(idx, group));
     const file = path.join(dir, `data_${idx}${ext}`);
@@ -305,8 +365,16 @@ export async function runPrepare(argv: string[], io: ScriptIO = processIO): Prom
     if (Number.isInteger(crashAt) && crashAt >= 0 && written === crashAt && claimFault(faults)) {
       await writeZip(file, entries, Math.floor(planZip(entries).size / 2));
       io.err('\n');
-      return fail(traceback([[SCRIPT, 301, '<module>', 'main()'], [SCRIPT, 290, 'main', 'hidden_states_generator.generate(eagle3_dataset)'], [SCRIPT, 214, '_save_tensor', 'torch.save(data_point, output_file)']],
-        'RuntimeError: [enforce fail at inline_container.cc:603] . unexpected pos 41943104 vs 41943040'));
+      return fail(
+        traceback(
+          [
+            [SCRIPT, 301, '<module>', 'main()'],
+            [SCRIPT, 290, 'main', 'hidden_states_generator.generate(eagle3_dataset)'],
+            [SCRIPT, 214, '_save_tensor', 'torch.save(data_point, output_file)'],
+          ],
+          'RuntimeError: [enforce fail at inline_container.cc:603] . unexpected pos 41943104 vs 41943040',
+        ),
+      );
     }
     if (a.compress) {
       const tmp = `${file}.zip`;
@@ -317,7 +385,9 @@ export async function runPrepare(argv: string[], io: ScriptIO = processIO): Prom
     written++;
     await sleep(50 * scale);
   }
-  io.err(`\r${formatMeter({ desc: 'Generating Hidden States', n: files / batch, total: files / batch, elapsedS: (Date.now() - started) / 1000 })}\n`);
+  io.err(
+    `\r${formatMeter({ desc: 'Generating Hidden States', n: files / batch, total: files / batch, elapsedS: (Date.now() - started) / 1000 })}\n`,
+  );
   // SpecForge@a6b6b023:scripts/prepare_hidden_states.py:756-758.
   io.out(`\nGeneration loop finished. Processed: ${written}, Skipped: ${skipped}\n`);
   process.off('SIGTERM', onTerm);

@@ -8,11 +8,16 @@ export type SimSpecforgeRevision = 'v0.2.0' | 'v0.2-final-save' | 'v0.2-resume' 
 
 const KNOWN: SimSpecforgeRevision[] = ['v0.2.0', 'v0.2-final-save', 'v0.2-resume', 'cli'];
 
-export function simSpecforgeRevision(env: NodeJS.ProcessEnv = process.env, fallback: SimSpecforgeRevision = 'v0.2.0'): SimSpecforgeRevision {
+export function simSpecforgeRevision(
+  env: NodeJS.ProcessEnv = process.env,
+  fallback: SimSpecforgeRevision = 'v0.2.0',
+): SimSpecforgeRevision {
   const v = env.AERIE_SIM_SPECFORGE_REVISION;
   if (v === undefined || v === '') return fallback;
   if (!(KNOWN as string[]).includes(v)) {
-    throw new Error(`AERIE_SIM_SPECFORGE_REVISION=${v}: not a revision the simulator imitates (one of ${KNOWN.join(', ')})`);
+    throw new Error(
+      `AERIE_SIM_SPECFORGE_REVISION=${v}: not a revision the simulator imitates (one of ${KNOWN.join(', ')})`,
+    );
   }
   return v as SimSpecforgeRevision;
 }

@@ -37,7 +37,8 @@ const ZEROS = Buffer.alloc(1 << 16);
 function crcOf(data: Buffer | number): number {
   if (typeof data !== 'number') return crc32(data);
   let crc = 0;
-  for (let left = data; left > 0; left -= ZEROS.length) crc = crc32(ZEROS.subarray(0, Math.min(left, ZEROS.length)), crc);
+  for (let left = data; left > 0; left -= ZEROS.length)
+    crc = crc32(ZEROS.subarray(0, Math.min(left, ZEROS.length)), crc);
   return crc;
 }
 
@@ -198,7 +199,12 @@ export interface HiddenStateValues {
  * keys SpecForge@a6b6b023:specforge/runtime/data_plane/offline_reader.py:46 and
  * specforge/algorithms/eagle3/providers.py:141-150). States are zeros.
  */
-export function hiddenStateEntries(archive: string, tokens: number, hidden: number, v: HiddenStateValues = {}): ZipEntry[] {
+export function hiddenStateEntries(
+  archive: string,
+  tokens: number,
+  hidden: number,
+  v: HiddenStateValues = {},
+): ZipEntry[] {
   const longs = (xs: number[] | undefined): Buffer | undefined => {
     if (!xs) return undefined;
     if (xs.length !== tokens) throw new Error(`hiddenStateEntries: ${xs.length} values for ${tokens} tokens`);
@@ -253,7 +259,8 @@ class Pickler {
   }
   private put(): void {
     const n = this.next++;
-    if (n < 256) this.op(0x71, n); // BINPUT
+    if (n < 256)
+      this.op(0x71, n); // BINPUT
     else {
       const b = Buffer.alloc(5);
       b[0] = 0x72; // LONG_BINPUT
@@ -262,7 +269,8 @@ class Pickler {
     }
   }
   private get(n: number): void {
-    if (n < 256) this.op(0x68, n); // BINGET
+    if (n < 256)
+      this.op(0x68, n); // BINGET
     else {
       const b = Buffer.alloc(5);
       b[0] = 0x6a; // LONG_BINGET
@@ -361,19 +369,32 @@ export function pickleTensorDict(tensors: TensorSpec[]): { pickle: Buffer; stora
   for (const t of tensors) {
     const [cls, item] = STORAGE[t.dtype];
     const numel = t.shape.reduce((a, b) => a * b, 1);
-    if (t.data && t.data.length !== numel * item) throw new Error(`${t.key}: ${t.data.length} bytes for ${numel} × ${item}`);
+    if (t.data && t.data.length !== numel * item)
+      throw new Error(`${t.key}: ${t.data.length} bytes for ${numel} × ${item}`);
     const stride = t.shape.map((_, i) => t.shape.slice(i + 1).reduce((a, b) => a * b, 1));
     const key = String(storages.length);
     storages.push(t.data ?? numel * item);
     p.str(t.key);
-    p.reduce(() => p.global('torch._utils', '_rebuild_tensor_v2'), [
-      () => p.persistentId(() => p.tuple([() => p.str('storage'), () => p.global('torch', cls), () => p.str(key), () => p.str('cpu'), () => p.int(numel)])),
-      () => p.int(0),
-      () => p.tuple(t.shape.map((d) => () => p.int(d))),
-      () => p.tuple(stride.map((d) => () => p.int(d))),
-      () => p.falsy(),
-      () => p.reduce(() => p.global('collections', 'OrderedDict'), []),
-    ]);
+    p.reduce(
+      () => p.global('torch._utils', '_rebuild_tensor_v2'),
+      [
+        () =>
+          p.persistentId(() =>
+            p.tuple([
+              () => p.str('storage'),
+              () => p.global('torch', cls),
+              () => p.str(key),
+              () => p.str('cpu'),
+              () => p.int(numel),
+            ]),
+          ),
+        () => p.int(0),
+        () => p.tuple(t.shape.map((d) => () => p.int(d))),
+        () => p.tuple(stride.map((d) => () => p.int(d))),
+        () => p.falsy(),
+        () => p.reduce(() => p.global('collections', 'OrderedDict'), []),
+      ],
+    );
     if (tensors.length === 1) p.raw1(0x73); // SETITEM
   }
   if (tensors.length > 1) p.raw1(0x75); // SETITEMS

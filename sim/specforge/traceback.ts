@@ -21,7 +21,10 @@ const SITE = '/usr/local/lib/python3.11/dist-packages';
 type Frame = [file: string, line: number, fn: string, code: string];
 
 // `python -m specforge.cli` (how HEAD's CLI starts its workers, and how aerie's launcher may).
-const RUNPY: Frame[] = [['<frozen runpy>', 198, '_run_module_as_main', ''], ['<frozen runpy>', 88, '_run_code', '']];
+const RUNPY: Frame[] = [
+  ['<frozen runpy>', 198, '_run_module_as_main', ''],
+  ['<frozen runpy>', 88, '_run_code', ''],
+];
 // SpecForge@a6b6b023: cli.py:298, :263, :144; application/composition.py:145; training/assembly.py:631;
 // launch.py:623, :114; training/trainer.py:285 (in Trainer.__init__, :77). The same chain the real
 // CPU run printed (test/fixtures/real/specforge-a6b6b023-cpu-ws2/shrink.log), whose PyPI cli.py
@@ -43,7 +46,10 @@ export const RESUME_REFUSED: Frame[] = [
   ['specforge/training/checkpoint.py', 313, 'read_resume_state', 'raise ValueError('],
 ];
 /** The trainer's own resume checks: strategy (trainer.py:288-292), then the contract (:335-341). */
-export const CONTRACT_REFUSED = (line: number): Frame[] => [...TO_TRAINER, ['specforge/training/trainer.py', line, '__init__', 'raise ValueError(']];
+export const CONTRACT_REFUSED = (line: number): Frame[] => [
+  ...TO_TRAINER,
+  ['specforge/training/trainer.py', line, '__init__', 'raise ValueError('],
+];
 
 export function rankTraceback(rank: number, frames: Frame[], exception: string): string {
   const lines = ['Traceback (most recent call last):'];
@@ -59,5 +65,12 @@ export function rankTraceback(rank: number, frames: Frame[], exception: string):
 export function ranksFailedText(world: number, errors: Map<number, string>, frames: Frame[], now = new Date()): string {
   const ranks = [...errors.keys()].sort((a, b) => a - b);
   const text = ranks.map((r) => rankTraceback(r, frames, errors.get(r)!)).join('');
-  return world > 1 ? text + torchrunFailures(ranks.map((rank) => ({ rank, exitcode: 1 })), now, 'specforge.cli') : text;
+  return world > 1
+    ? text +
+        torchrunFailures(
+          ranks.map((rank) => ({ rank, exitcode: 1 })),
+          now,
+          'specforge.cli',
+        )
+    : text;
 }

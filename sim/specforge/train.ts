@@ -41,9 +41,11 @@ export type TrainIO = ScriptIO & { errIsTTY?: boolean };
 
 /** torchrun's warning as its logger prints it: the bare message, no level or source prefix (seen in test/fixtures/real/specforge-a6b6b023-cpu-ws2/clean.log). */
 function ompWarning(): string {
-  return '\n*****************************************\n' +
+  return (
+    '\n*****************************************\n' +
     'Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your system being overloaded, please further tune the variable for optimal performance in your application as needed. \n' +
-    '*****************************************\n';
+    '*****************************************\n'
+  );
 }
 
 async function countSamples(c: RunConfig): Promise<number> {
@@ -54,7 +56,13 @@ async function countSamples(c: RunConfig): Promise<number> {
 }
 
 /** The trainer's resume contract (trainer.py:247-256,296-299; launch.py:649-653), in HEAD's key order. */
-function resumeContract(world: number, perRank: number, samples: number, c: RunConfig, totalSteps: number): [string, unknown][] {
+function resumeContract(
+  world: number,
+  perRank: number,
+  samples: number,
+  c: RunConfig,
+  totalSteps: number,
+): [string, unknown][] {
   const t = c.training!;
   return [
     ['world_size', world],
@@ -78,8 +86,15 @@ export async function runSpecforgeTrain(configPath: string, overrides: string[],
   try {
     c = loadRunConfig(await fs.readFile(configPath, 'utf8'), overrides);
   } catch (e) {
-    if (e instanceof ConfigValidationError) return io.err(`Traceback (most recent call last):\n  File "/usr/local/bin/specforge", line 8, in <module>\n${e.message}\n`), 1;
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return io.err(`FileNotFoundError: [Errno 2] No such file or directory: '${configPath}'\n`), 1;
+    if (e instanceof ConfigValidationError)
+      return (
+        io.err(
+          `Traceback (most recent call last):\n  File "/usr/local/bin/specforge", line 8, in <module>\n${e.message}\n`,
+        ),
+        1
+      );
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT')
+      return (io.err(`FileNotFoundError: [Errno 2] No such file or directory: '${configPath}'\n`), 1);
     throw e;
   }
   const m = c.model!;
@@ -96,12 +111,19 @@ export async function runSpecforgeTrain(configPath: string, overrides: string[],
   // one rank, between rank 0's files and its peers' with several.
   const [crashStep, crashPoint] = (io.env.AERIE_SIM_SPECFORGE_CRASH_IN_SAVE ?? '').split(':');
   const crashInSave = crashStep ? Number(crashStep) : NaN;
-  const killAt: SavePoint = SAVE_POINTS.includes(crashPoint as SavePoint) ? (crashPoint as SavePoint) : world > 1 ? 'shared-written' : 'rank0-opened';
-  if (crashPoint && !SAVE_POINTS.includes(crashPoint as SavePoint)) return io.err(`aerie-sim: AERIE_SIM_SPECFORGE_CRASH_IN_SAVE point must be one of ${SAVE_POINTS.join(', ')}\n`), 2;
+  const killAt: SavePoint = SAVE_POINTS.includes(crashPoint as SavePoint)
+    ? (crashPoint as SavePoint)
+    : world > 1
+      ? 'shared-written'
+      : 'rank0-opened';
+  if (crashPoint && !SAVE_POINTS.includes(crashPoint as SavePoint))
+    return (io.err(`aerie-sim: AERIE_SIM_SPECFORGE_CRASH_IN_SAVE point must be one of ${SAVE_POINTS.join(', ')}\n`), 2);
 
   let draftConfig: Record<string, unknown>;
   try {
-    draftConfig = JSON.parse(await fs.readFile(String(m.draft_model_config ?? path.join(String(m.target_model_path), 'config.json')), 'utf8')) as Record<string, unknown>;
+    draftConfig = JSON.parse(
+      await fs.readFile(String(m.draft_model_config ?? path.join(String(m.target_model_path), 'config.json')), 'utf8'),
+    ) as Record<string, unknown>;
     draftDims(draftConfig);
   } catch (e) {
     return fail(setupErrorText('draft-model', `FileNotFoundError: ${(e as Error).message}`));
@@ -122,10 +144,16 @@ export async function runSpecforgeTrain(configPath: string, overrides: string[],
   const perRank = Math.ceil(samples / dp);
   const batchesPerEpoch = Math.floor(perRank / batch);
   const dataSteps = Math.floor((batchesPerEpoch * epochs) / accum);
-  if (dataSteps < 1) return fail(setupErrorText('dataset', `ValueError: training data produces no optimizer step: samples=${perRank}, batch_size=${batch}, accumulation_steps=${accum}, num_epochs=${epochs}`));
+  if (dataSteps < 1)
+    return fail(
+      setupErrorText(
+        'dataset',
+        `ValueError: training data produces no optimizer step: samples=${perRank}, batch_size=${batch}, accumulation_steps=${accum}, num_epochs=${epochs}`,
+      ),
+    );
   const maxSteps = t.max_steps === null || t.max_steps === undefined ? null : Number(t.max_steps);
   // The LR horizon: total_steps, else max_steps, else the data (schedule.py:8-36).
-  const totalSteps = t.total_steps != null ? Number(t.total_steps) : maxSteps ?? dataSteps;
+  const totalSteps = t.total_steps != null ? Number(t.total_steps) : (maxSteps ?? dataSteps);
   const stopAt = maxSteps === null ? dataSteps : Math.min(maxSteps, dataSteps);
   const contract = resumeContract(world, perRank, samples, c, totalSteps);
 
@@ -135,29 +163,40 @@ export async function runSpecforgeTrain(configPath: string, overrides: string[],
   if (t.resume_from !== null && t.resume_from !== undefined && t.resume_from !== '') {
     const from = String(t.resume_from);
     const everyRank = (msg: string): Map<number, string> => new Map(Array.from({ length: world }, (_, r) => [r, msg]));
-    const refuse = (errors: Map<number, string>, frames: Parameters<typeof ranksFailedText>[2]): number => (io.err(ranksFailedText(world, errors, frames)), 1);
+    const refuse = (errors: Map<number, string>, frames: Parameters<typeof ranksFailedText>[2]): number => (
+      io.err(ranksFailedText(world, errors, frames)),
+      1
+    );
     let resumed: Awaited<ReturnType<typeof readResumeState>>;
     try {
       resumed = await readResumeState(from, world);
     } catch (e) {
       const msg = (e as Error).message;
       // checkpoint.py:252-279: with several ranks an unreadable target is gathered and re-raised on each.
-      const gathered = world > 1
-        ? `RuntimeError: resume checkpoint '${from}' is not readable on every rank: ${Array.from({ length: world }, (_, r) => `rank ${r}: ${msg}`).join('; ')}`
-        : msg;
+      const gathered =
+        world > 1
+          ? `RuntimeError: resume checkpoint '${from}' is not readable on every rank: ${Array.from({ length: world }, (_, r) => `rank ${r}: ${msg}`).join('; ')}`
+          : msg;
       return refuse(everyRank(gathered), RESUME_REFUSED);
     }
     const { state, refusals } = resumed;
     if (refusals.size) return refuse(refusals, RESUME_REFUSED);
     // trainer.py:287-292
     if (state.strategy !== String(t.strategy)) {
-      return refuse(everyRank(`ValueError: checkpoint ${from} was written by strategy '${state.strategy}'; this run trains '${t.strategy}'`), CONTRACT_REFUSED(289));
+      return refuse(
+        everyRank(
+          `ValueError: checkpoint ${from} was written by strategy '${state.strategy}'; this run trains '${t.strategy}'`,
+        ),
+        CONTRACT_REFUSED(289),
+      );
     }
     // trainer.py:335-341: any recorded contract value that differs refuses the resume.
     for (const [key, now] of contract) {
       if (key in state.contract && JSON.stringify(state.contract[key]) !== JSON.stringify(now)) {
         return refuse(
-          everyRank(`ValueError: checkpoint ${from} was written with ${key}=${String(state.contract[key])} but this run has ${key}=${String(now)}; resume with the original configuration`),
+          everyRank(
+            `ValueError: checkpoint ${from} was written with ${key}=${String(state.contract[key])} but this run has ${key}=${String(now)}; resume with the original configuration`,
+          ),
           CONTRACT_REFUSED(336),
         );
       }
@@ -173,7 +212,13 @@ export async function runSpecforgeTrain(configPath: string, overrides: string[],
   const step0 = step;
   const record = (steps: number): SharedState['aerie_sim'] => {
     const se = roundTo((steps * samples) / Math.max(1, batchesPerEpoch / accum), 6);
-    return { trained_steps: steps, trained_sample_epochs: se, accept_length: acceptLength(se), samples_per_epoch: samples, steps_per_epoch: batchesPerEpoch / accum };
+    return {
+      trained_steps: steps,
+      trained_sample_epochs: se,
+      accept_length: acceptLength(se),
+      samples_per_epoch: samples,
+      steps_per_epoch: batchesPerEpoch / accum,
+    };
   };
   const microDone = (s: number): number => s * accum;
   const stateAt = (s: number): SharedState => {
@@ -181,8 +226,16 @@ export async function runSpecforgeTrain(configPath: string, overrides: string[],
     const epoch = Math.floor(microDone(s) / batchesPerEpoch);
     const epochBatch = microDone(s) % batchesPerEpoch;
     return {
-      global_step: s, epoch, epoch_batch: epochBatch, epoch_samples: epochBatch * batch, strategy: String(t.strategy),
-      run_id: runId, world_size: world, contract: Object.fromEntries(contract), draft_config: draftConfig, aerie_sim: record(carried + s - step0),
+      global_step: s,
+      epoch,
+      epoch_batch: epochBatch,
+      epoch_samples: epochBatch * batch,
+      strategy: String(t.strategy),
+      run_id: runId,
+      world_size: world,
+      contract: Object.fromEntries(contract),
+      draft_config: draftConfig,
+      aerie_sim: record(carried + s - step0),
     };
   };
   const save = async (s: number): Promise<void> => {
@@ -200,7 +253,9 @@ export async function runSpecforgeTrain(configPath: string, overrides: string[],
   let windowStart = Date.now();
   let windowSteps = 0;
   const meter = (n: number): string =>
-    `\r${formatMeter({ desc: 'Training', n, total: maxSteps ?? totalSteps, elapsedS: (Date.now() - started) / 1000 })}`.replace('it/s]', 'step/s]').replace('s/it]', 's/step]');
+    `\r${formatMeter({ desc: 'Training', n, total: maxSteps ?? totalSteps, elapsedS: (Date.now() - started) / 1000 })}`
+      .replace('it/s]', 'step/s]')
+      .replace('s/it]', 's/step]');
   if (tty && step < stopAt) io.err(meter(step));
   let ranThisLaunch = 0;
   while (step < stopAt) {
@@ -213,17 +268,32 @@ export async function runSpecforgeTrain(configPath: string, overrides: string[],
     if (step % Math.max(1, Number(t.log_interval)) === 0) {
       const { loss, acc } = stepMetrics(record(carried + step - step0).trained_sample_epochs, step);
       const elapsed = Math.max((Date.now() - windowStart) / 1000, 1e-12);
-      const metrics = eagle3Metrics({
-        loss0: loss, acc0: acc, ttt: Number(t.ttt_length), gradNorm: 0.5 + loss / 4,
-        lr: scheduledLr(Number(t.learning_rate), step, totalSteps, Number(t.warmup_ratio)),
-        perf: { stepsPerHour: (windowSteps * 3600) / elapsed, stepTimeS: elapsed / windowSteps, dataWaitS: 0, computeS: elapsed / windowSteps, samplesPerS: (windowSteps * accum * batch * dp) / elapsed },
-      }, tracked);
+      const metrics = eagle3Metrics(
+        {
+          loss0: loss,
+          acc0: acc,
+          ttt: Number(t.ttt_length),
+          gradNorm: 0.5 + loss / 4,
+          lr: scheduledLr(Number(t.learning_rate), step, totalSteps, Number(t.warmup_ratio)),
+          perf: {
+            stepsPerHour: (windowSteps * 3600) / elapsed,
+            stepTimeS: elapsed / windowSteps,
+            dataWaitS: 0,
+            computeS: elapsed / windowSteps,
+            samplesPerS: (windowSteps * accum * batch * dp) / elapsed,
+          },
+        },
+        tracked,
+      );
       // Every rank prints (the logger is not rank-gated, controller.py:682,721; assembly.py:291).
       // print() writes the text and its newline separately; unbuffered ranks (PYTHONUNBUFFERED)
       // race. AERIE_SIM_SPECFORGE_PRINT_RACE=1 shows the worst legal order, texts run together,
       // on every other log line.
       const texts = Array.from({ length: world }, () => pyDictLine(step, metrics));
-      const runTogether = world > 1 && io.env.AERIE_SIM_SPECFORGE_PRINT_RACE === '1' && (step / Math.max(1, Number(t.log_interval))) % 2 === 1;
+      const runTogether =
+        world > 1 &&
+        io.env.AERIE_SIM_SPECFORGE_PRINT_RACE === '1' &&
+        (step / Math.max(1, Number(t.log_interval))) % 2 === 1;
       io.out(runTogether ? `${texts.join('')}${'\n'.repeat(world)}` : texts.map((x) => `${x}\n`).join(''));
       windowStart = Date.now();
       windowSteps = 0;

@@ -8,7 +8,14 @@
  * groups it pulls in.
  */
 
-import { optionStrings, trainOptions, type ArgValue, type OptionKind, type OptionSpec, type V02Revision } from './options.js';
+import {
+  optionStrings,
+  trainOptions,
+  type ArgValue,
+  type OptionKind,
+  type OptionSpec,
+  type V02Revision,
+} from './options.js';
 
 export type { ArgValue, OptionKind, OptionSpec, V02Revision };
 
@@ -20,9 +27,7 @@ const metavarOf = (flag: string): string => destOf(flag).toUpperCase();
 
 export type ParsedArgs = Record<string, ArgValue>;
 export type ParseResult =
-  | { kind: 'ok'; args: ParsedArgs }
-  | { kind: 'help'; text: string }
-  | { kind: 'error'; text: string };
+  { kind: 'ok'; args: ParsedArgs } | { kind: 'help'; text: string } | { kind: 'error'; text: string };
 
 function usageParts(options: OptionSpec[]): string[] {
   const parts = ['[-h]'];
@@ -61,14 +66,21 @@ export function usageText(options: OptionSpec[] = trainOptions()): string {
 }
 
 function helpText(options: OptionSpec[]): string {
-  const out = [usageText(options), 'Train Eagle3 with online data\n', 'options:', '  -h, --help            show this help message and exit'];
+  const out = [
+    usageText(options),
+    'Train Eagle3 with online data\n',
+    'options:',
+    '  -h, --help            show this help message and exit',
+  ];
   let group = '';
   for (const o of options) {
     if (o.group !== group) {
       group = o.group;
       out.push('', `${group}:`);
     }
-    out.push(`  ${optionStrings(o).join(', ')}${o.kind === 'flag' || o.kind === 'bool-optional' ? '' : ` ${metavarOf(o.flag)}`}`);
+    out.push(
+      `  ${optionStrings(o).join(', ')}${o.kind === 'flag' || o.kind === 'bool-optional' ? '' : ` ${metavarOf(o.flag)}`}`,
+    );
   }
   return `${out.join('\n')}\n`;
 }
@@ -134,7 +146,8 @@ export function parseTrainArgs(argv: string[], rev: V02Revision = 'v0.2.0'): Par
     const dest = destOf(spec.flag);
     seen.add(spec.flag);
     if (spec.kind === 'flag' || spec.kind === 'bool-optional') {
-      if (inline !== undefined) error = `argument ${optionStrings(spec).join('/')}: ignored explicit argument '${inline}'`;
+      if (inline !== undefined)
+        error = `argument ${optionStrings(spec).join('/')}: ignored explicit argument '${inline}'`;
       else args[dest] = str !== spec.flag ? false : true; // `--no-x` of a BooleanOptionalAction
       continue;
     }
@@ -151,7 +164,8 @@ export function parseTrainArgs(argv: string[], rev: V02Revision = 'v0.2.0'): Par
   }
   if (error) return { kind: 'error', text: errorText(error) };
   const missing = options.filter((o) => o.required && !seen.has(o.flag)).map((o) => o.flag);
-  if (missing.length) return { kind: 'error', text: errorText(`the following arguments are required: ${missing.join(', ')}`) };
+  if (missing.length)
+    return { kind: 'error', text: errorText(`the following arguments are required: ${missing.join(', ')}`) };
   if (unknown.length) return { kind: 'error', text: errorText(`unrecognized arguments: ${unknown.join(' ')}`) };
   return { kind: 'ok', args };
 }

@@ -76,7 +76,9 @@ export async function writeCheckpoint(outputDir: string, c: CheckpointContent, c
 }
 
 /** The training a checkpoint carries, from its config.json (0 for a drafter not made here). */
-export async function readSimRecord(ckptDir: string): Promise<{ config: Record<string, unknown>; sampleEpochs: number }> {
+export async function readSimRecord(
+  ckptDir: string,
+): Promise<{ config: Record<string, unknown>; sampleEpochs: number }> {
   const config = JSON.parse(await fs.readFile(path.join(ckptDir, 'config.json'), 'utf8')) as Record<string, unknown>;
   const rec = config.aerie_sim as Partial<SimRecord> | undefined;
   const sampleEpochs = typeof rec?.trained_sample_epochs === 'number' ? rec.trained_sample_epochs : 0;
@@ -87,7 +89,8 @@ export async function readSimRecord(ckptDir: string): Promise<{ config: Record<s
 export async function readTrainingState(ckptDir: string): Promise<{ epoch: number; globalStep: number } | null> {
   try {
     const s = JSON.parse(await fs.readFile(path.join(ckptDir, 'training_state.pt'), 'utf8')) as Record<string, unknown>;
-    if (Number.isInteger(s.epoch) && Number.isInteger(s.global_step)) return { epoch: s.epoch as number, globalStep: s.global_step as number };
+    if (Number.isInteger(s.epoch) && Number.isInteger(s.global_step))
+      return { epoch: s.epoch as number, globalStep: s.global_step as number };
   } catch {
     /* a real pickle, or missing: the caller falls back */
   }

@@ -16,7 +16,8 @@ export async function countJsonlRows(file: string): Promise<number> {
   try {
     text = await fs.readFile(file, 'utf8');
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw new DatasetError(`FileNotFoundError: Unable to find '${file}'`);
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT')
+      throw new DatasetError(`FileNotFoundError: Unable to find '${file}'`);
     throw e;
   }
   let rows = 0;

@@ -63,7 +63,11 @@ function stamp(d: Date): string {
  * (launcher/api.py:202-219). The root cause is the first rank observed failing; the sim takes
  * the first of `failed`.
  */
-export function torchrunFailures(failed: { rank: number; exitcode: number }[], now = new Date(), entrypoint = SCRIPT): string {
+export function torchrunFailures(
+  failed: { rank: number; exitcode: number }[],
+  now = new Date(),
+  entrypoint = SCRIPT,
+): string {
   const pid = (rank: number): number => process.pid + 1 + rank;
   const entry = (idx: number, f: { rank: number; exitcode: number }): string[] => [
     `[${idx}]:`,
@@ -81,16 +85,26 @@ export function torchrunFailures(failed: { rank: number; exitcode: number }[], n
   // log lines a real two-rank refusal printed (test/fixtures/real/specforge-a6b6b023-cpu-ws2/grow-resume.log).
   const launcher = module
     ? [
-        '  File "<frozen runpy>", line 198, in _run_module_as_main', '  File "<frozen runpy>", line 88, in _run_code',
-        `  File "${T}/run.py", line 1032, in <module>`, '    main()',
-        `  File "${T}/elastic/multiprocessing/errors/__init__.py", line 367, in wrapper`, '    return f(*args, **kwargs)', '           ^^^^^^^^^^^^^^^^^^',
-        `  File "${T}/run.py", line 1028, in main`, '    run(args)',
-        `  File "${T}/run.py", line 1019, in run`, '    elastic_launch(',
-        `  File "${T}/launcher/api.py", line 194, in __call__`, '    return launch_agent(', '           ^^^^^^^^^^^^^',
+        '  File "<frozen runpy>", line 198, in _run_module_as_main',
+        '  File "<frozen runpy>", line 88, in _run_code',
+        `  File "${T}/run.py", line 1032, in <module>`,
+        '    main()',
+        `  File "${T}/elastic/multiprocessing/errors/__init__.py", line 367, in wrapper`,
+        '    return f(*args, **kwargs)',
+        '           ^^^^^^^^^^^^^^^^^^',
+        `  File "${T}/run.py", line 1028, in main`,
+        '    run(args)',
+        `  File "${T}/run.py", line 1019, in run`,
+        '    elastic_launch(',
+        `  File "${T}/launcher/api.py", line 194, in __call__`,
+        '    return launch_agent(',
+        '           ^^^^^^^^^^^^^',
       ]
     : [
-        '  File "/usr/local/bin/torchrun", line 8, in <module>', '    sys.exit(main())',
-        `  File "${T}/run.py", line 1028, in main`, '    run(args)',
+        '  File "/usr/local/bin/torchrun", line 8, in <module>',
+        '    sys.exit(main())',
+        `  File "${T}/run.py", line 1028, in main`,
+        '    run(args)',
       ];
   const p = (n: number, w = 2): string => String(n).padStart(w, '0');
   const glog = (level: string, line: number): string =>
@@ -160,14 +174,50 @@ const EARLY = {
   loadCode: 'train_dataset = load_dataset("json", data_files=args.train_data_path)["train"]',
 };
 const LINES = {
-  'v0.2.0': { ...EARLY, main: 836, forward: 756, backward: 759, backwardDef: 559, draft: 627, draftRaise: 342, target: 628, data: 633, load: 386, vocab: 402, destroy: 832 },
-  'v0.2-final-save': { ...EARLY, main: 878, forward: 785, backward: 788, backwardDef: 582, draft: 656, draftRaise: 359, target: 657, data: 662, load: 403, vocab: 419, destroy: 874 },
+  'v0.2.0': {
+    ...EARLY,
+    main: 836,
+    forward: 756,
+    backward: 759,
+    backwardDef: 559,
+    draft: 627,
+    draftRaise: 342,
+    target: 628,
+    data: 633,
+    load: 386,
+    vocab: 402,
+    destroy: 832,
+  },
+  'v0.2-final-save': {
+    ...EARLY,
+    main: 878,
+    forward: 785,
+    backward: 788,
+    backwardDef: 582,
+    draft: 656,
+    draftRaise: 359,
+    target: 657,
+    data: 662,
+    load: 403,
+    vocab: 419,
+    destroy: 874,
+  },
   'v0.2-resume': {
     forwardCode: ') = run_forward(',
     backwardCode: 'grad_norm = run_backward_and_update(args, plosses, optimizer, global_step)',
     draftCode: 'draft_model_config, draft_model, ckpt_info, resume_state = build_draft_model(args)',
     loadCode: 'train_dataset = Dataset.from_generator(',
-    main: 1374, forward: 1211, backward: 1218, backwardDef: 864, draft: 1015, draftRaise: 514, target: 1018, data: 1025, load: 582, vocab: 605, destroy: 1370,
+    main: 1374,
+    forward: 1211,
+    backward: 1218,
+    backwardDef: 864,
+    draft: 1015,
+    draftRaise: 514,
+    target: 1018,
+    data: 1025,
+    load: 582,
+    vocab: 605,
+    destroy: 1370,
   },
 } as const;
 export type TracebackRevision = keyof typeof LINES;
@@ -175,8 +225,18 @@ export type TracebackRevision = keyof typeof LINES;
 export function crashText(rev: TracebackRevision = 'v0.2.0'): string {
   const l = LINES[rev];
   return rankTraceback(
-    [[l.main, '<module>', 'main()'], [l.forward, 'main', l.forwardCode]],
-    [['/usr/local/lib/python3.11/dist-packages/specforge/core/eagle3.py', 214, 'forward', 'hidden_states = self.draft_model.project_hidden_states(hidden_states)']],
+    [
+      [l.main, '<module>', 'main()'],
+      [l.forward, 'main', l.forwardCode],
+    ],
+    [
+      [
+        '/usr/local/lib/python3.11/dist-packages/specforge/core/eagle3.py',
+        214,
+        'forward',
+        'hidden_states = self.draft_model.project_hidden_states(hidden_states)',
+      ],
+    ],
     [
       'RuntimeError: CUDA error: an illegal memory access was encountered',
       'CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.',
@@ -189,7 +249,11 @@ export function crashText(rev: TracebackRevision = 'v0.2.0'): string {
 export function oomText(rev: TracebackRevision = 'v0.2.0'): string {
   const l = LINES[rev];
   return rankTraceback(
-    [[l.main, '<module>', 'main()'], [l.backward, 'main', l.backwardCode], [l.backwardDef, 'run_backward_and_update', 'ploss.backward()']],
+    [
+      [l.main, '<module>', 'main()'],
+      [l.backward, 'main', l.backwardCode],
+      [l.backwardDef, 'run_backward_and_update', 'ploss.backward()'],
+    ],
     [['/usr/local/lib/python3.11/dist-packages/torch/_tensor.py', 648, 'backward', 'torch.autograd.backward(']],
     [
       'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.91 GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.62 GiB is free. ' +
@@ -209,24 +273,52 @@ export function oomText(rev: TracebackRevision = 'v0.2.0'): string {
 export function teardownText(rev: TracebackRevision): string {
   const l = LINES[rev];
   return rankTraceback(
-    [[l.main, '<module>', 'main()'], [l.destroy, 'main', 'destroy_distributed()']],
     [
-      ['/usr/local/lib/python3.11/dist-packages/specforge/distributed.py', 75, 'destroy_distributed', 'dist.destroy_process_group(_DP_GROUP)'],
-      ['/usr/local/lib/python3.11/dist-packages/torch/distributed/distributed_c10d.py', 2296, 'destroy_process_group', 'raise ValueError("Invalid process group specified")'],
+      [l.main, '<module>', 'main()'],
+      [l.destroy, 'main', 'destroy_distributed()'],
+    ],
+    [
+      [
+        '/usr/local/lib/python3.11/dist-packages/specforge/distributed.py',
+        75,
+        'destroy_distributed',
+        'dist.destroy_process_group(_DP_GROUP)',
+      ],
+      [
+        '/usr/local/lib/python3.11/dist-packages/torch/distributed/distributed_c10d.py',
+        2296,
+        'destroy_process_group',
+        'raise ValueError("Invalid process group specified")',
+      ],
     ],
     ['ValueError: Invalid process group specified'],
   );
 }
 
 /** An exception raised while setting up (missing files, bad config), with its Python frames. */
-export function setupErrorText(where: 'draft-model' | 'dataset' | 'target-model' | 'vocab-mapping', exception: string, rev: TracebackRevision = 'v0.2.0'): string {
+export function setupErrorText(
+  where: 'draft-model' | 'dataset' | 'target-model' | 'vocab-mapping',
+  exception: string,
+  rev: TracebackRevision = 'v0.2.0',
+): string {
   const l = LINES[rev];
   const main: Frame = [l.main, '<module>', 'main()'];
   const frames: Record<typeof where, Frame[]> = {
     'draft-model': [main, [l.draft, 'main', l.draftCode], [l.draftRaise, 'build_draft_model', 'raise ValueError(']],
-    dataset: [main, [l.data, 'main', 'train_dataloader, vocab_mapping_path, eval_dataloader = build_dataloaders('], [l.load, 'build_dataloaders', l.loadCode]],
-    'target-model': [main, [l.target, 'main', 'target_model, processor = build_target_model(args, draft_model_config, is_online)']],
-    'vocab-mapping': [main, [l.data, 'main', 'train_dataloader, vocab_mapping_path, eval_dataloader = build_dataloaders('], [l.vocab, 'build_dataloaders', 'target_vocab_size=draft_model_config.vocab_size,']],
+    dataset: [
+      main,
+      [l.data, 'main', 'train_dataloader, vocab_mapping_path, eval_dataloader = build_dataloaders('],
+      [l.load, 'build_dataloaders', l.loadCode],
+    ],
+    'target-model': [
+      main,
+      [l.target, 'main', 'target_model, processor = build_target_model(args, draft_model_config, is_online)'],
+    ],
+    'vocab-mapping': [
+      main,
+      [l.data, 'main', 'train_dataloader, vocab_mapping_path, eval_dataloader = build_dataloaders('],
+      [l.vocab, 'build_dataloaders', 'target_vocab_size=draft_model_config.vocab_size,'],
+    ],
   };
   return rankTraceback(frames[where], [], [exception]);
 }

@@ -16,7 +16,16 @@ import path from 'node:path';
 import { gpusFor, holdGpus } from '../gpu/registry.js';
 import { argsDump, parseTrainArgs, type ParsedArgs, type V02Revision } from './args.js';
 import { writeCheckpoint, type SimRecord } from './checkpoint.js';
-import { claimFault, crashText, faultPlan, oomText, SCRIPT, setupErrorText, teardownText, torchrunSummary } from './faults.js';
+import {
+  claimFault,
+  crashText,
+  faultPlan,
+  oomText,
+  SCRIPT,
+  setupErrorText,
+  teardownText,
+  torchrunSummary,
+} from './faults.js';
 import { acceptLength, roundTo, stepMetrics } from './quality.js';
 import { simSpecforgeRevision } from '../specforge/revision.js';
 import { SetupError, setUp, type Setup } from './setup.js';
@@ -62,7 +71,9 @@ export async function runTrainer(argv: string[], io: TrainerIO = processIO): Pro
     return 2;
   }
   const onTerm = (): void => {
-    io.err(`W0000 00:00:00.000000 ${process.pid} torch/distributed/elastic/agent/server/api.py:704] Received Signals.SIGTERM death signal, shutting down workers\n`);
+    io.err(
+      `W0000 00:00:00.000000 ${process.pid} torch/distributed/elastic/agent/server/api.py:704] Received Signals.SIGTERM death signal, shutting down workers\n`,
+    );
     process.exit(143);
   };
   process.on('SIGTERM', onTerm);
@@ -87,7 +98,17 @@ async function train(a: ParsedArgs, io: TrainerIO, rev: V02Revision): Promise<nu
 
   // print_args_with_dots, a real print, from ee22b877 on (SpecForge@03a3dedb:scripts/train_eagle3.py:650;
   // specforge/utils.py:59-71); the v0.2.0 release prints no args.
-  if (rev !== 'v0.2.0') io.out(argsDump(a, [['dp_size', 1], ['target_batch_size', tp * batch]], rev));
+  if (rev !== 'v0.2.0')
+    io.out(
+      argsDump(
+        a,
+        [
+          ['dp_size', 1],
+          ['target_batch_size', tp * batch],
+        ],
+        rev,
+      ),
+    );
   let s: Setup;
   try {
     s = await setUp(a, rev, tp);
@@ -112,7 +133,13 @@ async function train(a: ParsedArgs, io: TrainerIO, rev: V02Revision): Promise<nu
     const perStep = samples / Math.max(1, stepsPerEpoch);
     const se = sameData ? steps * perStep : (carried.trained_sample_epochs ?? 0) + stepsRun * perStep;
     const sampleEpochs = roundTo(se, 6);
-    return { accept_length: acceptLength(sampleEpochs), trained_sample_epochs: sampleEpochs, trained_steps: steps, samples_per_epoch: samples, steps_per_epoch: stepsPerEpoch };
+    return {
+      accept_length: acceptLength(sampleEpochs),
+      trained_sample_epochs: sampleEpochs,
+      trained_steps: steps,
+      samples_per_epoch: samples,
+      steps_per_epoch: stepsPerEpoch,
+    };
   };
 
   const outputDir = String(a.output_dir);
@@ -123,7 +150,11 @@ async function train(a: ParsedArgs, io: TrainerIO, rev: V02Revision): Promise<nu
   const save = async (epoch: number, step: number, stepsRun: number): Promise<number | undefined> => {
     await sleep(SAVE_S * scale * 1000);
     const cut = faults.crashInSaveAt === step && claimFault(faults);
-    await writeCheckpoint(outputDir, { draftConfig: s.draftConfig, dims: s.dims, epoch, globalStep: step, sim: simAfter(stepsRun), args }, cut);
+    await writeCheckpoint(
+      outputDir,
+      { draftConfig: s.draftConfig, dims: s.dims, epoch, globalStep: step, sim: simAfter(stepsRun), args },
+      cut,
+    );
     return cut ? fail(`\n${crashText(rev)}`) : undefined;
   };
 
@@ -141,7 +172,8 @@ async function train(a: ParsedArgs, io: TrainerIO, rev: V02Revision): Promise<nu
     // A working --resume still walks the batches it skips, so tqdm counts them (SpecForge@20e2e3f0:scripts/train_eagle3.py:1132-1133,1168-1171).
     const skip = epoch === s.startEpoch ? Math.max(0, s.startStep - s.startEpoch * stepsPerEpoch) : 0;
     io.err(`\r${formatMeter({ desc, n: 0, total: stepsPerEpoch, elapsedS: 0 })}`);
-    if (skip > 0) io.err(`\r${formatMeter({ desc, n: Math.min(skip, stepsPerEpoch), total: stepsPerEpoch, elapsedS: 0 })}`);
+    if (skip > 0)
+      io.err(`\r${formatMeter({ desc, n: Math.min(skip, stepsPerEpoch), total: stepsPerEpoch, elapsedS: 0 })}`);
     for (let n = skip; n < stepsPerEpoch; n++) {
       globalStep++;
       const stepStart = Date.now();
@@ -149,8 +181,14 @@ async function train(a: ParsedArgs, io: TrainerIO, rev: V02Revision): Promise<nu
       if (faults.crashAtStep === globalStep && claimFault(faults)) return fail(`\n${crashText(rev)}`);
       await sleep(STEP_S * scale * 1000);
       stepsRun++;
-      const postfix = meterPostfix(rev, stepMetrics(simAfter(stepsRun).trained_sample_epochs, globalStep), (Date.now() - stepStart) / 1000);
-      io.err(`\r${formatMeter({ desc, n: n + 1, total: stepsPerEpoch, elapsedS: (Date.now() - epochStart) / 1000, postfix })}`);
+      const postfix = meterPostfix(
+        rev,
+        stepMetrics(simAfter(stepsRun).trained_sample_epochs, globalStep),
+        (Date.now() - stepStart) / 1000,
+      );
+      io.err(
+        `\r${formatMeter({ desc, n: n + 1, total: stepsPerEpoch, elapsedS: (Date.now() - epochStart) / 1000, postfix })}`,
+      );
       // SpecForge@73e6f808:scripts/train_eagle3.py:820-825
       if (globalStep % saveInterval === 0) {
         const died = await save(epoch, globalStep, stepsRun);
@@ -177,5 +215,11 @@ async function train(a: ParsedArgs, io: TrainerIO, rev: V02Revision): Promise<nu
 function meterPostfix(rev: V02Revision, m: { loss: number; acc: number }, seconds: number): Record<string, string> {
   const time = `${seconds.toFixed(2)}s`;
   if (rev !== 'v0.2-resume') return { loss: m.loss.toFixed(2), acc: m.acc.toFixed(2), time };
-  return { loss: m.loss.toFixed(2), acc: m.acc.toFixed(2), acceptance_rate: (m.acc * 0.9).toFixed(2), time, grad_norm: (0.5 + m.loss / 10).toFixed(2) };
+  return {
+    loss: m.loss.toFixed(2),
+    acc: m.acc.toFixed(2),
+    acceptance_rate: (m.acc * 0.9).toFixed(2),
+    time,
+    grad_norm: (0.5 + m.loss / 10).toFixed(2),
+  };
 }

@@ -103,10 +103,18 @@ const TABLE: Entry[] = [
   [opt('sglang target model backend', '--sglang-enable-dp-lm-head', 'flag')],
   // Gone by 20e2e3f0 (SpecForge@20e2e3f0:specforge/args.py:104-155 declares none of the three; :189 says they are not forwarded).
   [opt('sglang target model backend', '--sglang-enable-piecewise-cuda-graph', 'flag'), { until: 'v0.2-resume' }],
-  [opt('sglang target model backend', '--sglang-piecewise-cuda-graph-max-tokens', 'int', { default: 4096 }), { until: 'v0.2-resume' }],
+  [
+    opt('sglang target model backend', '--sglang-piecewise-cuda-graph-max-tokens', 'int', { default: 4096 }),
+    { until: 'v0.2-resume' },
+  ],
   [opt('sglang target model backend', '--sglang-piecewise-cuda-graph-tokens', 'int-list'), { until: 'v0.2-resume' }],
   [opt('sglang target model backend', '--sglang-ep-size', 'int', { default: 1 })],
-  [opt('tracker', '--report-to', 'str', { default: 'none', choices: ['wandb', 'tensorboard', 'swanlab', 'mlflow', 'none'] })],
+  [
+    opt('tracker', '--report-to', 'str', {
+      default: 'none',
+      choices: ['wandb', 'tensorboard', 'swanlab', 'mlflow', 'none'],
+    }),
+  ],
   [opt('tracker', '--wandb-project', 'str')],
   [opt('tracker', '--wandb-name', 'str')],
   [opt('tracker', '--wandb-key', 'str')],
@@ -132,4 +140,5 @@ export function trainOptions(rev: V02 = 'v0.2.0'): OptionSpec[] {
 }
 
 /** Every option string argparse registers for a spec (BooleanOptionalAction adds `--no-…`). */
-export const optionStrings = (o: OptionSpec): string[] => (o.kind === 'bool-optional' ? [o.flag, o.flag.replace(/^--/, '--no-')] : [o.flag]);
+export const optionStrings = (o: OptionSpec): string[] =>
+  o.kind === 'bool-optional' ? [o.flag, o.flag.replace(/^--/, '--no-')] : [o.flag];

@@ -31,7 +31,8 @@ export interface DraftDims {
   targetHidden: number;
 }
 
-const posInt = (v: unknown): number | undefined => (Number.isInteger(v) && (v as number) > 0 ? (v as number) : undefined);
+const posInt = (v: unknown): number | undefined =>
+  Number.isInteger(v) && (v as number) > 0 ? (v as number) : undefined;
 
 /** Reads the sizes SpecForge's LlamaForCausalLMEagle3 builds from; throws naming the first missing one. */
 export function draftDims(cfg: Record<string, unknown>): DraftDims {
@@ -56,7 +57,12 @@ export function draftDims(cfg: Record<string, unknown>): DraftDims {
 
 export function drafterTensors(d: DraftDims): TensorPlan[] {
   const H = d.hidden;
-  const bf = (name: string, shape: number[], fill?: TensorPlan['fill']): TensorPlan => ({ name, dtype: 'BF16', shape, fill });
+  const bf = (name: string, shape: number[], fill?: TensorPlan['fill']): TensorPlan => ({
+    name,
+    dtype: 'BF16',
+    shape,
+    fill,
+  });
   return [
     { name: 'd2t', dtype: 'I64', shape: [d.draftVocab], fill: 'd2t' },
     bf('fc.weight', [H, 3 * d.targetHidden]),
@@ -109,7 +115,11 @@ function fillBytes(t: TensorPlan, d: DraftDims): Buffer | undefined {
 }
 
 /** The header JSON (with data_offsets) and the total data size, for a list of tensors in file order. */
-export function buildHeader(tensors: TensorPlan[]): { header: Buffer; dataBytes: number; offsets: Map<string, number> } {
+export function buildHeader(tensors: TensorPlan[]): {
+  header: Buffer;
+  dataBytes: number;
+  offsets: Map<string, number>;
+} {
   const obj: Record<string, unknown> = { __metadata__: { format: 'pt' } };
   const offsets = new Map<string, number>();
   let at = 0;

@@ -87,12 +87,18 @@ function draftFromTarget(t: Record<string, unknown>): Record<string, unknown> {
 async function loadWeightsFrom(dir: string): Promise<Carried> {
   const weights = path.join(dir, 'model.safetensors');
   if (!(await isFile(weights))) {
-    throw new SetupError('draft-model', `OSError: Error no file named model.safetensors, or pytorch_model.bin, found in directory ${dir}.`);
+    throw new SetupError(
+      'draft-model',
+      `OSError: Error no file named model.safetensors, or pytorch_model.bin, found in directory ${dir}.`,
+    );
   }
   // A save cut short leaves a header promising more than the file holds; from_pretrained refuses it.
   const buf = await fs.readFile(weights);
   if (buf.length < 8 || 8 + Number(buf.readBigUInt64LE(0)) > buf.length) {
-    throw new SetupError('draft-model', 'safetensors_rust.SafetensorError: Error while deserializing header: MetadataIncompleteBuffer');
+    throw new SetupError(
+      'draft-model',
+      'safetensors_rust.SafetensorError: Error while deserializing header: MetadataIncompleteBuffer',
+    );
   }
   const { config } = await readSimRecord(dir).catch(() => ({ config: {} as Record<string, unknown> }));
   const rec = (config.aerie_sim ?? {}) as Carried['record'];
@@ -104,7 +110,10 @@ function checkpointPattern(rev: Revision): RegExp {
 }
 
 /** get_last_checkpoint as each revision has it: the newest matching directory, or null. */
-async function lastCheckpoint(outputDir: string, rev: Revision): Promise<{ dir: string; epoch: number; step: number } | null> {
+async function lastCheckpoint(
+  outputDir: string,
+  rev: Revision,
+): Promise<{ dir: string; epoch: number; step: number } | null> {
   const re = checkpointPattern(rev);
   let best: { dir: string; epoch: number; step: number } | null = null;
   for (const name of await fs.readdir(outputDir)) {
@@ -112,7 +121,8 @@ async function lastCheckpoint(outputDir: string, rev: Revision): Promise<{ dir: 
     if (!m || !(await isDir(path.join(outputDir, name)))) continue;
     const epoch = Number(m[1]);
     const step = m[2] ? Number(m[2]) : 0;
-    if (!best || epoch > best.epoch || (epoch === best.epoch && step > best.step)) best = { dir: path.join(outputDir, name), epoch, step };
+    if (!best || epoch > best.epoch || (epoch === best.epoch && step > best.step))
+      best = { dir: path.join(outputDir, name), epoch, step };
   }
   return best;
 }
@@ -138,7 +148,8 @@ export async function setUp(a: ParsedArgs, rev: Revision, worldSize = 1): Promis
   let carried: Carried = { record: {} };
   if (a.ckpt_dir !== null) {
     const dir = String(a.ckpt_dir);
-    if (!(await isDir(dir))) throw new SetupError('draft-model', `ValueError: Provided base model dir ${dir} is not a valid directory.`);
+    if (!(await isDir(dir)))
+      throw new SetupError('draft-model', `ValueError: Provided base model dir ${dir} is not a valid directory.`);
     draftConfig = await readJson(path.join(dir, 'config.json'), 'draft-model');
     carried = await loadWeightsFrom(dir);
   }
@@ -150,7 +161,8 @@ export async function setUp(a: ParsedArgs, rev: Revision, worldSize = 1): Promis
   if (a.resume === true && (await isDir(outputDir))) {
     const last = await lastCheckpoint(outputDir, rev);
     // print(), not the logger, and on every rank (SpecForge@20e2e3f0:scripts/train_eagle3.py:522).
-    if (rev === 'v0.2-resume') for (let r = 0; r < worldSize; r++) logs.push(`Last checkpoint detected: ${last ? last.dir : 'None'}`);
+    if (rev === 'v0.2-resume')
+      for (let r = 0; r < worldSize; r++) logs.push(`Last checkpoint detected: ${last ? last.dir : 'None'}`);
     // A miss replaces whatever --ckpt-dir chose: the run starts from fresh weights.
     carried = last ? await loadWeightsFrom(last.dir) : { record: {} };
     if (last) draftConfig = await readJson(path.join(last.dir, 'config.json'), 'draft-model').catch(() => draftConfig);
@@ -169,7 +181,10 @@ export async function setUp(a: ParsedArgs, rev: Revision, worldSize = 1): Promis
     throw new SetupError('draft-model', `AttributeError: ${(e as Error).message}`);
   }
   if (dims.draftVocab > dims.vocab) {
-    throw new SetupError('draft-model', `ValueError: draft_vocab_size (${dims.draftVocab}) cannot exceed vocab_size (${dims.vocab})`);
+    throw new SetupError(
+      'draft-model',
+      `ValueError: draft_vocab_size (${dims.draftVocab}) cannot exceed vocab_size (${dims.vocab})`,
+    );
   }
 
   let samples: number;
@@ -182,6 +197,7 @@ export async function setUp(a: ParsedArgs, rev: Revision, worldSize = 1): Promis
   }
   // At 73e6f808 --ckpt-dir leaves draft_model_config a path string, which build_dataloaders then
   // asks for .vocab_size (SpecForge@73e6f808:scripts/train_eagle3.py:338,402; fixed in 07959b44).
-  if (a.ckpt_dir !== null && rev === 'v0.2.0') throw new SetupError('vocab-mapping', "AttributeError: 'str' object has no attribute 'vocab_size'");
+  if (a.ckpt_dir !== null && rev === 'v0.2.0')
+    throw new SetupError('vocab-mapping', "AttributeError: 'str' object has no attribute 'vocab_size'");
   return { draftConfig, dims, carried, startEpoch, startStep, restored, samples, logs };
 }

@@ -46,6 +46,10 @@ export function formatMeter(st: MeterState): string {
   if (rate) rateFmt = 1 / rate > 1 ? `${fixed5(1 / rate)}s/it` : `${fixed5(rate)}it/s`;
   const remaining = rate ? formatInterval((total - n) / rate) : '?';
   const pct = total ? Math.round((100 * n) / total) : 0;
-  const postfix = st.postfix ? Object.entries(st.postfix).map(([k, v]) => `, ${k}=${v}`).join('') : '';
+  const postfix = st.postfix
+    ? Object.entries(st.postfix)
+        .map(([k, v]) => `, ${k}=${v}`)
+        .join('')
+    : '';
   return `${desc}: ${String(pct).padStart(3)}%|${formatBar(total ? n / total : 0)}| ${n}/${total} [${formatInterval(elapsedS)}<${remaining}, ${rateFmt}${postfix}]`;
 }

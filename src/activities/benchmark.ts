@@ -6,11 +6,32 @@
  * is found again by the benchmark stage.
  */
 import { Context } from '@temporalio/activity';
-import { benchServingBackend, benchServingDriver, benchServingHost, defaultBenchServingLauncher } from '../bench/bench-serving.js';
-import { benchServingDatasetName, DatasetError, largestLevel, levelPrompts, loadPromptPool, promptsPerLevel, type PromptPool } from '../bench/dataset.js';
+import {
+  benchServingBackend,
+  benchServingDriver,
+  benchServingHost,
+  defaultBenchServingLauncher,
+} from '../bench/bench-serving.js';
+import {
+  benchServingDatasetName,
+  DatasetError,
+  largestLevel,
+  levelPrompts,
+  loadPromptPool,
+  promptsPerLevel,
+  type PromptPool,
+} from '../bench/dataset.js';
 import type { BenchServingRecord } from '../bench/metrics.js';
 import { REPORT_FILES, renderReport } from '../bench/report-files.js';
-import { aerieDriver, hostLevelStore, levelKey, runSweep, type MeasureLevel, type SweepProgress, type Variant } from '../bench/sweep.js';
+import {
+  aerieDriver,
+  hostLevelStore,
+  levelKey,
+  runSweep,
+  type MeasureLevel,
+  type SweepProgress,
+  type Variant,
+} from '../bench/sweep.js';
 import type { Config } from '../config/schema.js';
 import type { Host } from '../hosts/host.js';
 import { SglangClient, avgSpecAcceptLength } from '../sglang/client.js';
@@ -40,7 +61,9 @@ export interface ReportResult {
 async function levelSettingsKey(host: Host, config: Config, variant: Variant, drafterDir?: string): Promise<string> {
   const b = config.stages.benchmark;
   const s = config.server;
-  const drafter = drafterDir ? { path: drafterDir, mtimeMs: (await host.stat(drafterDir).catch(() => null))?.mtimeMs ?? null } : null;
+  const drafter = drafterDir
+    ? { path: drafterDir, mtimeMs: (await host.stat(drafterDir).catch(() => null))?.mtimeMs ?? null }
+    : null;
   return levelKey({
     // Bumped when a figure's definition changes, so a level stored under the old one is
     // measured again: 2 = numpy percentiles, chat timing per the server's bench_serving
@@ -48,7 +71,13 @@ async function levelSettingsKey(host: Host, config: Config, variant: Variant, dr
     definitions: 2,
     variant,
     model: config.target['model-path'],
-    server: { launcher: s.launcher, tp: s['tp-size'], mem: s['mem-fraction-static'] ?? null, extra: s['extra-args'], env: s.env },
+    server: {
+      launcher: s.launcher,
+      tp: s['tp-size'],
+      mem: s['mem-fraction-static'] ?? null,
+      extra: s['extra-args'],
+      env: s.env,
+    },
     deploy: variant === 'eagle3' ? config.stages.deploy : null,
     drafter,
     driver: b.driver,
@@ -56,7 +85,10 @@ async function levelSettingsKey(host: Host, config: Config, variant: Variant, dr
     api: b.api,
     dataset: b.dataset,
     datasetPath: b['dataset-path'] ?? null,
-    heldOut: b.dataset === 'held-out' ? { input: config.stages.generate.input, skip: config.stages.generate['num-samples'] ?? null } : null,
+    heldOut:
+      b.dataset === 'held-out'
+        ? { input: config.stages.generate.input, skip: config.stages.generate['num-samples'] ?? null }
+        : null,
     inputLen: b['input-len'],
     outputLen: b['output-len'],
     warmup: b.warmup,
@@ -77,14 +109,25 @@ async function promptPool(host: Host, config: Config): Promise<PromptPool> {
 function poolNotes(pool: PromptPool, config: Config): string[] {
   const need = largestLevel(config.stages.benchmark);
   if (pool.kind === 'random' || pool.prompts.length >= need) return [];
-  return [`The ${pool.kind} prompt set has ${pool.prompts.length} distinct prompts; levels needing more (up to ${need}) repeat them in order.`];
+  return [
+    `The ${pool.kind} prompt set has ${pool.prompts.length} distinct prompts; levels needing more (up to ${need}) repeat them in order.`,
+  ];
 }
 
-function measureFor(host: Host, config: Config, launch: ServerLaunch, variant: Variant, dir: string, baseUrl: string, pool: PromptPool): MeasureLevel {
+function measureFor(
+  host: Host,
+  config: Config,
+  launch: ServerLaunch,
+  variant: Variant,
+  dir: string,
+  baseUrl: string,
+  pool: PromptPool,
+): MeasureLevel {
   const b = config.stages.benchmark;
   const client = new SglangClient(baseUrl, { timeoutMs: 60_000 });
   if (b.driver === 'bench-serving') {
-    const launcher = b['bench-serving'].launcher ?? defaultBenchServingLauncher(config.server.launcher, launch.sglangVersion);
+    const launcher =
+      b['bench-serving'].launcher ?? defaultBenchServingLauncher(config.server.launcher, launch.sglangVersion);
     if (!launcher) {
       throw fatal(
         'ConfigError',
@@ -157,7 +200,12 @@ export function benchmarkActivities({ hosts }: ActivityDeps) {
       const dir = runPaths(host, runId).bench;
       await host.mkdirp(dir);
       const pool = await promptPool(host, config);
-      const key = await levelSettingsKey(host, config, variant, variant === 'eagle3' ? launch.speculative?.draftModelPath : undefined);
+      const key = await levelSettingsKey(
+        host,
+        config,
+        variant,
+        variant === 'eagle3' ? launch.speculative?.draftModelPath : undefined,
+      );
       const baseUrl = await host.httpBase(launch.port);
       let beat: SweepProgress | { variant: Variant } = { variant };
       const stopBeat = keepHeartbeating(() => beat);
@@ -173,7 +221,8 @@ export function benchmarkActivities({ hosts }: ActivityDeps) {
           runSweep({
             variant,
             concurrencies: b.concurrencies,
-            promptsFor: (c) => levelPrompts(pool, promptsPerLevel(c, b['prompts-per-level']), b['input-len'], b.seed + c),
+            promptsFor: (c) =>
+              levelPrompts(pool, promptsPerLevel(c, b['prompts-per-level']), b['input-len'], b.seed + c),
             store: hostLevelStore(host, dir, variant, key),
             measure: measureFor(host, config, launch, variant, dir, baseUrl, pool),
             signal,
@@ -187,7 +236,9 @@ export function benchmarkActivities({ hosts }: ActivityDeps) {
     },
 
     /** The levels of a variant already stored (e.g. a baseline taken on the generate server), and the ones still missing. */
-    async storedSweep(input: RunRef & { variant: Variant; drafterDir?: string }): Promise<{ records: BenchServingRecord[]; missing: number[] }> {
+    async storedSweep(
+      input: RunRef & { variant: Variant; drafterDir?: string },
+    ): Promise<{ records: BenchServingRecord[]; missing: number[] }> {
       const { config, runId, variant } = input;
       const host = hosts.get(config);
       const dir = runPaths(host, runId).bench;
@@ -203,13 +254,17 @@ export function benchmarkActivities({ hosts }: ActivityDeps) {
     },
 
     /** report.md, report.html and results.jsonl in the run's bench folder on the host. */
-    async writeReport(input: RunRef & { speculative: BenchServingRecord[]; baseline?: BenchServingRecord[]; notes: string[] }): Promise<ReportResult> {
+    async writeReport(
+      input: RunRef & { speculative: BenchServingRecord[]; baseline?: BenchServingRecord[]; notes: string[] },
+    ): Promise<ReportResult> {
       const { config, runId } = input;
       const host = hosts.get(config);
       const dir = runPaths(host, runId).bench;
       await host.mkdirp(dir);
       const label = config.stages.deploy['speculative-algorithm'];
-      const pool = await promptPool(host, config).catch(() => ({ kind: config.stages.benchmark.dataset, prompts: [], source: '(unreadable now)' }) as PromptPool);
+      const pool = await promptPool(host, config).catch(
+        () => ({ kind: config.stages.benchmark.dataset, prompts: [], source: '(unreadable now)' }) as PromptPool,
+      );
       const report = await renderReport({
         title: `aerie run ${runId}: ${label} drafter vs the target alone`,
         speculativeLabel: label,

@@ -63,7 +63,8 @@ export function expandEnv(env: Record<string, string>, from: NodeJS.ProcessEnv =
   for (const [k, v] of Object.entries(env)) {
     out[k] = v.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => {
       const value = from[name];
-      if (value === undefined) throw fatal('ConfigError', `env ${k} refers to \${${name}}, which is not set on the worker`);
+      if (value === undefined)
+        throw fatal('ConfigError', `env ${k} refers to \${${name}}, which is not set on the worker`);
       return value;
     });
   }

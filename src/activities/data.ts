@@ -8,13 +8,47 @@ import { withRunGpus } from '../config/gpus.js';
 import { Context } from '@temporalio/activity';
 import type { Config } from '../config/schema.js';
 import type { Host } from '../hosts/host.js';
-import { EarlySamplesFailedError, featureBytesPerToken, runExtract, extractDumpDir, runStockAux, SelfCheckFailedError, tokenizeSamples, TokensDisagreeError, offlineHooks, type OfflineResult, estimateOfflineTokens, offlineBytesNeeded, type TokenizerOnHost } from '../stages/extract/index.js';
-import { InsufficientSpaceError, AeriePyError, shipAeriePy, streamLines, SPECFORGE_PROFILES, type SpecforgeProfileId, formatBytes, DiskFullError, JobFailure, superviseJob } from '../stages/common/index.js';
+import {
+  EarlySamplesFailedError,
+  featureBytesPerToken,
+  runExtract,
+  extractDumpDir,
+  runStockAux,
+  SelfCheckFailedError,
+  tokenizeSamples,
+  TokensDisagreeError,
+  offlineHooks,
+  type OfflineResult,
+  estimateOfflineTokens,
+  offlineBytesNeeded,
+  type TokenizerOnHost,
+} from '../stages/extract/index.js';
+import {
+  InsufficientSpaceError,
+  AeriePyError,
+  shipAeriePy,
+  streamLines,
+  SPECFORGE_PROFILES,
+  type SpecforgeProfileId,
+  formatBytes,
+  DiskFullError,
+  JobFailure,
+  superviseJob,
+} from '../stages/common/index.js';
 import { prepareSpec, type HiddenStates } from '../stages/launch-specs.js';
 import { runGenerate } from '../stages/generate/index.js';
 import type { TrainProgress } from '../stages/train/index.js';
 import { TrainLaunchError } from '../stages/train/index.js';
-import { cancelRequested, expandEnv, fatal, keepHeartbeating, runPaths, transient, type ActivityDeps, type RunRef } from './context.js';
+import {
+  cancelRequested,
+  expandEnv,
+  fatal,
+  keepHeartbeating,
+  runPaths,
+  transient,
+  type ActivityDeps,
+  type RunRef,
+} from './context.js';
 import type { ServerLaunch } from './server.js';
 import { whileServerLives } from './server-watch.js';
 
@@ -37,13 +71,16 @@ export interface ExtractOutcome extends StageOutcome {
 
 /** Errors a retry cannot fix become non-retryable failures with the stage's own words. */
 function asFailure(err: unknown): unknown {
-  if (err instanceof InsufficientSpaceError) return fatal('InsufficientSpace', err.message, { neededBytes: err.neededBytes, freeBytes: err.freeBytes });
+  if (err instanceof InsufficientSpaceError)
+    return fatal('InsufficientSpace', err.message, { neededBytes: err.neededBytes, freeBytes: err.freeBytes });
   if (err instanceof TrainLaunchError) return fatal('ConfigError', err.message);
-  if (err instanceof SelfCheckFailedError) return fatal('ExtractSelfCheckFailed', err.message, { verdict: err.verdict.messages.slice(0, 20) });
+  if (err instanceof SelfCheckFailedError)
+    return fatal('ExtractSelfCheckFailed', err.message, { verdict: err.verdict.messages.slice(0, 20) });
   if (err instanceof EarlySamplesFailedError) return fatal('ExtractFirstSamplesFailed', err.message);
   if (err instanceof TokensDisagreeError) return fatal('TokensDisagree', err.message);
   if (err instanceof AeriePyError) return fatal('AeriePyFailed', err.message);
-  if (err instanceof JobFailure) return fatal(err.type, err.message, err.logTail ? { logTail: err.logTail } : undefined);
+  if (err instanceof JobFailure)
+    return fatal(err.type, err.message, err.logTail ? { logTail: err.logTail } : undefined);
   return err;
 }
 
@@ -55,7 +92,10 @@ function asFailure(err: unknown): unknown {
  * after that the run fails, or waits for `aerie retry` with run.on-failure: wait. The
  * heartbeat says "disk full" so `aerie status` and the Web UI show why the stage is waiting.
  */
-export function generateFailure(err: unknown, beat: (details: Record<string, unknown>) => void = () => undefined): unknown {
+export function generateFailure(
+  err: unknown,
+  beat: (details: Record<string, unknown>) => void = () => undefined,
+): unknown {
   if (!(err instanceof DiskFullError)) return err;
   const details = { phase: 'disk full', path: err.path, freeBytes: err.freeBytes, wantedBytes: err.wantedBytes };
   beat(details);
@@ -64,19 +104,29 @@ export function generateFailure(err: unknown, beat: (details: Record<string, unk
 
 export async function modelHiddenSize(host: Host, modelPath: string): Promise<number> {
   try {
-    const cfg = JSON.parse((await host.readFile(`${modelPath}/config.json`)).toString('utf8')) as { hidden_size?: number };
+    const cfg = JSON.parse((await host.readFile(`${modelPath}/config.json`)).toString('utf8')) as {
+      hidden_size?: number;
+    };
     if (typeof cfg.hidden_size === 'number') return cfg.hidden_size;
   } catch {
     // fall through to the error below
   }
-  throw fatal('ConfigError', `cannot read hidden_size from ${modelPath}/config.json on ${host.name}; set stages.extract.hidden-size`);
+  throw fatal(
+    'ConfigError',
+    `cannot read hidden_size from ${modelPath}/config.json on ${host.name}; set stages.extract.hidden-size`,
+  );
 }
 
 /** Bytes already under dir (what a resumed extraction does not need again), measured on the host. */
 async function bytesUnder(host: Host, dir: string): Promise<number> {
   if (!(await host.stat(dir))) return 0;
   const r = await host.exec(['find', dir, '-type', 'f', '-printf', '%s\\n']);
-  return r.code === 0 ? r.stdout.split('\n').filter(Boolean).reduce((s, n) => s + Number(n), 0) : 0;
+  return r.code === 0
+    ? r.stdout
+        .split('\n')
+        .filter(Boolean)
+        .reduce((s, n) => s + Number(n), 0)
+    : 0;
 }
 
 export function dataActivities({ hosts }: ActivityDeps) {
@@ -115,7 +165,9 @@ export function dataActivities({ hosts }: ActivityDeps) {
         };
       } catch (err) {
         // Only what is true while waiting for space: the attempt's done count included rows it never wrote.
-        throw generateFailure(err, (details) => Context.current().heartbeat({ ...details, total: (progress as { total?: number }).total }));
+        throw generateFailure(err, (details) =>
+          Context.current().heartbeat({ ...details, total: (progress as { total?: number }).total }),
+        );
       } finally {
         stopBeat();
       }
@@ -125,7 +177,9 @@ export function dataActivities({ hosts }: ActivityDeps) {
      * Before any extraction launch: will the hidden states fit? The estimate is tokens × 8 × H
      * (whitespace words of each sample as the token count) minus what is already extracted.
      */
-    async checkExtractSpace(input: RunRef & { dataPath: string }): Promise<{ neededBytes: number; freeBytes: number; note: string }> {
+    async checkExtractSpace(
+      input: RunRef & { dataPath: string },
+    ): Promise<{ neededBytes: number; freeBytes: number; note: string }> {
       const { config, runId } = input;
       const host = hosts.get(config);
       const e = config.stages.extract;
@@ -146,8 +200,15 @@ export function dataActivities({ hosts }: ActivityDeps) {
           // The exact tokens, made now (before any server loads) and reused by the extraction.
           const py = await shipAeriePy(host, e.python);
           const t = await tokenizeSamples({
-            host, py, samplesPath: input.dataPath, outDir, modelPath: config.target['model-path'], chatTemplate: e['chat-template'],
-            maxLength: e['max-length'], crossCheck: e['cross-check'], trustRemoteCode: config.server['extra-args'].includes('--trust-remote-code'),
+            host,
+            py,
+            samplesPath: input.dataPath,
+            outDir,
+            modelPath: config.target['model-path'],
+            chatTemplate: e['chat-template'],
+            maxLength: e['max-length'],
+            crossCheck: e['cross-check'],
+            trustRemoteCode: config.server['extra-args'].includes('--trust-remote-code'),
           });
           rows = [];
           for await (const { text } of streamLines(host, t.idsPath)) {
@@ -174,18 +235,25 @@ export function dataActivities({ hosts }: ActivityDeps) {
           { neededBytes: needed, freeBytes: free },
         );
       }
-      return { neededBytes: needed, freeBytes: free, note: `~${formatBytes(needed)} needed, ${formatBytes(free)} free` };
+      return {
+        neededBytes: needed,
+        freeBytes: free,
+        note: `~${formatBytes(needed)} needed, ${formatBytes(free)} free`,
+      };
     },
 
     /**
      * Extraction through a server: aerie's capture plugin (patched-server), or stock SGLang's
      * two passes (stock-server: `pass` aux, then final, each on its own launch).
      */
-    async extractHiddenStates(input: RunRef & { launch: ServerLaunch; dataPath: string; pass?: 'aux' | 'final' }): Promise<ExtractOutcome> {
+    async extractHiddenStates(
+      input: RunRef & { launch: ServerLaunch; dataPath: string; pass?: 'aux' | 'final' },
+    ): Promise<ExtractOutcome> {
       const { config, runId, launch } = input;
       const host = hosts.get(config);
       const e = config.stages.extract;
-      if (e.driver === 'specforge-offline') throw fatal('ConfigError', 'extractHiddenStates runs a server driver, not specforge-offline');
+      if (e.driver === 'specforge-offline')
+        throw fatal('ConfigError', 'extractHiddenStates runs a server driver, not specforge-offline');
       const outDir = runPaths(host, runId).hidden;
       let progress: unknown = { phase: 'starting' };
       const stopBeat = keepHeartbeating(() => progress);
@@ -195,7 +263,12 @@ export function dataActivities({ hosts }: ActivityDeps) {
         // Stock SGLang: aerie's client on the host talks to the server where the host reaches it.
         const stock =
           e.driver === 'stock-server'
-            ? { address: config.server['listen-host'] === '0.0.0.0' ? '127.0.0.1' : config.server['listen-host'], port: launch.port, concurrency: e.concurrency, captureIds: (launch.captureLayers ?? []).map((x) => x + 1) }
+            ? {
+                address: config.server['listen-host'] === '0.0.0.0' ? '127.0.0.1' : config.server['listen-host'],
+                port: launch.port,
+                concurrency: e.concurrency,
+                captureIds: (launch.captureLayers ?? []).map((x) => x + 1),
+              }
             : undefined;
         const dumpDir = extractDumpDir(config, runId, outDir);
         const common = {
@@ -213,10 +286,16 @@ export function dataActivities({ hosts }: ActivityDeps) {
           crossCheck: e['cross-check'],
           trustRemoteCode: config.server['extra-args'].includes('--trust-remote-code'),
           concurrency: e.concurrency,
-          selfCheck: { samples: e['self-check'].samples, finalSamples: e['self-check']['final-samples'], minAgreement: e['self-check']['min-agreement'] },
+          selfCheck: {
+            samples: e['self-check'].samples,
+            finalSamples: e['self-check']['final-samples'],
+            minAgreement: e['self-check']['min-agreement'],
+          },
         };
         if (stock && input.pass === 'aux') {
-          const aux = await whileServerLives(host, launch, (signal) => runStockAux({ ...common, stock, signal, onProgress: (p) => (progress = { ...p, pass: 'aux' }) }));
+          const aux = await whileServerLives(host, launch, (signal) =>
+            runStockAux({ ...common, stock, signal, onProgress: (p) => (progress = { ...p, pass: 'aux' }) }),
+          );
           return {
             hidden: { dir: outDir, layout: 'specforge' },
             count: aux.ready,
@@ -251,11 +330,14 @@ export function dataActivities({ hosts }: ActivityDeps) {
     },
 
     /** SpecForge's prepare_hidden_states.py, launched detached and followed like training. */
-    async extractOffline(input: RunRef & { dataPath: string; specforge?: SpecforgeProfileId }): Promise<ExtractOutcome> {
+    async extractOffline(
+      input: RunRef & { dataPath: string; specforge?: SpecforgeProfileId },
+    ): Promise<ExtractOutcome> {
       const { config, runId } = input;
       const host = hosts.get(config);
       const e = config.stages.extract;
-      if (e.driver !== 'specforge-offline') throw fatal('ConfigError', `extractOffline runs the specforge-offline driver, not ${e.driver}`);
+      if (e.driver !== 'specforge-offline')
+        throw fatal('ConfigError', `extractOffline runs the specforge-offline driver, not ${e.driver}`);
       const ctx = Context.current();
       const paths = runPaths(host, runId);
       const outDir = paths.hidden;
@@ -283,7 +365,16 @@ export function dataActivities({ hosts }: ActivityDeps) {
             stopJob: cancelRequested,
             heartbeat: (d) => {
               const p = d.progress;
-              details = { phase: 'extracting', launchId: d.launchId, pid: d.pid, argv: d.argv, done: p?.step, total: p?.totalSteps ?? rowTokens.length, verified, ...(d.note ? { note: d.note } : {}) };
+              details = {
+                phase: 'extracting',
+                launchId: d.launchId,
+                pid: d.pid,
+                argv: d.argv,
+                done: p?.step,
+                total: p?.totalSteps ?? rowTokens.length,
+                verified,
+                ...(d.note ? { note: d.note } : {}),
+              };
             },
             what: 'prepare_hidden_states.py',
             crashType: 'ExtractCrashed',
@@ -296,14 +387,20 @@ export function dataActivities({ hosts }: ActivityDeps) {
             rowTokens,
             estimateNote: estimate.how,
             redoLimit: e['crash-retries'],
-            onVerified: (r, removed) => (verified = `${r.ok.size} files good${removed ? `, ${removed} bad removed` : ''}`),
+            onVerified: (r, removed) =>
+              (verified = `${r.ok.size} files good${removed ? `, ${removed} bad removed` : ''}`),
           }),
         );
         const manifest = {
           samples: input.dataPath,
           layout: `specforge: rows_{k*${e['file-group-size']}}-{(k+1)*${e['file-group-size']}}/data_{i}.ckpt${e.compress ? '.gz' : ''}, i is SpecForge's numbering after its seed-42 shuffle, not a row of the data file`,
           hiddenSize,
-          counts: { input: result.samples, files: result.ok, unwritten: result.unwritten, beyondRows: result.beyondRows },
+          counts: {
+            input: result.samples,
+            files: result.ok,
+            unwritten: result.unwritten,
+            beyondRows: result.beyondRows,
+          },
           accounting: result.accounting,
           vocabMapping: result.vocabMapping ?? null,
           totalBytes: result.totalBytes,
@@ -313,14 +410,20 @@ export function dataActivities({ hosts }: ActivityDeps) {
         };
         await host.writeFileAtomic(`${outDir}/manifest.json`, JSON.stringify(manifest, null, 2) + '\n');
         return {
-          hidden: { dir: outDir, layout: 'specforge', ...(result.vocabMapping ? { vocabMapping: result.vocabMapping } : {}) },
+          hidden: {
+            dir: outDir,
+            layout: 'specforge',
+            ...(result.vocabMapping ? { vocabMapping: result.vocabMapping } : {}),
+          },
           count: result.ok,
           bytes: result.totalBytes,
           argv,
           outputs: [outDir],
           note:
             `${result.ok} of ${result.samples} samples, ${(result.totalBytes / 2 ** 20).toFixed(1)} MiB in SpecForge's layout` +
-            (result.unwritten ? `; ${result.unwritten} rows have no feature file (which ones cannot be known; see manifest.json)` : '') +
+            (result.unwritten
+              ? `; ${result.unwritten} rows have no feature file (which ones cannot be known; see manifest.json)`
+              : '') +
             (launches > 1 ? `; ${launches} launches` : ''),
         };
       } catch (err) {
@@ -337,5 +440,10 @@ function offlineTokenizer(config: Config): TokenizerOnHost | undefined {
   const e = config.stages.extract;
   if (e.driver !== 'specforge-offline') return undefined;
   const trust = [...e['extra-args'], ...config.server['extra-args']].includes('--trust-remote-code');
-  return { python: e.python, modelPath: config.target['model-path'], chatTemplate: e['chat-template'], trustRemoteCode: trust };
+  return {
+    python: e.python,
+    modelPath: config.target['model-path'],
+    chatTemplate: e['chat-template'],
+    trustRemoteCode: trust,
+  };
 }

@@ -53,7 +53,9 @@ export function ledgerActivities({ hosts }: ActivityDeps) {
       for (const path of input.outputs) {
         const m = await measure(host, path);
         if (!m) throw new Error(`stage ${input.stage} reported output ${path}, but it does not exist on ${host.name}`);
-        outputs.push(m.count === undefined ? { path, bytes: m.bytes, sha256: await sha256Of(host, path) } : { path, ...m });
+        outputs.push(
+          m.count === undefined ? { path, bytes: m.bytes, sha256: await sha256Of(host, path) } : { path, ...m },
+        );
       }
       const record: LedgerRecord = {
         stage: input.stage,

@@ -28,12 +28,23 @@ export async function checkRelease(host: Host, config: Config, out: CaptureRepor
     out.problems.push(release.problem);
     return undefined;
   }
-  out.checks.push(`SGLang ${release.version} (${release.how}): every server launch is rendered for it, and each ready server must report it`);
-  const base = (role: 'generate' | 'deploy'): ServerLaunchSpec => ({ ...baseServerSpec(config, role), sglangVersion: release.version });
+  out.checks.push(
+    `SGLang ${release.version} (${release.how}): every server launch is rendered for it, and each ready server must report it`,
+  );
+  const base = (role: 'generate' | 'deploy'): ServerLaunchSpec => ({
+    ...baseServerSpec(config, role),
+    sglangVersion: release.version,
+  });
   const deploy: ServerLaunchSpec = {
     ...base('deploy'),
     specV2: d['spec-v2'],
-    speculative: { algorithm: d['speculative-algorithm'], draftModelPath: d['draft-model-path'] ?? '<drafter>', numSteps: d['num-steps'], eagleTopk: d['eagle-topk'], numDraftTokens: d['num-draft-tokens'] },
+    speculative: {
+      algorithm: d['speculative-algorithm'],
+      draftModelPath: d['draft-model-path'] ?? '<drafter>',
+      numSteps: d['num-steps'],
+      eagleTopk: d['eagle-topk'],
+      numDraftTokens: d['num-draft-tokens'],
+    },
   };
   if (deploy.speculative!.algorithm === 'NGRAM') delete deploy.speculative!.draftModelPath;
   for (const spec of [base('generate'), deploy]) {
@@ -56,11 +67,19 @@ export interface CaptureReport {
 /** Modules the host-side steps import: tokens.py (transformers), selfcheck.py (numpy). */
 const NEEDS = ['transformers', 'numpy'];
 
-export async function checkCapture(host: Host, config: Config, runId: string, out: CaptureReport, release?: SglangRelease): Promise<void> {
+export async function checkCapture(
+  host: Host,
+  config: Config,
+  runId: string,
+  out: CaptureReport,
+  release?: SglangRelease,
+): Promise<void> {
   const e = config.stages.extract;
   if (e.driver === 'specforge-offline') return;
   const probe = `import importlib.util, sys\nmissing = [m for m in sys.argv[1:] if importlib.util.find_spec(m) is None]\nprint(" ".join(missing))\nsys.exit(3 if missing else 0)`;
-  const r = await host.exec([e.python, '-c', probe, ...NEEDS], { timeoutMs: 60_000 }).catch((err: Error) => ({ code: -1, stdout: '', stderr: err.message }));
+  const r = await host
+    .exec([e.python, '-c', probe, ...NEEDS], { timeoutMs: 60_000 })
+    .catch((err: Error) => ({ code: -1, stdout: '', stderr: err.message }));
   if (r.code !== 0) {
     out.problems.push(
       r.code === 3
@@ -74,27 +93,49 @@ export async function checkCapture(host: Host, config: Config, runId: string, ou
   const model = config.target['model-path'];
   const files = new Set((await host.list(model).catch(() => [])).map((f) => f.path.slice(f.path.lastIndexOf('/') + 1)));
   if (!files.has('tokenizer.json') && !files.has('tokenizer_config.json') && !files.has('tokenizer.model')) {
-    out.problems.push(`target.model-path: ${model} on ${host.name} has no tokenizer files; aerie tokenizes with the target's own tokenizer and chat template. Fix: use the full model directory`);
+    out.problems.push(
+      `target.model-path: ${model} on ${host.name} has no tokenizer files; aerie tokenizes with the target's own tokenizer and chat template. Fix: use the full model directory`,
+    );
   }
   if (!files.has('model.safetensors') && !files.has('model.safetensors.index.json')) {
-    out.problems.push(`target.model-path: ${model} on ${host.name} has neither model.safetensors nor model.safetensors.index.json; the self-check reads lm_head and the final norm from them. Fix: use a safetensors checkpoint`);
+    out.problems.push(
+      `target.model-path: ${model} on ${host.name} has neither model.safetensors nor model.safetensors.index.json; the self-check reads lm_head and the final norm from them. Fix: use a safetensors checkpoint`,
+    );
   }
 
   let capture;
   try {
-    capture = await resolveCapture(host, config, runId, `${runDir(host.workdir, runId)}/hidden_states`, e.driver === 'stock-server' ? 'stock-aux' : 'plugin', release);
+    capture = await resolveCapture(
+      host,
+      config,
+      runId,
+      `${runDir(host.workdir, runId)}/hidden_states`,
+      e.driver === 'stock-server' ? 'stock-aux' : 'plugin',
+      release,
+    );
   } catch (err) {
     // An unreadable release is already reported by checkRelease.
-    if (err instanceof CaptureSetupError || err instanceof AeriePyError) return void (out.problems.includes(err.message) || out.problems.push(err.message));
+    if (err instanceof CaptureSetupError || err instanceof AeriePyError)
+      return void (out.problems.includes(err.message) || out.problems.push(err.message));
     throw err;
   }
   out.checks.push(...capture.notes);
-  if (e.driver === 'stock-server') return void out.checks.push('stock SGLang 0.5.23 returns the states over HTTP to aerie\'s client on the host: two launches (aux, final)');
+  if (e.driver === 'stock-server')
+    return void out.checks.push(
+      "stock SGLang 0.5.23 returns the states over HTTP to aerie's client on the host: two launches (aux, final)",
+    );
   const argv = renderServerArgv({ ...baseServerSpec(config, 'extract'), capture: capture.spec });
   try {
-    const fixes = await captureLaunchFixes(host, capture.py, capture.spec.sglangVersion, argv.slice(config.server.launcher.length));
-    if (fixes.length > 0) out.problems.push(`server.extra-args: aerie's capture cannot run on the extraction launch: ${fixes.join('; ')}`);
-    else out.checks.push(`the capture plugin accepts the extraction launch line (SGLang ${capture.spec.sglangVersion})`);
+    const fixes = await captureLaunchFixes(
+      host,
+      capture.py,
+      capture.spec.sglangVersion,
+      argv.slice(config.server.launcher.length),
+    );
+    if (fixes.length > 0)
+      out.problems.push(`server.extra-args: aerie's capture cannot run on the extraction launch: ${fixes.join('; ')}`);
+    else
+      out.checks.push(`the capture plugin accepts the extraction launch line (SGLang ${capture.spec.sglangVersion})`);
   } catch (err) {
     if (err instanceof CaptureSetupError || err instanceof AeriePyError) return void out.problems.push(err.message);
     throw err;

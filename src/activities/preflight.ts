@@ -12,7 +12,19 @@ import type { GpuInventory, GpuProcess, Host } from '../hosts/host.js';
 import { SshConnectError, SshTrustError, SshHost } from '../hosts/index.js';
 import { checkDrafterCompat } from '../sglang/drafter-check.js';
 import { estimatedBytesPerToken, moduleLaunch } from '../stages/extract/index.js';
-import { formatBytes, CLI_PROBE, detectFromCli, detectFromScript, parseCliProbe, parseRevParse, prepareAuxFlagIn, resolveRevision, type Detection, SPECFORGE_PROFILES, type SpecforgeProfileId } from '../stages/common/index.js';
+import {
+  formatBytes,
+  CLI_PROBE,
+  detectFromCli,
+  detectFromScript,
+  parseCliProbe,
+  parseRevParse,
+  prepareAuxFlagIn,
+  resolveRevision,
+  type Detection,
+  SPECFORGE_PROFILES,
+  type SpecforgeProfileId,
+} from '../stages/common/index.js';
 import { runDir } from '../shared.js';
 import { checkCapture, checkRelease } from './preflight-capture.js';
 import type { SglangRelease } from './server-launches.js';
@@ -94,12 +106,19 @@ async function shebangPython(host: Host, path: string): Promise<string | null> {
 }
 
 async function checkLauncher(
-  host: Host, launcher: readonly string[], field: string, expectModule: string | null, cwd: string, out: PreflightReport,
+  host: Host,
+  launcher: readonly string[],
+  field: string,
+  expectModule: string | null,
+  cwd: string,
+  out: PreflightReport,
 ): Promise<void> {
   const program = launcher[0]!;
   const resolved = await which(host, program);
   if (!resolved) {
-    out.problems.push(`${field}: "${program}" is not an executable on ${host.name}. Fix: use the absolute path of the program in the environment where it is installed`);
+    out.problems.push(
+      `${field}: "${program}" is not an executable on ${host.name}. Fix: use the absolute path of the program in the environment where it is installed`,
+    );
     return;
   }
   const mod = moduleLaunch(launcher);
@@ -123,11 +142,14 @@ async function checkLauncher(
     }
     const python = /python[\d.]*$/.test(program) ? resolved : await shebangPython(host, resolved);
     if (python && !(await canImport(host, python, 'torch'))) {
-      out.problems.push(`${field}: ${python} (the interpreter behind ${program}) cannot import torch on ${host.name}. Fix: use the ${program} of the environment where the trainer is installed`);
+      out.problems.push(
+        `${field}: ${python} (the interpreter behind ${program}) cannot import torch on ${host.name}. Fix: use the ${program} of the environment where the trainer is installed`,
+      );
       return;
     }
     out.checks.push(`${field}: ${resolved} runs ${path}`);
-  } else if (expectModule) out.checks.push(`${field}: ${resolved} exists (not a python -m launcher: ${expectModule} not probed)`);
+  } else if (expectModule)
+    out.checks.push(`${field}: ${resolved} exists (not a python -m launcher: ${expectModule} not probed)`);
   else out.checks.push(`${field}: ${resolved} exists`);
 }
 
@@ -149,9 +171,18 @@ async function freeAt(host: Host, path: string): Promise<{ at: string; free: num
   return null;
 }
 
-async function checkDisk(host: Host, config: Config, root: string, hiddenSize: number | undefined, out: PreflightReport): Promise<void> {
+async function checkDisk(
+  host: Host,
+  config: Config,
+  root: string,
+  hiddenSize: number | undefined,
+  out: PreflightReport,
+): Promise<void> {
   const gen = config.stages.generate;
-  const maxLength = (config.stages.extract as { 'max-length'?: number })['max-length'] ?? (config.stages.train as { 'max-length'?: number })['max-length'] ?? 2048;
+  const maxLength =
+    (config.stages.extract as { 'max-length'?: number })['max-length'] ??
+    (config.stages.train as { 'max-length'?: number })['max-length'] ??
+    2048;
   const input = await host.stat(gen.input);
   if (!input || hiddenSize === undefined) return;
   const wc = await run(host, ['wc', '-l', '--', gen.input]);
@@ -172,7 +203,8 @@ async function checkDisk(host: Host, config: Config, root: string, hiddenSize: n
       `disk: the run needs about ${formatBytes(need)} in ${root} on ${host.name} (hidden states ≈ ${est.tokens} tokens × 8 × hidden ${hiddenSize} = ${formatBytes(est.hiddenBytes)}, plus the data), ` +
         `but ${work.at} has ${formatBytes(work.free)} free. Fix: free space, or point hosts.${host.name}.workdir at a larger disk`,
     );
-  } else if (work) out.checks.push(`disk: ${formatBytes(work.free)} free in ${work.at}, about ${formatBytes(need)} needed`);
+  } else if (work)
+    out.checks.push(`disk: ${formatBytes(work.free)} free in ${work.at}, about ${formatBytes(need)} needed`);
   const dumpDir = extract['dump-dir'];
   if (dumpDir) {
     const dump = await freeAt(host, dumpDir);
@@ -205,7 +237,10 @@ async function detectSpecforge(host: Host, config: Config, cwd: string): Promise
     const script = launcherScript(t.launcher);
     if (!script) return undefined;
     const path = absolute(script, cwd);
-    const source = await host.readFile(path).then((b) => b.toString('utf8'), () => undefined);
+    const source = await host.readFile(path).then(
+      (b) => b.toString('utf8'),
+      () => undefined,
+    );
     if (source === undefined) return { evidence: `${path} unreadable` };
     return detectFromScript(path, source, await checkoutCommit(host, dirOf(path)));
   }
@@ -217,18 +252,32 @@ async function detectSpecforge(host: Host, config: Config, cwd: string): Promise
   if (!python) return undefined;
   const r = await run(host, [python, '-c', CLI_PROBE]);
   const probe = parseCliProbe(r.stdout);
-  const schema = probe?.schema ? await host.readFile(probe.schema).then((b) => b.toString('utf8'), () => undefined) : undefined;
+  const schema = probe?.schema
+    ? await host.readFile(probe.schema).then(
+        (b) => b.toString('utf8'),
+        () => undefined,
+      )
+    : undefined;
   const commit = probe?.package ? await checkoutCommit(host, probe.package) : undefined;
   return detectFromCli(probe, schema, python, commit);
 }
 
 /** The revision's prepare_hidden_states.py flag against the script the extract launcher names. */
-async function checkPrepareScript(host: Host, config: Config, cwd: string, profile: SpecforgeProfileId, out: PreflightReport): Promise<void> {
+async function checkPrepareScript(
+  host: Host,
+  config: Config,
+  cwd: string,
+  profile: SpecforgeProfileId,
+  out: PreflightReport,
+): Promise<void> {
   const e = config.stages.extract;
   if (e.driver !== 'specforge-offline') return;
   const script = launcherScript(e.launcher);
   if (!script) return;
-  const source = await host.readFile(absolute(script, cwd)).then((b) => b.toString('utf8'), () => undefined);
+  const source = await host.readFile(absolute(script, cwd)).then(
+    (b) => b.toString('utf8'),
+    () => undefined,
+  );
   if (source === undefined) return;
   const has = prepareAuxFlagIn(source);
   const wants = SPECFORGE_PROFILES[profile].prepareAuxFlag;
@@ -251,13 +300,19 @@ async function checkReachable(host: Host, out: PreflightReport): Promise<boolean
     const e = err as Error;
     if (err instanceof SshTrustError) out.problems.push(`hosts.${host.name}.ssh: ${e.message}`);
     else if (err instanceof SshConnectError) {
-      out.problems.push(`hosts.${host.name}: ${e.message}. Fix: check ssh.host (${where}), that sshd runs there, and the network path (ProxyJump)`);
+      out.problems.push(
+        `hosts.${host.name}: ${e.message}. Fix: check ssh.host (${where}), that sshd runs there, and the network path (ProxyJump)`,
+      );
     } else out.problems.push(`hosts.${host.name}: cannot run commands on ${where}: ${e.message}`);
     return false;
   }
   if (host instanceof SshHost) {
-    const keys = host.link.lastKeys.map((k) => `${k.host} ${k.keyType} ${k.fingerprint}${k.added ? ' (recorded on first use)' : ''}`);
-    out.checks.push(`host ${host.name} reachable over SSH: ${where}; host key${keys.length > 1 ? 's' : ''} verified: ${keys.join(', ')}`);
+    const keys = host.link.lastKeys.map(
+      (k) => `${k.host} ${k.keyType} ${k.fingerprint}${k.added ? ' (recorded on first use)' : ''}`,
+    );
+    out.checks.push(
+      `host ${host.name} reachable over SSH: ${where}; host key${keys.length > 1 ? 's' : ''} verified: ${keys.join(', ')}`,
+    );
   } else out.checks.push(`host ${host.name} reachable`);
   return true;
 }
@@ -274,7 +329,9 @@ export async function runPreflight(host: Host, config: Config, runId: string): P
     await host.remove(`${root}/.aerie-write-test`);
     out.checks.push(`run folder ${root} writable`);
   } catch (err) {
-    out.problems.push(`hosts.${host.name}.workdir: cannot write ${root}: ${(err as Error).message}. Fix: choose a workdir the login user can write`);
+    out.problems.push(
+      `hosts.${host.name}.workdir: cannot write ${root}: ${(err as Error).message}. Fix: choose a workdir the login user can write`,
+    );
   }
 
   await checkLauncher(host, config.server.launcher, 'server.launcher', 'sglang.launch_server', root, out);
@@ -296,22 +353,34 @@ export async function runPreflight(host: Host, config: Config, runId: string): P
 
   const model = config.target['model-path'];
   const modelConfig = await readJson(host, `${model}/config.json`);
-  if (modelConfig === undefined) out.problems.push(`target.model-path: ${model}/config.json does not exist or is not JSON on ${host.name}. Fix: point target.model-path at the model directory on the host`);
+  if (modelConfig === undefined)
+    out.problems.push(
+      `target.model-path: ${model}/config.json does not exist or is not JSON on ${host.name}. Fix: point target.model-path at the model directory on the host`,
+    );
   else out.checks.push(`model ${model} present`);
   const input = config.stages.generate.input;
-  if (!(await host.stat(input))) out.problems.push(`stages.generate.input: ${input} does not exist on ${host.name}. Fix: copy the prompts there or correct the path`);
+  if (!(await host.stat(input)))
+    out.problems.push(
+      `stages.generate.input: ${input} does not exist on ${host.name}. Fix: copy the prompts there or correct the path`,
+    );
 
   const deploy = config.stages.deploy;
-  const draftPath = deploy['draft-model-path'] ? `${deploy['draft-model-path']}/config.json` : config.stages.train['draft-model-config'];
+  const draftPath = deploy['draft-model-path']
+    ? `${deploy['draft-model-path']}/config.json`
+    : config.stages.train['draft-model-config'];
   const draftField = deploy['draft-model-path'] ? 'stages.deploy.draft-model-path' : 'stages.train.draft-model-config';
   const draft = await readJson(host, draftPath);
   if (draft === undefined) {
-    out.problems.push(`${draftField}: cannot read ${draftPath} as JSON on ${host.name}. Fix: correct the path to the drafter's config.json`);
+    out.problems.push(
+      `${draftField}: cannot read ${draftPath} as JSON on ${host.name}. Fix: correct the path to the drafter's config.json`,
+    );
   } else {
     const refusal = checkDrafterCompat(deploy['speculative-algorithm'], draft);
     if (refusal && (deploy as { 'allow-algorithm-mismatch'?: boolean })['allow-algorithm-mismatch']) {
       // An experiment the user asked for; the acceptance gate still measures it.
-      out.checks.push(`drafter/algorithm mismatch allowed by stages.deploy.allow-algorithm-mismatch (experiments only): ${refusal}`);
+      out.checks.push(
+        `drafter/algorithm mismatch allowed by stages.deploy.allow-algorithm-mismatch (experiments only): ${refusal}`,
+      );
     } else if (refusal) out.problems.push(`stages.deploy.speculative-algorithm: ${refusal}`);
     else out.checks.push(`drafter config fits ${deploy['speculative-algorithm']}`);
   }
@@ -326,10 +395,16 @@ export async function runPreflight(host: Host, config: Config, runId: string): P
   if (holder.listening) {
     // A resumed run's own server (still up from before) holds the port through a child of the
     // recorded wrapper: match by process group, not by pid.
-    const ours = (await host.listLaunches()).find((r) => holder.pgid !== undefined && r.pgid === holder.pgid && r.launchId.startsWith(`${runId}.`));
+    const ours = (await host.listLaunches()).find(
+      (r) => holder.pgid !== undefined && r.pgid === holder.pgid && r.launchId.startsWith(`${runId}.`),
+    );
     if (!ours) {
-      const who = holder.pid ? `pid ${holder.pid}${holder.command ? ` (${holder.command})` : ''}` : 'a process aerie cannot see';
-      out.problems.push(`server.port: ${port} on ${host.name} is held by ${who}; aerie will not stop it. Fix: stop that process yourself or set server.port to a free port`);
+      const who = holder.pid
+        ? `pid ${holder.pid}${holder.command ? ` (${holder.command})` : ''}`
+        : 'a process aerie cannot see';
+      out.problems.push(
+        `server.port: ${port} on ${host.name} is held by ${who}; aerie will not stop it. Fix: stop that process yourself or set server.port to a free port`,
+      );
     }
   } else out.checks.push(`port ${port} free`);
 
@@ -347,17 +422,25 @@ export async function runPreflight(host: Host, config: Config, runId: string): P
  * Foreign GPU processes block the run only on the GPUs it will use (all, unless the host
  * lists its gpus). aerie never stops them (incident 4): it names them and their owner's GPU.
  */
-export function judgeGpus(inv: GpuInventory, wanted: number[] | undefined, field: string, hostName: string): { checks: string[]; problems: string[] } {
+export function judgeGpus(
+  inv: GpuInventory,
+  wanted: number[] | undefined,
+  field: string,
+  hostName: string,
+): { checks: string[]; problems: string[] } {
   const checks: string[] = [];
   const problems: string[] = [];
   const present = new Set(inv.gpus.map((g) => g.index));
   const missing = (wanted ?? []).filter((i) => !present.has(i));
   if (missing.length > 0) {
-    problems.push(`${field}: GPU ${missing.join(', ')} not on ${hostName}, which has ${inv.gpus.length ? inv.gpus.map((g) => g.index).join(', ') : 'none'}. Fix: list GPUs nvidia-smi shows there`);
+    problems.push(
+      `${field}: GPU ${missing.join(', ')} not on ${hostName}, which has ${inv.gpus.length ? inv.gpus.map((g) => g.index).join(', ') : 'none'}. Fix: list GPUs nvidia-smi shows there`,
+    );
   }
   const used = wanted ? new Set(wanted) : present;
   const onOurs = (p: GpuProcess) => p.gpuIndex === null || used.has(p.gpuIndex);
-  const where = (p: GpuProcess) => `pid ${p.pid} (${p.usedMemoryMiB} MiB${p.gpuIndex === null ? '' : ` on GPU ${p.gpuIndex}`})`;
+  const where = (p: GpuProcess) =>
+    `pid ${p.pid} (${p.usedMemoryMiB} MiB${p.gpuIndex === null ? '' : ` on GPU ${p.gpuIndex}`})`;
   const foreign = inv.processes.filter((p) => !p.ours);
   const blocking = foreign.filter(onOurs);
   const elsewhere = foreign.filter((p) => !onOurs(p));
@@ -379,10 +462,19 @@ export function renderProblems(problems: readonly string[]): string {
 export function preflightActivities({ hosts }: ActivityDeps) {
   return {
     /** `specforge` (the revision the drivers follow) is the one preflight result later stages read. */
-    async preflight({ runId, config }: RunRef): Promise<{ note: string; checks: string[]; specforge?: SpecforgeProfileId; sglang?: SglangRelease }> {
+    async preflight({
+      runId,
+      config,
+    }: RunRef): Promise<{ note: string; checks: string[]; specforge?: SpecforgeProfileId; sglang?: SglangRelease }> {
       const report = await runPreflight(hosts.get(config), config, runId);
-      if (report.problems.length > 0) throw fatal('PreflightFailed', renderProblems(report.problems), { problems: report.problems });
-      return { note: report.checks.join('; '), checks: report.checks, specforge: report.specforge?.profile, sglang: report.sglang };
+      if (report.problems.length > 0)
+        throw fatal('PreflightFailed', renderProblems(report.problems), { problems: report.problems });
+      return {
+        note: report.checks.join('; '),
+        checks: report.checks,
+        specforge: report.specforge?.profile,
+        sglang: report.sglang,
+      };
     },
   };
 }

@@ -18,7 +18,11 @@ import type { ServerLaunch, ServerReady } from './server-types.js';
  * worker was lost before the launch record was written: its wrapper's pid file is there and
  * leads the holder's process group. spawnDetached then adopts it instead of starting another.
  */
-export async function startedButUnrecorded(host: Host, launchId: string, holderPgid: number | undefined): Promise<boolean> {
+export async function startedButUnrecorded(
+  host: Host,
+  launchId: string,
+  holderPgid: number | undefined,
+): Promise<boolean> {
   if (holderPgid === undefined) return false;
   const pidFile = launchPaths(host.workdir, launchId).pid;
   if (!(await host.stat(pidFile))) return false;
@@ -71,11 +75,24 @@ async function readJsonOn(host: Host, path: string): Promise<unknown> {
 const WARNINGS_HEAD = 4 << 20;
 
 /** Warnings and aerie's notes, written next to the server log and returned for the stage's record. */
-export async function keepStartupRecord(host: Host, launch: ServerLaunch, endpoint: '/health' | '/health_generate', readyAfterMs: number, notes: string[]): Promise<ServerReady> {
+export async function keepStartupRecord(
+  host: Host,
+  launch: ServerLaunch,
+  endpoint: '/health' | '/health_generate',
+  readyAfterMs: number,
+  notes: string[],
+): Promise<ServerReady> {
   const head = await host.tailFrom(launch.logPath, 0, WARNINGS_HEAD).catch(() => ({ data: '' }));
   const warnings = serverWarnings(head.data);
   const path = startupRecordPath(launch.logPath);
-  const text = renderStartupRecord({ launchId: launch.launchId, argv: launch.argv, readyAfterMs, endpoint, notes: [...launch.notes, ...notes], warnings });
+  const text = renderStartupRecord({
+    launchId: launch.launchId,
+    argv: launch.argv,
+    readyAfterMs,
+    endpoint,
+    notes: [...launch.notes, ...notes],
+    warnings,
+  });
   await host.writeFileAtomic(path, text);
   return { elapsedMs: readyAfterMs, phase: 'ready', warnings, notes, startupRecord: path };
 }

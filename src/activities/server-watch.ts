@@ -64,9 +64,17 @@ export async function deathReport(host: Host, server: WatchedServer, what: strin
   const tail = await logTail(host, server.logPath);
   const failure = classifyServerFailure(tail);
   const { type, relaunch } = deathFailureType(failure);
-  const exitCode = status.state === 'exited' || status.state === 'orphans' ? status.code : status.state === 'gone' ? null : undefined;
+  const exitCode =
+    status.state === 'exited' || status.state === 'orphans' ? status.code : status.state === 'gone' ? null : undefined;
   const message = deathMessage({ role: server.role, pid: server.pid, what, exitCode, failure });
-  return fatal(type, message, { kind: failure.kind, relaunch, interpreter: failure.interpreter, exitCode, logPath: server.logPath, logTail: tail });
+  return fatal(type, message, {
+    kind: failure.kind,
+    relaunch,
+    interpreter: failure.interpreter,
+    exitCode,
+    logPath: server.logPath,
+    logTail: tail,
+  });
 }
 
 export interface WatchOptions {
@@ -80,7 +88,12 @@ export interface WatchOptions {
  * signal aborts and the call fails with the death report; when work fails for any other
  * reason and the process turns out to be dead, the death report wins too.
  */
-export async function watchServer<T>(host: Host, server: WatchedServer, opts: WatchOptions, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+export async function watchServer<T>(
+  host: Host,
+  server: WatchedServer,
+  opts: WatchOptions,
+  work: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
   const stop = new AbortController();
   const done = new AbortController();
   const cancel = Context.current().cancellationSignal;
@@ -109,7 +122,8 @@ export async function watchServer<T>(host: Host, server: WatchedServer, opts: Wa
     if (err instanceof ApplicationFailure || cancel.aborted) throw err;
     // A dropped connection may be a process on its way out: give its exit a moment to be recorded.
     const settle = err instanceof SglangConnectionError ? Math.min(10_000, Math.max(2000, 2 * opts.pollMs)) : 0;
-    if ((await settledStatus(host, server.record, settle)).state !== 'alive') throw died ?? (await deathReport(host, server, await opts.what()));
+    if ((await settledStatus(host, server.record, settle)).state !== 'alive')
+      throw died ?? (await deathReport(host, server, await opts.what()));
     throw err;
   } finally {
     done.abort();
@@ -176,7 +190,12 @@ export async function pgidOf(host: Host, pid: number): Promise<number | undefine
  * process group, and server_info must name what we launched (incident 1) and the SGLang
  * release the launch was rendered for.
  */
-export async function confirmOurs(host: Host, client: SglangClient, launch: ServerLaunch, signal: AbortSignal): Promise<void> {
+export async function confirmOurs(
+  host: Host,
+  client: SglangClient,
+  launch: ServerLaunch,
+  signal: AbortSignal,
+): Promise<void> {
   const holder = await portHolderOf(host, launch.port);
   if (holder.pgid !== undefined && holder.pgid !== launch.pgid) {
     throw fatal(
@@ -196,12 +215,21 @@ export async function confirmOurs(host: Host, client: SglangClient, launch: Serv
   });
   if (problems.length > 0) {
     const who = holder.pid !== undefined ? describeHolder(holder) : 'an unidentified process';
-    throw fatal('ServerMismatch', `port ${launch.port} answers (${who}) but not as the ${launch.role} server aerie launched: ${problems.join('; ')}`, {
-      holderPid: holder.pid,
-    });
+    throw fatal(
+      'ServerMismatch',
+      `port ${launch.port} answers (${who}) but not as the ${launch.role} server aerie launched: ${problems.join('; ')}`,
+      {
+        holderPid: holder.pid,
+      },
+    );
   }
   // Ours, but another release than the line was rendered for: the config is wrong, not the port.
-  const wrongRelease = launch.sglangVersion ? reportedVersionProblem(launch.sglangVersion, launch.sglangVersionHow ?? 'server.sglang-version', info.version) : undefined;
-  if (wrongRelease) throw fatal('ConfigError', `the ${launch.role} server (pid ${launch.pid}) is ours and up, and ${wrongRelease}`, { reported: info.version, expected: launch.sglangVersion });
+  const wrongRelease = launch.sglangVersion
+    ? reportedVersionProblem(launch.sglangVersion, launch.sglangVersionHow ?? 'server.sglang-version', info.version)
+    : undefined;
+  if (wrongRelease)
+    throw fatal('ConfigError', `the ${launch.role} server (pid ${launch.pid}) is ours and up, and ${wrongRelease}`, {
+      reported: info.version,
+      expected: launch.sglangVersion,
+    });
 }
-

@@ -9,11 +9,32 @@ import { withRunGpus } from '../config/gpus.js';
 import { Context } from '@temporalio/activity';
 import type { Config } from '../config/schema.js';
 import type { Host } from '../hosts/host.js';
-import { JobFailure, superviseJob, type JobHooks, SPECFORGE_PROFILES, type SpecforgeProfileId } from '../stages/common/index.js';
-import { TrainLaunchError, commandHooks, v02Hooks, type TrainResult, specforgeHooks, listSpecforgeCheckpoints } from '../stages/train/index.js';
+import {
+  JobFailure,
+  superviseJob,
+  type JobHooks,
+  SPECFORGE_PROFILES,
+  type SpecforgeProfileId,
+} from '../stages/common/index.js';
+import {
+  TrainLaunchError,
+  commandHooks,
+  v02Hooks,
+  type TrainResult,
+  specforgeHooks,
+  listSpecforgeCheckpoints,
+} from '../stages/train/index.js';
 import { trainSpec, type HiddenStates } from '../stages/launch-specs.js';
 import type { TrainProgress } from '../stages/train/index.js';
-import { cancelRequested, expandEnv, fatal, keepHeartbeating, runPaths, type ActivityDeps, type RunRef } from './context.js';
+import {
+  cancelRequested,
+  expandEnv,
+  fatal,
+  keepHeartbeating,
+  runPaths,
+  type ActivityDeps,
+  type RunRef,
+} from './context.js';
 
 export type { HiddenStates } from '../stages/launch-specs.js';
 
@@ -66,7 +87,8 @@ export function trainPlan(
         stopJob: job.stopJob,
         heartbeat: (d) => job.heartbeat({ phase: 'export', launchId: d.launchId, pid: d.pid, argv: d.argv }),
       });
-      latestCheckpoint = async () => (await listSpecforgeCheckpoints(host, spec.run.outputDir, spec.run.runId)).latest?.dir;
+      latestCheckpoint = async () =>
+        (await listSpecforgeCheckpoints(host, spec.run.outputDir, spec.run.runId)).latest?.dir;
       break;
     case 'command':
       hooks = commandHooks(host, spec.template, spec.values);
@@ -77,7 +99,9 @@ export function trainPlan(
 
 export function trainActivities({ hosts }: ActivityDeps) {
   return {
-    async trainDrafter(input: RunRef & { dataPath: string; hidden?: HiddenStates; specforge?: SpecforgeProfileId }): Promise<TrainOutcome> {
+    async trainDrafter(
+      input: RunRef & { dataPath: string; hidden?: HiddenStates; specforge?: SpecforgeProfileId },
+    ): Promise<TrainOutcome> {
       const { config, runId } = input;
       const t = config.stages.train;
       const host = hosts.get(config);
@@ -88,23 +112,44 @@ export function trainActivities({ hosts }: ActivityDeps) {
       try {
         let lastCheckpoint: string | undefined;
         let lookedAt = 0;
-        const heartbeat = (d: { launchId: string; pid: number; argv: string[]; progress: TrainProgress | undefined; note?: string }) => {
+        const heartbeat = (d: {
+          launchId: string;
+          pid: number;
+          argv: string[];
+          progress: TrainProgress | undefined;
+          note?: string;
+        }) => {
           const { partial: _raw, ...progress } = d.progress ?? { lines: 0 }; // raw log text does not belong in a heartbeat
           if (latestCheckpoint && Date.now() - lookedAt > CHECKPOINT_LOOK_MS) {
             lookedAt = Date.now();
-            latestCheckpoint().then((c) => (lastCheckpoint = c), () => undefined);
+            latestCheckpoint().then(
+              (c) => (lastCheckpoint = c),
+              () => undefined,
+            );
           }
           details = {
-            launchId: d.launchId, pid: d.pid, driver: t.driver, argv: d.argv, ...progress,
+            launchId: d.launchId,
+            pid: d.pid,
+            driver: t.driver,
+            argv: d.argv,
+            ...progress,
             ...(lastCheckpoint && !progress.lastCheckpoint ? { lastCheckpoint } : {}),
             ...(d.note ? { note: d.note } : {}),
           };
         };
-        const { dir, outputDir, prefix, hooks, latestCheckpoint } = trainPlan(config, host, runId, input.dataPath, input.hidden, input.specforge, {
-          heartbeat: (d) => (details = d),
-          signal: ctx.cancellationSignal,
-          stopJob: cancelRequested,
-        });
+        const { dir, outputDir, prefix, hooks, latestCheckpoint } = trainPlan(
+          config,
+          host,
+          runId,
+          input.dataPath,
+          input.hidden,
+          input.specforge,
+          {
+            heartbeat: (d) => (details = d),
+            signal: ctx.cancellationSignal,
+            stopJob: cancelRequested,
+          },
+        );
         await host.mkdirp(outputDir);
         const { result, launches, argv } = await superviseJob<TrainResult, TrainProgress>(
           {
@@ -132,7 +177,8 @@ export function trainActivities({ hosts }: ActivityDeps) {
         };
       } catch (err) {
         if (err instanceof TrainLaunchError) throw fatal('ConfigError', err.message);
-        if (err instanceof JobFailure) throw fatal(err.type, err.message, err.logTail ? { logTail: err.logTail } : undefined);
+        if (err instanceof JobFailure)
+          throw fatal(err.type, err.message, err.logTail ? { logTail: err.logTail } : undefined);
         throw err;
       } finally {
         stopBeat();

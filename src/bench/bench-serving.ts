@@ -12,7 +12,14 @@
 import type { Host } from '../hosts/host.js';
 import { benchServingModule } from '../sglang/releases.js';
 import { parseJsonLine } from './python-json.js';
-import { AERIE_EXTRA_KEYS, BENCH_SERVING_KEYS, LATER_BENCH_SERVING_KEYS, orderedExtras, type AerieExtras, type BenchServingRecord } from './metrics.js';
+import {
+  AERIE_EXTRA_KEYS,
+  BENCH_SERVING_KEYS,
+  LATER_BENCH_SERVING_KEYS,
+  orderedExtras,
+  type AerieExtras,
+  type BenchServingRecord,
+} from './metrics.js';
 import type { MeasureLevel } from './sweep.js';
 import { flushWhenIdle, type LevelControl } from './sweep.js';
 import type { BenchApi } from './types.js';
@@ -30,7 +37,10 @@ export function benchServingBackend(api: BenchApi): 'sglang' | 'sglang-oai-chat'
  * benchServingModule). Undefined when the server launcher is not of that form (then the
  * config must name one).
  */
-export function defaultBenchServingLauncher(serverLauncher: readonly string[], sglangVersion?: string): string[] | undefined {
+export function defaultBenchServingLauncher(
+  serverLauncher: readonly string[],
+  sglangVersion?: string,
+): string[] | undefined {
   const m = serverLauncher.indexOf('-m');
   if (m < 0 || serverLauncher[m + 1] !== 'sglang.launch_server') return undefined;
   return [...serverLauncher.slice(0, m), '-m', benchServingModule(sglangVersion)];
@@ -70,21 +80,39 @@ export interface BenchServingLevel {
 export function benchServingArgv(l: BenchServingLevel): string[] {
   const argv = [
     ...l.launcher,
-    '--backend', benchServingBackend(l.api),
-    '--host', l.host,
-    '--port', String(l.port),
-    '--model', l.model,
-    '--dataset-name', l.datasetName,
-    '--dataset-path', l.datasetPath,
-    '--num-prompts', String(l.numPrompts),
-    '--max-concurrency', String(l.concurrency),
-    '--request-rate', 'inf',
-    '--seed', String(l.seed),
-    '--output-file', l.outputFile,
+    '--backend',
+    benchServingBackend(l.api),
+    '--host',
+    l.host,
+    '--port',
+    String(l.port),
+    '--model',
+    l.model,
+    '--dataset-name',
+    l.datasetName,
+    '--dataset-path',
+    l.datasetPath,
+    '--num-prompts',
+    String(l.numPrompts),
+    '--max-concurrency',
+    String(l.concurrency),
+    '--request-rate',
+    'inf',
+    '--seed',
+    String(l.seed),
+    '--output-file',
+    l.outputFile,
     '--disable-tqdm',
   ];
   if (l.datasetName === 'random') {
-    argv.push('--random-input-len', String(l.inputLen), '--random-output-len', String(l.outputLen), '--random-range-ratio', '1.0');
+    argv.push(
+      '--random-input-len',
+      String(l.inputLen),
+      '--random-output-len',
+      String(l.outputLen),
+      '--random-range-ratio',
+      '1.0',
+    );
   } else {
     argv.push('--sharegpt-output-len', String(l.outputLen));
   }
@@ -96,12 +124,27 @@ export function benchServingArgv(l: BenchServingLevel): string[] {
 
 /** The level's prompts as the ShareGPT JSON array bench_serving reads (the answer turn is a placeholder). */
 export function shareGptDataset(prompts: readonly string[]): string {
-  return JSON.stringify(prompts.map((p) => ({ conversations: [{ from: 'human', value: p }, { from: 'gpt', value: 'placeholder answer' }] })));
+  return JSON.stringify(
+    prompts.map((p) => ({
+      conversations: [
+        { from: 'human', value: p },
+        { from: 'gpt', value: 'placeholder answer' },
+      ],
+    })),
+  );
 }
 
 /** Keys a bench_serving line may lack and still be used: accept_length and concurrency came later. */
 // The text/vision split of input tokens is written by 0.5.4 (sglang==0.5.4:sglang/bench_serving.py:2004-2005), not by every release.
-const OPTIONAL_KEYS = new Set(['accept_length', 'concurrency', 'total_output_tokens_retokenized', 'sharegpt_output_len', 'random_range_ratio', 'total_input_text_tokens', 'total_input_vision_tokens']);
+const OPTIONAL_KEYS = new Set([
+  'accept_length',
+  'concurrency',
+  'total_output_tokens_retokenized',
+  'sharegpt_output_len',
+  'random_range_ratio',
+  'total_input_text_tokens',
+  'total_input_vision_tokens',
+]);
 
 export class BenchServingOutputError extends Error {
   override readonly name = 'BenchServingOutputError';
@@ -127,16 +170,24 @@ export function ingestBenchServingLine(line: string, numPrompts: number, started
   try {
     raw = parseJsonLine(line);
   } catch (err) {
-    throw new BenchServingOutputError(`bench_serving wrote a line that is not JSON: ${(err as Error).message}: ${line.slice(0, 200)}`);
+    throw new BenchServingOutputError(
+      `bench_serving wrote a line that is not JSON: ${(err as Error).message}: ${line.slice(0, 200)}`,
+    );
   }
-  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw new BenchServingOutputError('bench_serving wrote a line that is not a JSON object');
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw))
+    throw new BenchServingOutputError('bench_serving wrote a line that is not a JSON object');
   const r = raw as Record<string, unknown>;
   const missing = BENCH_SERVING_KEYS.filter((k) => !(k in r) && !OPTIONAL_KEYS.has(k));
-  if (missing.length > 0) throw new BenchServingOutputError(`bench_serving's line lacks ${missing.join(', ')}: is this bench_serving's output?`);
+  if (missing.length > 0)
+    throw new BenchServingOutputError(
+      `bench_serving's line lacks ${missing.join(', ')}: is this bench_serving's output?`,
+    );
   const out: Record<string, unknown> = {};
   for (const k of [...BENCH_SERVING_KEYS, ...LATER_BENCH_SERVING_KEYS]) out[k] = k in r ? r[k] : null;
   const completed = typeof r.completed === 'number' ? r.completed : 0;
-  const errors = Array.isArray(r.errors) ? (r.errors as unknown[]).filter((e): e is string => typeof e === 'string' && e.length > 0) : [];
+  const errors = Array.isArray(r.errors)
+    ? (r.errors as unknown[]).filter((e): e is string => typeof e === 'string' && e.length > 0)
+    : [];
   const named = new Set<string>([...BENCH_SERVING_KEYS, ...LATER_BENCH_SERVING_KEYS, ...DROPPED_DETAIL_KEYS]);
   const other: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(r)) if (!named.has(k)) other[k] = v;

@@ -32,16 +32,29 @@ interface Point {
   value: number;
 }
 
-function seriesPoints(records: readonly BenchServingRecord[] | undefined, series: string, pick: (r: BenchServingRecord) => number | null | undefined): Point[] {
+function seriesPoints(
+  records: readonly BenchServingRecord[] | undefined,
+  series: string,
+  pick: (r: BenchServingRecord) => number | null | undefined,
+): Point[] {
   const out: Point[] = [];
   for (const r of records ?? []) {
     const v = pick(r);
-    if (r.max_concurrency !== null && v !== null && v !== undefined && Number.isFinite(v)) out.push({ concurrency: r.max_concurrency, series, value: v });
+    if (r.max_concurrency !== null && v !== null && v !== undefined && Number.isFinite(v))
+      out.push({ concurrency: r.max_concurrency, series, value: v });
   }
   return out;
 }
 
-function lineChart(id: string, title: string, yTitle: string, points: Point[], concurrencies: number[], colors: Record<string, string>, rule?: number): ChartSpec {
+function lineChart(
+  id: string,
+  title: string,
+  yTitle: string,
+  points: Point[],
+  concurrencies: number[],
+  colors: Record<string, string>,
+  rule?: number,
+): ChartSpec {
   const series = Object.keys(colors);
   // The title is the HTML figure's caption, not drawn twice.
   const line: TopLevelSpec = {
@@ -73,7 +86,9 @@ function lineChart(id: string, title: string, yTitle: string, points: Point[], c
       },
       ...(rule === undefined
         ? []
-        : [{ mark: { type: 'rule' as const, strokeDash: [4, 4], color: '#d62728' }, encoding: { y: { datum: rule } } }]),
+        : [
+            { mark: { type: 'rule' as const, strokeDash: [4, 4], color: '#d62728' }, encoding: { y: { datum: rule } } },
+          ]),
     ],
   } as TopLevelSpec;
   return { id, title, spec: line };
@@ -93,24 +108,54 @@ export function chartSpecs(input: ReportInput): ChartSpec[] {
   const speedups: Point[] = [];
   for (const r of rows) {
     const s = speedup(r);
-    if (s !== undefined && r.concurrency !== null) speedups.push({ concurrency: r.concurrency, series: 'speedup', value: s });
+    if (s !== undefined && r.concurrency !== null)
+      speedups.push({ concurrency: r.concurrency, series: 'speedup', value: s });
   }
   const accept = [
     ...seriesPoints(input.speculative, 'per request (meta_info)', (r) => r.mean_accept_length_per_request),
     ...seriesPoints(input.speculative, 'server average (server_info)', (r) => r.accept_length),
   ];
   const charts = [
-    lineChart('throughput', 'Output throughput', 'output tokens / s', pair((r) => r.output_throughput), concurrencies, both),
-    lineChart('speedup', `Speedup (${label} ÷ baseline output throughput)`, 'speedup ×', speedups, concurrencies, { speedup: SPECULATIVE_COLOR }, 1),
+    lineChart(
+      'throughput',
+      'Output throughput',
+      'output tokens / s',
+      pair((r) => r.output_throughput),
+      concurrencies,
+      both,
+    ),
+    lineChart(
+      'speedup',
+      `Speedup (${label} ÷ baseline output throughput)`,
+      'speedup ×',
+      speedups,
+      concurrencies,
+      { speedup: SPECULATIVE_COLOR },
+      1,
+    ),
     lineChart('accept-length', 'Accept length', 'tokens per verify step', accept, concurrencies, {
       'per request (meta_info)': SPECULATIVE_COLOR,
       'server average (server_info)': '#ff7f0e',
     }),
     // The percentile's definition rides in the caption, next to the figure (numpy-stats.ts).
-    lineChart('ttft', 'p99 time to first token (numpy.percentile, linear)', 'p99 TTFT (ms)', pair((r) => r.p99_ttft_ms), concurrencies, both),
-    lineChart('itl', 'p99 inter-token latency (numpy.percentile, linear)', 'p99 ITL (ms)', pair((r) => r.p99_itl_ms), concurrencies, both),
+    lineChart(
+      'ttft',
+      'p99 time to first token (numpy.percentile, linear)',
+      'p99 TTFT (ms)',
+      pair((r) => r.p99_ttft_ms),
+      concurrencies,
+      both,
+    ),
+    lineChart(
+      'itl',
+      'p99 inter-token latency (numpy.percentile, linear)',
+      'p99 ITL (ms)',
+      pair((r) => r.p99_itl_ms),
+      concurrencies,
+      both,
+    ),
   ];
-  return charts.filter((c) => ((c.spec as { data: { values: unknown[] } }).data.values.length > 0));
+  return charts.filter((c) => (c.spec as { data: { values: unknown[] } }).data.values.length > 0);
 }
 
 /** Vega's ids (clip paths, gradients) made unique per chart: `id="x"` → `id="<prefix>-x"`, and every reference to them. */
@@ -119,9 +164,13 @@ export function scopeSvgIds(svg: string, prefix: string): string {
   for (const m of svg.matchAll(/\sid="([^"]+)"/g)) ids.add(m[1]!);
   if (ids.size === 0) return svg;
   return svg
-    .replace(/(\sid=")([^"]+)(")/g, (all, a: string, id: string, b: string) => (ids.has(id) ? `${a}${prefix}-${id}${b}` : all))
+    .replace(/(\sid=")([^"]+)(")/g, (all, a: string, id: string, b: string) =>
+      ids.has(id) ? `${a}${prefix}-${id}${b}` : all,
+    )
     .replace(/url\(#([^)]+)\)/g, (all, id: string) => (ids.has(id) ? `url(#${prefix}-${id})` : all))
-    .replace(/(href=")#([^"]+)(")/g, (all, a: string, id: string, b: string) => (ids.has(id) ? `${a}#${prefix}-${id}${b}` : all));
+    .replace(/(href=")#([^"]+)(")/g, (all, a: string, id: string, b: string) =>
+      ids.has(id) ? `${a}#${prefix}-${id}${b}` : all,
+    );
 }
 
 export async function renderChartSvg(spec: TopLevelSpec): Promise<string> {

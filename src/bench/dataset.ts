@@ -45,11 +45,13 @@ export class DatasetError extends Error {
 export async function loadPromptPool(host: Host, config: Config): Promise<PromptPool> {
   const b = config.stages.benchmark;
   const want = largestLevel(b);
-  if (b.dataset === 'random') return { kind: 'random', prompts: [], source: `${b['input-len']} random words per prompt, seed ${b.seed}` };
+  if (b.dataset === 'random')
+    return { kind: 'random', prompts: [], source: `${b['input-len']} random words per prompt, seed ${b.seed}` };
   if (b.dataset === 'file') {
     const path = b['dataset-path']!;
     const prompts = await readFirstUserTurns(host, path, 0, want);
-    if (prompts.length === 0) throw new DatasetError(`dataset-path ${path} holds no conversation with a non-empty first user turn`);
+    if (prompts.length === 0)
+      throw new DatasetError(`dataset-path ${path} holds no conversation with a non-empty first user turn`);
     return { kind: 'file', prompts, source: path };
   }
   const g = config.stages.generate;
@@ -61,7 +63,9 @@ export async function loadPromptPool(host: Host, config: Config): Promise<Prompt
   }
   const prompts = await readFirstUserTurns(host, g.input, skip, want);
   if (prompts.length === 0) {
-    throw new DatasetError(`dataset: held-out found no rows after the first ${skip} of ${g.input}: lower stages.generate.num-samples, or use dataset: random or file`);
+    throw new DatasetError(
+      `dataset: held-out found no rows after the first ${skip} of ${g.input}: lower stages.generate.num-samples, or use dataset: random or file`,
+    );
   }
   return { kind: 'held-out', prompts, source: `${g.input} after row ${skip}` };
 }

@@ -49,7 +49,9 @@ export function escapeHtml(s: string): string {
 export function headline(input: ReportInput): string {
   const label = input.speculativeLabel ?? 'EAGLE3';
   const rows = pairByConcurrency(input);
-  const withSpeedup = rows.map((r) => ({ c: r.concurrency, s: speedup(r) })).filter((x): x is { c: number; s: number } => x.s !== undefined && x.c !== null);
+  const withSpeedup = rows
+    .map((r) => ({ c: r.concurrency, s: speedup(r) }))
+    .filter((x): x is { c: number; s: number } => x.s !== undefined && x.c !== null);
   const parts: string[] = [];
   if (withSpeedup.length > 0) {
     const best = withSpeedup.reduce((a, b) => (b.s > a.s ? b : a));
@@ -61,7 +63,9 @@ export function headline(input: ReportInput): string {
   } else {
     parts.push('no baseline was measured, so there is no speedup');
   }
-  const accept = input.speculative.map(reportedAcceptLength).filter((v): v is number => v !== undefined && Number.isFinite(v));
+  const accept = input.speculative
+    .map(reportedAcceptLength)
+    .filter((v): v is number => v !== undefined && Number.isFinite(v));
   if (accept.length > 0) {
     const lo = Math.min(...accept);
     const hi = Math.max(...accept);
@@ -74,7 +78,10 @@ export function headline(input: ReportInput): string {
 function table(head: string[], rows: string[][], classify?: (row: number, col: number) => string | undefined): string {
   const th = head.map((h) => `<th>${escapeHtml(h)}</th>`).join('');
   const body = rows
-    .map((r, i) => `<tr>${r.map((c, j) => `<td${classify?.(i, j) ? ` class="${classify(i, j)}"` : ''}>${escapeHtml(c)}</td>`).join('')}</tr>`)
+    .map(
+      (r, i) =>
+        `<tr>${r.map((c, j) => `<td${classify?.(i, j) ? ` class="${classify(i, j)}"` : ''}>${escapeHtml(c)}</td>`).join('')}</tr>`,
+    )
     .join('\n');
   return `<table>\n<thead><tr>${th}</tr></thead>\n<tbody>\n${body}\n</tbody>\n</table>`;
 }
@@ -90,13 +97,20 @@ export function renderReportHtml(input: ReportInput, charts: readonly RenderedCh
   });
   const notes = [...derivedNotes(rows, label), ...(input.notes ?? [])];
   const details: string[] = [];
-  for (const [name, records] of [[label, input.speculative], ['Baseline', input.baseline]] as const) {
+  for (const [name, records] of [
+    [label, input.speculative],
+    ['Baseline', input.baseline],
+  ] as const) {
     if (!records || records.length === 0) continue;
     const sorted = [...records].sort((a, b) => (a.max_concurrency ?? Infinity) - (b.max_concurrency ?? Infinity));
     details.push(`<h3>${escapeHtml(name)}</h3>`, table(DETAIL_HEADERS, sorted.map(detailCells)));
   }
-  for (const t of reasoningTables(input)) details.push(`<h3>${escapeHtml(t.name)}: reasoning (chat)</h3>`, table(t.head, t.rows));
-  const figures = charts.map((c) => `<figure id="chart-${escapeHtml(c.id)}" data-chart="${escapeHtml(c.id)}">\n<figcaption>${escapeHtml(c.title)}</figcaption>\n${c.svg}\n</figure>`);
+  for (const t of reasoningTables(input))
+    details.push(`<h3>${escapeHtml(t.name)}: reasoning (chat)</h3>`, table(t.head, t.rows));
+  const figures = charts.map(
+    (c) =>
+      `<figure id="chart-${escapeHtml(c.id)}" data-chart="${escapeHtml(c.id)}">\n<figcaption>${escapeHtml(c.title)}</figcaption>\n${c.svg}\n</figure>`,
+  );
   const siblings = (extras.siblings ?? []).map((f) => `<a href="${encodeURI(f)}">${escapeHtml(f)}</a>`).join(', ');
   return `<!doctype html>
 <html lang="en">

@@ -56,7 +56,8 @@ export function chunkSize(buf: Buffer, from: number, to: number): number {
   let digits = 0;
   for (let i = from; i < to; i++) {
     const c = buf[i]!;
-    const v = c >= 0x30 && c <= 0x39 ? c - 0x30 : c >= 0x61 && c <= 0x66 ? c - 0x57 : c >= 0x41 && c <= 0x46 ? c - 0x37 : -1;
+    const v =
+      c >= 0x30 && c <= 0x39 ? c - 0x30 : c >= 0x61 && c <= 0x66 ? c - 0x57 : c >= 0x41 && c <= 0x46 ? c - 0x37 : -1;
     if (v < 0) {
       if (c === 0x3b || c === 0x20 || c === 0x09) break;
       return -1;
@@ -70,7 +71,8 @@ const HEAD_END = Buffer.from('\r\n\r\n');
 const MAX_HEAD_BYTES = 64 * 1024;
 
 type BodyMode = 'chunked' | 'length' | 'close';
-type State = 'idle' | 'head' | 'chunk-size' | 'chunk-data' | 'chunk-data-end' | 'trailers' | 'length' | 'close' | 'dead';
+type State =
+  'idle' | 'head' | 'chunk-size' | 'chunk-data' | 'chunk-data-end' | 'trailers' | 'length' | 'close' | 'dead';
 
 export class Http1Connection {
   private socket: net.Socket | undefined;
@@ -86,7 +88,13 @@ export class Http1Connection {
   ) {}
 
   /** Send one request; exactly one of onEnd / onError follows. */
-  request(method: string, path: string, headers: Record<string, string | number>, body: Buffer, handlers: ResponseHandlers): void {
+  request(
+    method: string,
+    path: string,
+    headers: Record<string, string | number>,
+    body: Buffer,
+    handlers: ResponseHandlers,
+  ): void {
     if (this.handlers) throw new Error('Http1Connection: a request is already in flight');
     this.handlers = handlers;
     this.state = 'head';
@@ -110,16 +118,21 @@ export class Http1Connection {
 
   private connect(): net.Socket {
     const { hostname, port } = this.target;
-    const socket = this.target.tls ? tls.connect({ host: hostname, port, servername: net.isIP(hostname) ? undefined : hostname }) : net.connect({ host: hostname, port });
+    const socket = this.target.tls
+      ? tls.connect({ host: hostname, port, servername: net.isIP(hostname) ? undefined : hostname })
+      : net.connect({ host: hostname, port });
     socket.setNoDelay(true);
-    socket.setTimeout(this.idleTimeoutMs, () => this.fail(socket, httpError('timeout', `no data for ${this.idleTimeoutMs} ms`)));
+    socket.setTimeout(this.idleTimeoutMs, () =>
+      this.fail(socket, httpError('timeout', `no data for ${this.idleTimeoutMs} ms`)),
+    );
     socket.on('data', (chunk: Buffer) => {
       if (socket === this.socket) this.feed(chunk);
     });
     socket.on('error', (err) => this.fail(socket, httpError('socket', err.message)));
     socket.on('close', () => {
       if (socket !== this.socket) return;
-      if (this.handlers && this.state !== 'close') return this.fail(socket, httpError('closed', 'connection closed before the response ended'));
+      if (this.handlers && this.state !== 'close')
+        return this.fail(socket, httpError('closed', 'connection closed before the response ended'));
       this.socket = undefined;
       if (this.handlers) this.complete();
     });
@@ -160,7 +173,8 @@ export class Http1Connection {
         case 'head': {
           const end = buf.indexOf(HEAD_END, at);
           if (end < 0) {
-            if (buf.length - at > MAX_HEAD_BYTES) return this.fail(this.socket!, httpError('protocol', 'response head too large'));
+            if (buf.length - at > MAX_HEAD_BYTES)
+              return this.fail(this.socket!, httpError('protocol', 'response head too large'));
             this.pending = buf.subarray(at);
             return;
           }
@@ -206,7 +220,8 @@ export class Http1Connection {
             this.pending = buf.subarray(at);
             return;
           }
-          if (buf[at] !== 0x0d || buf[at + 1] !== 0x0a) return this.fail(this.socket!, httpError('protocol', 'malformed chunk end'));
+          if (buf[at] !== 0x0d || buf[at + 1] !== 0x0a)
+            return this.fail(this.socket!, httpError('protocol', 'malformed chunk end'));
           at += 2;
           this.state = 'chunk-size';
           break;
@@ -252,7 +267,11 @@ export class Http1Connection {
       if (colon > 0) headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
     }
     this.keepAlive = !/\bclose\b/i.test(headers.connection ?? '') && !lines[0]!.startsWith('HTTP/1.0');
-    const mode: BodyMode = /\bchunked\b/i.test(headers['transfer-encoding'] ?? '') ? 'chunked' : headers['content-length'] !== undefined ? 'length' : 'close';
+    const mode: BodyMode = /\bchunked\b/i.test(headers['transfer-encoding'] ?? '')
+      ? 'chunked'
+      : headers['content-length'] !== undefined
+        ? 'length'
+        : 'close';
     this.handlers!.onHead(status, m[2] ?? '', headers);
     if (!this.handlers) return false;
     if (mode === 'chunked') this.state = 'chunk-size';

@@ -92,9 +92,14 @@ export async function runLevel(opts: RunLevelOptions): Promise<LevelRun> {
     const total = opts.prompts.length;
     const warmupOutput = Math.min(opts.outputLen, WARMUP_MAX_OUTPUT);
     const warmupStart = performance.now();
-    const warmup = total === 0 ? [] : await Promise.all(
-      Array.from({ length: Math.max(0, opts.warmup) }, (_, i) => send(connection(), opts.prompts[0], warmupOutput, i, warmupStart)),
-    );
+    const warmup =
+      total === 0
+        ? []
+        : await Promise.all(
+            Array.from({ length: Math.max(0, opts.warmup) }, (_, i) =>
+              send(connection(), opts.prompts[0], warmupOutput, i, warmupStart),
+            ),
+          );
     opts.signal?.throwIfAborted();
     if (total > 0) await opts.beforeMeasure?.();
     opts.signal?.throwIfAborted();
@@ -235,7 +240,8 @@ function sendOne(a: SendArgs): Promise<RequestResult> {
       onBody: (chunk) => {
         if (settled) return;
         if (errorStatus !== undefined) {
-          if (errorBody.length < MAX_ERROR_BODY) errorBody += chunk.toString('utf8').slice(0, MAX_ERROR_BODY - errorBody.length);
+          if (errorBody.length < MAX_ERROR_BODY)
+            errorBody += chunk.toString('utf8').slice(0, MAX_ERROR_BODY - errorBody.length);
           return;
         }
         onEvents(framer.push(chunk), performance.now());
@@ -263,8 +269,10 @@ function httpError(status: string, body: string): string {
   let detail = body.trim();
   try {
     const parsed: unknown = JSON.parse(detail);
-    if (parsed && typeof parsed === 'object' && 'error' in parsed) detail = errorMessage((parsed as { error: unknown }).error);
-    else if (parsed && typeof parsed === 'object' && 'detail' in parsed) detail = errorMessage((parsed as { detail: unknown }).detail);
+    if (parsed && typeof parsed === 'object' && 'error' in parsed)
+      detail = errorMessage((parsed as { error: unknown }).error);
+    else if (parsed && typeof parsed === 'object' && 'detail' in parsed)
+      detail = errorMessage((parsed as { detail: unknown }).detail);
   } catch {
     // Not JSON: keep the text.
   }

@@ -31,15 +31,43 @@ export { distribution, type Distribution } from './numpy-stats.js';
 
 /** The keys bench_serving writes, in its order. */
 export const BENCH_SERVING_KEYS = [
-  'backend', 'dataset_name', 'request_rate', 'max_concurrency', 'sharegpt_output_len',
-  'random_input_len', 'random_output_len', 'random_range_ratio', 'duration', 'completed',
-  'total_input_tokens', 'total_input_text_tokens', 'total_input_vision_tokens', 'total_output_tokens', 'total_output_tokens_retokenized',
-  'request_throughput', 'input_throughput', 'output_throughput',
-  'mean_e2e_latency_ms', 'median_e2e_latency_ms', 'std_e2e_latency_ms', 'p99_e2e_latency_ms',
-  'mean_ttft_ms', 'median_ttft_ms', 'std_ttft_ms', 'p99_ttft_ms',
-  'mean_tpot_ms', 'median_tpot_ms', 'std_tpot_ms', 'p99_tpot_ms',
-  'mean_itl_ms', 'median_itl_ms', 'std_itl_ms', 'p95_itl_ms', 'p99_itl_ms',
-  'concurrency', 'accept_length',
+  'backend',
+  'dataset_name',
+  'request_rate',
+  'max_concurrency',
+  'sharegpt_output_len',
+  'random_input_len',
+  'random_output_len',
+  'random_range_ratio',
+  'duration',
+  'completed',
+  'total_input_tokens',
+  'total_input_text_tokens',
+  'total_input_vision_tokens',
+  'total_output_tokens',
+  'total_output_tokens_retokenized',
+  'request_throughput',
+  'input_throughput',
+  'output_throughput',
+  'mean_e2e_latency_ms',
+  'median_e2e_latency_ms',
+  'std_e2e_latency_ms',
+  'p99_e2e_latency_ms',
+  'mean_ttft_ms',
+  'median_ttft_ms',
+  'std_ttft_ms',
+  'p99_ttft_ms',
+  'mean_tpot_ms',
+  'median_tpot_ms',
+  'std_tpot_ms',
+  'p99_tpot_ms',
+  'mean_itl_ms',
+  'median_itl_ms',
+  'std_itl_ms',
+  'p95_itl_ms',
+  'p99_itl_ms',
+  'concurrency',
+  'accept_length',
 ] as const;
 
 /**
@@ -49,24 +77,55 @@ export const BENCH_SERVING_KEYS = [
  * p95 (sglang==0.5.23:sglang/benchmark/serving.py:1855-1908). max_itl_ms is printed, never written.
  */
 export const LATER_BENCH_SERVING_KEYS = [
-  'tag', 'server_info', 'total_throughput',
-  'p90_e2e_latency_ms', 'p95_e2e_latency_ms', 'p90_ttft_ms', 'p95_ttft_ms', 'p90_tpot_ms', 'p95_tpot_ms', 'p90_itl_ms',
-  'max_output_tokens_per_s', 'max_concurrent_requests',
+  'tag',
+  'server_info',
+  'total_throughput',
+  'p90_e2e_latency_ms',
+  'p95_e2e_latency_ms',
+  'p90_ttft_ms',
+  'p95_ttft_ms',
+  'p90_tpot_ms',
+  'p95_tpot_ms',
+  'p90_itl_ms',
+  'max_output_tokens_per_s',
+  'max_concurrent_requests',
 ] as const;
 
 /** aerie's additions; none of these names is written by bench_serving. */
 export const AERIE_EXTRA_KEYS = [
-  'max_itl_ms', 'total_input_tokens_server', 'bench_serving_rules', 'chat_text_basis', 'itl_per',
-  'requests_with_reasoning', 'mean_time_to_first_reasoning_ms', 'median_time_to_first_reasoning_ms', 'p99_time_to_first_reasoning_ms',
-  'mean_time_to_first_content_ms', 'total_reasoning_chunks', 'total_reasoning_tokens',
-  'errors', 'error_samples', 'mean_accept_length_per_request', 'mean_server_e2e_latency_ms',
-  'max_in_flight', 'started_at', 'bench_serving_other_fields',
+  'max_itl_ms',
+  'total_input_tokens_server',
+  'bench_serving_rules',
+  'chat_text_basis',
+  'itl_per',
+  'requests_with_reasoning',
+  'mean_time_to_first_reasoning_ms',
+  'median_time_to_first_reasoning_ms',
+  'p99_time_to_first_reasoning_ms',
+  'mean_time_to_first_content_ms',
+  'total_reasoning_chunks',
+  'total_reasoning_tokens',
+  'errors',
+  'error_samples',
+  'mean_accept_length_per_request',
+  'mean_server_e2e_latency_ms',
+  'max_in_flight',
+  'started_at',
+  'bench_serving_other_fields',
 ] as const;
 
 type BenchServingNumberKey = Exclude<
   (typeof BENCH_SERVING_KEYS)[number],
-  | 'backend' | 'dataset_name' | 'max_concurrency' | 'sharegpt_output_len' | 'accept_length' | 'total_input_text_tokens' | 'total_input_vision_tokens'
-  | 'total_input_tokens' | 'input_throughput' | 'total_output_tokens_retokenized'
+  | 'backend'
+  | 'dataset_name'
+  | 'max_concurrency'
+  | 'sharegpt_output_len'
+  | 'accept_length'
+  | 'total_input_text_tokens'
+  | 'total_input_vision_tokens'
+  | 'total_input_tokens'
+  | 'input_throughput'
+  | 'total_output_tokens_retokenized'
 >;
 
 export type BenchServingCore = { [K in BenchServingNumberKey]: number } & {
@@ -287,16 +346,28 @@ export function summarizeLevel(run: LevelRun, meta: SummaryMeta): BenchServingRe
 
 type ReasoningFigures = Pick<
   AerieExtras,
-  | 'chat_text_basis' | 'requests_with_reasoning' | 'mean_time_to_first_reasoning_ms' | 'median_time_to_first_reasoning_ms'
-  | 'p99_time_to_first_reasoning_ms' | 'mean_time_to_first_content_ms' | 'total_reasoning_chunks' | 'total_reasoning_tokens'
+  | 'chat_text_basis'
+  | 'requests_with_reasoning'
+  | 'mean_time_to_first_reasoning_ms'
+  | 'median_time_to_first_reasoning_ms'
+  | 'p99_time_to_first_reasoning_ms'
+  | 'mean_time_to_first_content_ms'
+  | 'total_reasoning_chunks'
+  | 'total_reasoning_tokens'
 >;
 
 /** The reasoning phase, reported beside TTFT and ITL rather than folded into them (or only into them). */
 function reasoningFigures(ok: readonly RequestResult[], chat: boolean, rules: BenchServingRules): ReasoningFigures {
   if (!chat) {
     return {
-      chat_text_basis: null, requests_with_reasoning: null, mean_time_to_first_reasoning_ms: null, median_time_to_first_reasoning_ms: null,
-      p99_time_to_first_reasoning_ms: null, mean_time_to_first_content_ms: null, total_reasoning_chunks: null, total_reasoning_tokens: null,
+      chat_text_basis: null,
+      requests_with_reasoning: null,
+      mean_time_to_first_reasoning_ms: null,
+      median_time_to_first_reasoning_ms: null,
+      p99_time_to_first_reasoning_ms: null,
+      mean_time_to_first_content_ms: null,
+      total_reasoning_chunks: null,
+      total_reasoning_tokens: null,
     };
   }
   const ttfr = ok.map((r) => r.firstReasoningMs).filter((v): v is number => v !== undefined);

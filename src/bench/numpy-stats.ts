@@ -64,7 +64,16 @@ export function distribution(values: readonly number[]): Distribution {
   let sq = 0;
   for (let i = 0; i < n; i++) sq += (sorted[i]! - mean) * (sorted[i]! - mean);
   const at = (p: number): number => percentileOfSorted(sorted, p);
-  return { count: n, mean, std: Math.sqrt(sq / n), median: medianOfSorted(sorted), p90: at(90), p95: at(95), p99: at(99), max: sorted[n - 1]! };
+  return {
+    count: n,
+    mean,
+    std: Math.sqrt(sq / n),
+    median: medianOfSorted(sorted),
+    p90: at(90),
+    p95: at(95),
+    p99: at(99),
+    max: sorted[n - 1]!,
+  };
 }
 
 /** np.median: the middle value, or np.mean of the two middle values (not the lerp at 0.5, which can differ in the last digit). */

@@ -18,7 +18,11 @@ export function progressBar(fraction: number, width = BAR): string {
 const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 
 function compact(tokS: number): string {
-  return tokS >= 10_000 ? `${(tokS / 1000).toFixed(0)}k` : tokS >= 1000 ? `${(tokS / 1000).toFixed(1)}k` : tokS.toFixed(0);
+  return tokS >= 10_000
+    ? `${(tokS / 1000).toFixed(0)}k`
+    : tokS >= 1000
+      ? `${(tokS / 1000).toFixed(1)}k`
+      : tokS.toFixed(0);
 }
 
 /** `eagle3 level 4/8, concurrency 10 ▕███▌ ▏ 12/20 requests` and, on a second line, the finished levels' output tok/s. */
@@ -31,7 +35,10 @@ export function renderSweepProgress(details: unknown, indent = '      '): string
   const levels = num(d.levels);
   const done = num(d.done) ?? 0;
   const total = num(d.total);
-  const where = level !== undefined && levels !== undefined ? `level ${level}/${levels}, concurrency ${concurrency}` : `concurrency ${concurrency}`;
+  const where =
+    level !== undefined && levels !== undefined
+      ? `level ${level}/${levels}, concurrency ${concurrency}`
+      : `concurrency ${concurrency}`;
   const count = total !== undefined ? ` ${done}/${total} requests` : '';
   let text = `${variant} ${where} ${progressBar(total ? done / total : 0)}${count}`;
   const finished = Array.isArray(d.finished) ? (d.finished as Record<string, unknown>[]) : [];

@@ -5,14 +5,22 @@
 import type { BenchServingRecord } from './metrics.js';
 
 const DASH = '—';
-const fixed = (v: number | null | undefined, d: number): string => (v === null || v === undefined || !Number.isFinite(v) ? DASH : v.toFixed(d));
+const fixed = (v: number | null | undefined, d: number): string =>
+  v === null || v === undefined || !Number.isFinite(v) ? DASH : v.toFixed(d);
 
 /** aerie's own chat records (an ingested bench_serving line has no total_input_tokens_server). */
 function aerieChat(records: readonly BenchServingRecord[]): BenchServingRecord[] {
-  return records.filter((r) => r.backend === 'sglang-oai-chat' && r.total_input_tokens_server !== null && r.total_input_tokens_server !== undefined);
+  return records.filter(
+    (r) =>
+      r.backend === 'sglang-oai-chat' &&
+      r.total_input_tokens_server !== null &&
+      r.total_input_tokens_server !== undefined,
+  );
 }
 
-export function chatNotes(variants: ReadonlyArray<readonly [string, readonly BenchServingRecord[] | undefined]>): string[] {
+export function chatNotes(
+  variants: ReadonlyArray<readonly [string, readonly BenchServingRecord[] | undefined]>,
+): string[] {
   const out: string[] = [];
   const all = variants.flatMap(([, rs]) => aerieChat(rs ?? []));
   if (all.length === 0) return out;
@@ -21,14 +29,14 @@ export function chatNotes(variants: ReadonlyArray<readonly [string, readonly Ben
     out.push(
       `Chat TTFT and ITL follow ${rules}: ` +
         (basis === 'content'
-          ? 'only delta.content is timed, so a reasoning model\'s think phase is inside TTFT; time to first reasoning is reported beside it.'
+          ? "only delta.content is timed, so a reasoning model's think phase is inside TTFT; time to first reasoning is reported beside it."
           : 'reasoning_content and content are both timed, so TTFT is the first reasoning token; time to first content is reported beside it.') +
-        ' ITL is one gap per chunk, split over the chunk\'s tokens when the server reports speculation (bench_serving 0.5.9+).',
+        " ITL is one gap per chunk, split over the chunk's tokens when the server reports speculation (bench_serving 0.5.9+).",
     );
   }
   out.push(
     "Chat input tokens: total_input_tokens counts the raw prompts as bench_serving's prompt_len does (the server's /tokenize, special tokens added, no chat template); " +
-      'total_input_tokens_server in results.jsonl is the server\'s usage.prompt_tokens, chat template included.',
+      "total_input_tokens_server in results.jsonl is the server's usage.prompt_tokens, chat template included.",
   );
   for (const [name, rs] of variants) {
     for (const r of aerieChat(rs ?? [])) {

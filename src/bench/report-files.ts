@@ -28,7 +28,10 @@ function resultLine(r: BenchServingRecord, variant: VariantName): string {
 }
 
 export function renderResultsJsonl(input: Pick<ReportInput, 'baseline' | 'speculative'>): string {
-  const lines = [...(input.baseline ?? []).map((r) => resultLine(r, 'baseline')), ...input.speculative.map((r) => resultLine(r, 'eagle3'))];
+  const lines = [
+    ...(input.baseline ?? []).map((r) => resultLine(r, 'baseline')),
+    ...input.speculative.map((r) => resultLine(r, 'eagle3')),
+  ];
   return lines.length > 0 ? lines.join('\n') + '\n' : '';
 }
 
@@ -43,7 +46,10 @@ export function readResultsJsonl(text: string): { baseline: BenchServingRecord[]
   return { baseline, speculative };
 }
 
-export async function renderReport(input: ReportInput, generatedAt = new Date().toISOString()): Promise<RenderedReport> {
+export async function renderReport(
+  input: ReportInput,
+  generatedAt = new Date().toISOString(),
+): Promise<RenderedReport> {
   const charts = await renderCharts(input);
   return {
     files: {

@@ -97,7 +97,10 @@ export function comparisonNote(label: string): string {
 export function reasoningTables(input: ReportInput): Array<{ name: string; head: string[]; rows: string[][] }> {
   const label = input.speculativeLabel ?? 'EAGLE3';
   const out: Array<{ name: string; head: string[]; rows: string[][] }> = [];
-  for (const [name, records] of [[label, input.speculative], ['Baseline', input.baseline]] as const) {
+  for (const [name, records] of [
+    [label, input.speculative],
+    ['Baseline', input.baseline],
+  ] as const) {
     const rs = reasoningRows(records);
     if (rs.length > 0) out.push({ name, head: REASONING_HEADERS, rows: rs.map(reasoningCells) });
   }
@@ -108,12 +111,16 @@ export function reasoningTables(input: ReportInput): Array<{ name: string; head:
 export function derivedNotes(rows: ReportRow[], label: string): string[] {
   const out: string[] = [];
   for (const r of rows) {
-    for (const [name, rec] of [['baseline', r.baseline], [label, r.speculative]] as const) {
+    for (const [name, rec] of [
+      ['baseline', r.baseline],
+      [label, r.speculative],
+    ] as const) {
       if (rec && rec.errors > 0) {
         const first = rec.error_samples[0];
         out.push(
           `Concurrency ${r.concurrency ?? DASH}, ${name}: ${rec.errors} of ${rec.errors + rec.completed} requests failed` +
-            (first ? ` (e.g. ${first})` : '') + '; figures cover the successful ones only.',
+            (first ? ` (e.g. ${first})` : '') +
+            '; figures cover the successful ones only.',
         );
       }
     }
@@ -130,29 +137,28 @@ export function derivedNotes(rows: ReportRow[], label: string): string[] {
 export function renderReportMarkdown(input: ReportInput): string {
   const label = input.speculativeLabel ?? 'EAGLE3';
   const rows = pairByConcurrency(input);
-  const lines = [
-    `# ${input.title}`,
-    '',
-    ...markdownTable(headers(label), rows.map(cells)),
-    '',
-    comparisonNote(label),
-  ];
+  const lines = [`# ${input.title}`, '', ...markdownTable(headers(label), rows.map(cells)), '', comparisonNote(label)];
   const notes = [...derivedNotes(rows, label), ...(input.notes ?? [])];
   if (notes.length > 0) lines.push('', ...notes.map((n) => `- ${n}`));
-  if (input.settings && input.settings.length > 0) lines.push('', '## Settings', '', ...input.settings.map((n) => `- ${n}`));
-  for (const [name, records] of [[label, input.speculative], ['Baseline', input.baseline]] as const) {
+  if (input.settings && input.settings.length > 0)
+    lines.push('', '## Settings', '', ...input.settings.map((n) => `- ${n}`));
+  for (const [name, records] of [
+    [label, input.speculative],
+    ['Baseline', input.baseline],
+  ] as const) {
     if (!records || records.length === 0) continue;
     const sorted = [...records].sort((a, b) => (a.max_concurrency ?? Infinity) - (b.max_concurrency ?? Infinity));
     lines.push('', `## ${name}: every level`, '', ...markdownTable(DETAIL_HEADERS, sorted.map(detailCells)));
   }
-  for (const t of reasoningTables(input)) lines.push('', `## ${t.name}: reasoning (chat)`, '', ...markdownTable(t.head, t.rows));
+  for (const t of reasoningTables(input))
+    lines.push('', `## ${t.name}: reasoning (chat)`, '', ...markdownTable(t.head, t.rows));
   lines.push('', METRIC_DEFINITIONS);
   return lines.join('\n') + '\n';
 }
 
 /** Definitions, as bench_serving computes them, printed under every report. */
 export const METRIC_DEFINITIONS =
-  'Definitions (bench_serving\'s): throughput = tokens or requests ÷ level duration; TTFT = send → first token ' +
+  "Definitions (bench_serving's): throughput = tokens or requests ÷ level duration; TTFT = send → first token " +
   '(chat: first timed delta, see the notes); TPOT = (E2E − TTFT) ÷ (output tokens − 1); ITL = gap between chunks ÷ tokens in the chunk ' +
   '(chat without speculation: one gap per chunk), pooled over requests; E2E = send → end of stream; achieved concurrency = Σ E2E ÷ duration; ' +
   "input tokens = bench_serving's prompt_len (the tokenizer's count of the prompt as sent, special tokens added, no chat template). " +
@@ -195,7 +201,11 @@ export function detailCells(r: BenchServingRecord): string[] {
 }
 
 function markdownTable(head: string[], rows: string[][]): string[] {
-  return [`| ${head.join(' | ')} |`, `|${head.map(() => ' ---: ').join('|')}|`, ...rows.map((r) => `| ${r.map(escapeCell).join(' | ')} |`)];
+  return [
+    `| ${head.join(' | ')} |`,
+    `|${head.map(() => ' ---: ').join('|')}|`,
+    ...rows.map((r) => `| ${r.map(escapeCell).join(' | ')} |`),
+  ];
 }
 
 export function renderReportTable(input: ReportInput): string {
@@ -203,8 +213,18 @@ export function renderReportTable(input: ReportInput): string {
   const rows = pairByConcurrency(input);
   const table = [headers(label), ...rows.map(cells)];
   const widths = table[0].map((_, c) => Math.max(...table.map((r) => r[c].length)));
-  const fmt = (r: string[]): string => r.map((cell, c) => cell.padStart(widths[c])).join('  ').trimEnd();
-  const lines = [input.title, '', fmt(table[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...table.slice(1).map(fmt)];
+  const fmt = (r: string[]): string =>
+    r
+      .map((cell, c) => cell.padStart(widths[c]))
+      .join('  ')
+      .trimEnd();
+  const lines = [
+    input.title,
+    '',
+    fmt(table[0]),
+    widths.map((w) => '-'.repeat(w)).join('  '),
+    ...table.slice(1).map(fmt),
+  ];
   const notes = [...derivedNotes(rows, label), ...(input.notes ?? [])];
   if (notes.length > 0) lines.push('', ...notes.map((n) => `* ${n}`));
   return lines.join('\n') + '\n';

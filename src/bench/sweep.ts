@@ -86,7 +86,13 @@ export async function runSweep(o: SweepOptions): Promise<BenchServingRecord[]> {
       await o.store.write(concurrency, record);
     }
     records.push(record);
-    finished.push({ concurrency, outputThroughput: record.output_throughput, acceptLength: record.mean_accept_length_per_request ?? record.accept_length, errors: record.errors ?? 0, stored });
+    finished.push({
+      concurrency,
+      outputThroughput: record.output_throughput,
+      acceptLength: record.mean_accept_length_per_request ?? record.accept_length,
+      errors: record.errors ?? 0,
+      stored,
+    });
     report({ level: i + 1, concurrency, done: record.completed, total: record.completed + (record.errors ?? 0) });
   }
   return records;
@@ -128,7 +134,8 @@ export function aerieDriver(o: AerieDriverOptions): MeasureLevel {
   return async (job) => {
     const before = await o.control.serverInfo(job.signal).catch(() => undefined);
     const rules = benchServingRules(serverVersionOf(before) ?? o.serverVersion);
-    const count = o.countTokens ?? ((texts, addSpecialTokens, s) => tokenizePrompts(o.baseUrl, texts, s, { addSpecialTokens }));
+    const count =
+      o.countTokens ?? ((texts, addSpecialTokens, s) => tokenizePrompts(o.baseUrl, texts, s, { addSpecialTokens }));
     const counts = o.api === 'chat' ? await count(job.prompts, true, job.signal) : undefined;
     const run = await runLevel({
       baseUrl: o.baseUrl,
@@ -144,18 +151,33 @@ export function aerieDriver(o: AerieDriverOptions): MeasureLevel {
       beforeMeasure: async () => void (await flushWhenIdle(o.control, job.signal)),
     });
     // After the clock: the answers' retokenized counts, then the server's running accept length.
-    const answers = await count(run.results.map((r) => r.generatedText ?? ''), false, job.signal);
+    const answers = await count(
+      run.results.map((r) => r.generatedText ?? ''),
+      false,
+      job.signal,
+    );
     let acceptLength: number | undefined;
     if (o.acceptLengthFrom) {
       const info = await o.control.serverInfo(job.signal).catch(() => undefined);
       acceptLength = info ? o.acceptLengthFrom(info) : undefined;
     }
-    return summarizeLevel(run, { ...o.meta, acceptLength, rules, promptLens: counts?.lens, outputLensRetokenized: answers.lens });
+    return summarizeLevel(run, {
+      ...o.meta,
+      acceptLength,
+      rules,
+      promptLens: counts?.lens,
+      outputLensRetokenized: answers.lens,
+    });
   };
 }
 
 /** SGLang answers 400 to a flush while requests are still finishing: retry briefly, then go on without. */
-export async function flushWhenIdle(control: Pick<LevelControl, 'flushCache'>, signal?: AbortSignal, attempts = 5, pauseMs = 200): Promise<boolean> {
+export async function flushWhenIdle(
+  control: Pick<LevelControl, 'flushCache'>,
+  signal?: AbortSignal,
+  attempts = 5,
+  pauseMs = 200,
+): Promise<boolean> {
   for (let i = 0; i < attempts; i++) {
     signal?.throwIfAborted();
     try {

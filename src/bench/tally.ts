@@ -155,7 +155,12 @@ function tallyChat(t: StreamTally, data: Json, now: number): void {
     const details = isObject(usage.completion_tokens_details) ? usage.completion_tokens_details : undefined;
     // SGLang's UsageInfo.reasoning_tokens (sglang==0.5.4:srt/entrypoints/openai/protocol.py:106), and
     // OpenAI's completion_tokens_details.reasoning_tokens (sglang==0.5.23:srt/entrypoints/openai/protocol.py:227-229).
-    const rt = isNum(usage.reasoning_tokens) && usage.reasoning_tokens > 0 ? usage.reasoning_tokens : details && isNum(details.reasoning_tokens) ? details.reasoning_tokens : undefined;
+    const rt =
+      isNum(usage.reasoning_tokens) && usage.reasoning_tokens > 0
+        ? usage.reasoning_tokens
+        : details && isNum(details.reasoning_tokens)
+          ? details.reasoning_tokens
+          : undefined;
     if (rt !== undefined) t.reasoningTokens = rt;
   }
   const choices = Array.isArray(data.choices) ? data.choices : undefined;
@@ -206,7 +211,13 @@ function onText(t: StreamTally, count: number, now: number): void {
 }
 
 /** Close the tally. `failure` is a transport / HTTP error that ended the request. */
-export function finishTally(t: StreamTally, index: number, sentAtMs: number, now: number, failure?: string): RequestResult {
+export function finishTally(
+  t: StreamTally,
+  index: number,
+  sentAtMs: number,
+  now: number,
+  failure?: string,
+): RequestResult {
   const end = t.lastEventAt ?? now;
   const r: RequestResult = {
     index,

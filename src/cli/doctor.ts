@@ -25,7 +25,10 @@ export function renderDoctorReport(report: PreflightReport): string {
   return lines.join('\n');
 }
 
-export async function doctorCommand(configPath: string, write: (s: string) => void = (s) => process.stdout.write(s)): Promise<number> {
+export async function doctorCommand(
+  configPath: string,
+  write: (s: string) => void = (s) => process.stdout.write(s),
+): Promise<number> {
   const config = await loadConfigFile(configPath);
   const hosts = new HostPool();
   // A throwaway run id: the writability probe uses its folder, removed afterwards.

@@ -41,7 +41,10 @@ export function tableOf(status: RunStatus, phase?: string): string {
     const first = note.split('\n')[0]!.trimEnd();
     return first === note ? note : `${first} …`;
   };
-  return renderStageTable({ ...status, stages: status.stages.map((s) => ({ ...s, note: oneLine(s.note) })) }, oneLine(phase));
+  return renderStageTable(
+    { ...status, stages: status.stages.map((s) => ({ ...s, note: oneLine(s.note) })) },
+    oneLine(phase),
+  );
 }
 
 /**
@@ -89,7 +92,11 @@ export interface FollowEnd {
 }
 
 /** Redraws the table in place on a terminal; prints changes line by line otherwise. */
-export async function followRun(client: Client, workflowId: string, out: NodeJS.WriteStream = process.stdout): Promise<FollowEnd> {
+export async function followRun(
+  client: Client,
+  workflowId: string,
+  out: NodeJS.WriteStream = process.stdout,
+): Promise<FollowEnd> {
   const handle = client.workflow.getHandle(workflowId);
   const tty = out.isTTY === true;
   let drawn = 0;
@@ -114,7 +121,8 @@ export async function followRun(client: Client, workflowId: string, out: NodeJS.
         drawn = table.split('\n').length;
       } else {
         const line = phaseLine(status, phase);
-        if (line !== undefined && line !== lastPrinted) out.write(`  ${new Date().toISOString().slice(11, 19)} ${line.split('\n')[0]}\n`);
+        if (line !== undefined && line !== lastPrinted)
+          out.write(`  ${new Date().toISOString().slice(11, 19)} ${line.split('\n')[0]}\n`);
         lastPrinted = line ?? lastPrinted;
       }
     }

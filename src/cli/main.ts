@@ -124,7 +124,9 @@ async function workerCommand(): Promise<number> {
   (await reachTemporal(target)).connection.close().catch(() => undefined);
   const connection = await connectWorker(target);
   const { worker, hosts } = await createWorker({ connection, namespace: target.namespace });
-  process.stdout.write(`worker on task queue ${TASK_QUEUE} at ${target.address}${webUiUrl(target) ? ` — ${webUiUrl(target)}` : ''} (${COMPILED ? 'compiled' : 'from source'})\n`);
+  process.stdout.write(
+    `worker on task queue ${TASK_QUEUE} at ${target.address}${webUiUrl(target) ? ` — ${webUiUrl(target)}` : ''} (${COMPILED ? 'compiled' : 'from source'})\n`,
+  );
   const stop = () => worker.shutdown();
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
@@ -141,7 +143,12 @@ async function devServerCommand(stop: boolean): Promise<number> {
     return 0;
   }
   const rec = await ensureDevServer();
-  const client = await reachTemporal({ address: rec.address, namespace: 'default', devServer: rec, connectionOptions: { address: rec.address } });
+  const client = await reachTemporal({
+    address: rec.address,
+    namespace: 'default',
+    devServer: rec,
+    connectionOptions: { address: rec.address },
+  });
   await client.connection.close();
   process.stdout.write(
     `Temporal dev server (pid ${rec.pid}) at ${rec.address}\nWeb UI: http://127.0.0.1:${rec.uiPort}\nstate: ${stateDir()} (history persists in ${rec.dbPath})\nstop it with: aerie dev-server --stop\n`,

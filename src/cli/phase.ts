@@ -33,13 +33,20 @@ export function describeActivity(a: PendingActivity): string {
       text =
         done !== undefined && total !== undefined
           ? `${a.activityType === 'generateData' ? 'regenerated' : 'extracted'} ${done}/${total}${rate ? ` (${rate.toFixed(1)}/s)` : ''}`
-          : String(d.phase ?? (a.activityType === 'generateData' ? 'regenerating the conversations with the target' : 'extracting hidden states'));
+          : String(
+              d.phase ??
+                (a.activityType === 'generateData'
+                  ? 'regenerating the conversations with the target'
+                  : 'extracting hidden states'),
+            );
       break;
     }
     case 'trainDrafter': {
       const parts: string[] = [];
-      if (num('epoch') !== undefined) parts.push(`epoch ${num('epoch')}${num('totalEpochs') ? `/${num('totalEpochs')}` : ''}`);
-      if (num('step') !== undefined) parts.push(`step ${num('step')}${num('totalSteps') ? `/${num('totalSteps')}` : ''}`);
+      if (num('epoch') !== undefined)
+        parts.push(`epoch ${num('epoch')}${num('totalEpochs') ? `/${num('totalEpochs')}` : ''}`);
+      if (num('step') !== undefined)
+        parts.push(`step ${num('step')}${num('totalSteps') ? `/${num('totalSteps')}` : ''}`);
       if (num('loss') !== undefined) parts.push(`loss ${num('loss')!.toFixed(3)}`);
       if (num('acc') !== undefined) parts.push(`acc ${num('acc')!.toFixed(3)}`);
       text = parts.length ? `training ${parts.join(' ')}` : 'trainer starting';
@@ -79,6 +86,7 @@ export function describeActivity(a: PendingActivity): string {
     default:
       text = a.activityType;
   }
-  if (a.attempt > 1) text += ` [attempt ${a.attempt}${a.lastFailure ? `: ${a.lastFailure.split('\n')[0]!.slice(0, 80)}` : ''}]`;
+  if (a.attempt > 1)
+    text += ` [attempt ${a.attempt}${a.lastFailure ? `: ${a.lastFailure.split('\n')[0]!.slice(0, 80)}` : ''}]`;
   return text;
 }

@@ -17,7 +17,7 @@ export async function reachTemporal(target: TemporalTarget): Promise<Client> {
     const why = (err as Error).message;
     const fix = target.devServer
       ? `aerie's dev server (pid ${target.devServer.pid}) did not answer; its log: ${target.devServer.logPath}. Fix: aerie dev-server --stop, then run again`
-      : 'it came from TEMPORAL_ADDRESS or a temporal envconfig profile. Fix: start that server, or unset TEMPORAL_ADDRESS to use aerie\'s own dev server';
+      : "it came from TEMPORAL_ADDRESS or a temporal envconfig profile. Fix: start that server, or unset TEMPORAL_ADDRESS to use aerie's own dev server";
     throw new CliError(`cannot reach Temporal at ${target.address} (${why}): ${fix}`, { cause: err });
   }
 }

@@ -54,7 +54,12 @@ async function exists(path: string): Promise<boolean> {
  * Copy the report files from the host into the local run folder; returns the local paths.
  * Also what `aerie run` should call when a run finishes.
  */
-export async function copyReportFiles(folder: string, config: Config, report: Pick<RunReportRef, 'paths'>, hosts = new HostPool()): Promise<string[]> {
+export async function copyReportFiles(
+  folder: string,
+  config: Config,
+  report: Pick<RunReportRef, 'paths'>,
+  hosts = new HostPool(),
+): Promise<string[]> {
   const host = hosts.get(config);
   await mkdir(folder, { recursive: true });
   const local: string[] = [];
@@ -67,7 +72,13 @@ export async function copyReportFiles(folder: string, config: Config, report: Pi
   return local;
 }
 
-function printReport(out: NonNullable<ReportCommandOptions['out']>, table: string, local: string[], hostName: string | undefined, hostPaths: string[]): void {
+function printReport(
+  out: NonNullable<ReportCommandOptions['out']>,
+  table: string,
+  local: string[],
+  hostName: string | undefined,
+  hostPaths: string[],
+): void {
   out.write(`${table.trimEnd()}\n\n`);
   const width = Math.max(...REPORT_FILES.map((f) => f.length));
   if (local.length > 0) {
@@ -91,7 +102,11 @@ async function readLocalResult(folder: string): Promise<PipelineResult | undefin
 /** The table from the local results.jsonl when result.json does not carry it. */
 async function tableFromResults(folder: string, runId: string): Promise<string> {
   const { baseline, speculative } = readResultsJsonl(await readFile(join(folder, 'results.jsonl'), 'utf8'));
-  return renderReportTable({ title: `aerie run ${runId}`, baseline: baseline.length > 0 ? baseline : undefined, speculative });
+  return renderReportTable({
+    title: `aerie run ${runId}`,
+    baseline: baseline.length > 0 ? baseline : undefined,
+    speculative,
+  });
 }
 
 export async function reportCommand(runId: string, opts: ReportCommandOptions = {}): Promise<number> {
@@ -113,7 +128,10 @@ export async function reportCommand(runId: string, opts: ReportCommandOptions = 
 
   const run = await (opts.lookup ?? lookupRun)(runId);
   if (run.status !== 'COMPLETED') {
-    if (run.status === 'RUNNING') out.write(`run ${runId} is running${run.phase ? `: ${run.phase}` : ''}\nthe report is written when the benchmark stage finishes\n`);
+    if (run.status === 'RUNNING')
+      out.write(
+        `run ${runId} is running${run.phase ? `: ${run.phase}` : ''}\nthe report is written when the benchmark stage finishes\n`,
+      );
     else out.write(`run ${runId} ended ${run.status.toLowerCase().replace(/_/g, ' ')} without a report\n`);
     return run.status === 'RUNNING' ? 0 : 1;
   }
@@ -129,7 +147,9 @@ export async function reportCommand(runId: string, opts: ReportCommandOptions = 
       local = await copyReportFiles(folder, run.config, report, hosts);
       await writeFile(join(folder, 'result.json'), JSON.stringify(run.result, null, 2));
     } catch (err) {
-      out.write(`could not copy the report from host ${report.host ?? run.config.target.host}: ${(err as Error).message}\n`);
+      out.write(
+        `could not copy the report from host ${report.host ?? run.config.target.host}: ${(err as Error).message}\n`,
+      );
     } finally {
       if (!opts.hosts) await hosts.closeAll();
     }

@@ -82,8 +82,14 @@ export async function attach(target: TemporalTarget, client: Client, runId: stri
       return 0;
     } catch (err) {
       const reason = err instanceof WorkflowFailedError ? innermost(err) : (err as Error).message;
-      const cancelled = err instanceof WorkflowFailedError && /cancel/i.test(String(err.cause?.name ?? '') + String(err.cause?.message ?? ''));
-      out.write(cancelled ? `\nrun ${runId} cancelled\n` : `\nrun ${runId} failed: ${reason}\n${details}resume after fixing the cause: aerie resume ${runId}\n`);
+      const cancelled =
+        err instanceof WorkflowFailedError &&
+        /cancel/i.test(String(err.cause?.name ?? '') + String(err.cause?.message ?? ''));
+      out.write(
+        cancelled
+          ? `\nrun ${runId} cancelled\n`
+          : `\nrun ${runId} failed: ${reason}\n${details}resume after fixing the cause: aerie resume ${runId}\n`,
+      );
       return 1;
     }
   };
@@ -138,8 +144,14 @@ export async function resumeCommand(runId: string, opts: RunOptions & { configPa
     }
     const original = await originalInput(client, runId);
     const config: Config = opts.configPath ? await loadConfigFile(resolve(opts.configPath)) : original.config;
-    out.write(`run ${runId} ended ${desc.status.name.toLowerCase()}: restarting it; stages whose ledger records are valid are skipped\n`);
-    await startWorkflow(client, { ...original, config, configPath: opts.configPath ? resolve(opts.configPath) : original.configPath });
+    out.write(
+      `run ${runId} ended ${desc.status.name.toLowerCase()}: restarting it; stages whose ledger records are valid are skipped\n`,
+    );
+    await startWorkflow(client, {
+      ...original,
+      config,
+      configPath: opts.configPath ? resolve(opts.configPath) : original.configPath,
+    });
     return await attach(target, client, runId, opts);
   } finally {
     await client.connection.close();

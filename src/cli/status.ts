@@ -21,7 +21,9 @@ export async function statusCommand(runId: string, out: NodeJS.WritableStream = 
       if (status) out.write(tableOf(status, phase) + '\n');
       else {
         const stage = desc.typedSearchAttributes.get(AerieStage);
-        out.write(`  stage: ${String(stage ?? '?')}${phase ? ` — ${phase}` : ''}\n  (no worker is polling this run: start one with \`aerie worker\` or \`aerie resume ${runId}\`)\n`);
+        out.write(
+          `  stage: ${String(stage ?? '?')}${phase ? ` — ${phase}` : ''}\n  (no worker is polling this run: start one with \`aerie worker\` or \`aerie resume ${runId}\`)\n`,
+        );
       }
     } else if (desc.status.name === 'COMPLETED') {
       const result = (await handle.result()) as PipelineResult;

@@ -14,7 +14,9 @@ export class ConfigError extends Error {
     readonly source: string,
     readonly problems: string[],
   ) {
-    super(`${source}: ${problems.length} problem${problems.length === 1 ? '' : 's'}\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    super(
+      `${source}: ${problems.length} problem${problems.length === 1 ? '' : 's'}\n${problems.map((p) => `  - ${p}`).join('\n')}`,
+    );
     this.name = 'ConfigError';
   }
 }
@@ -35,7 +37,10 @@ export async function loadConfigFile(path: string, env: NodeJS.ProcessEnv = proc
 export function parseConfigText(text: string, source = 'config', env: NodeJS.ProcessEnv = process.env): Config {
   const doc = parseDocument(text, { prettyErrors: true });
   if (doc.errors.length > 0) {
-    throw new ConfigError(source, doc.errors.map((e) => `YAML syntax: ${e.message.split('\n')[0]}`));
+    throw new ConfigError(
+      source,
+      doc.errors.map((e) => `YAML syntax: ${e.message.split('\n')[0]}`),
+    );
   }
   const raw: unknown = doc.toJS() ?? {};
   const problems: string[] = [];
@@ -51,12 +56,19 @@ export function parseConfigText(text: string, source = 'config', env: NodeJS.Pro
  * ${VAR} in any string is expanded now, except inside `env:` maps: those are expanded on the
  * worker at launch time, so secrets (HF_TOKEN, API keys) never enter workflow history.
  */
-function expandVariables(value: unknown, path: (string | number)[], env: NodeJS.ProcessEnv, problems: string[]): unknown {
+function expandVariables(
+  value: unknown,
+  path: (string | number)[],
+  env: NodeJS.ProcessEnv,
+  problems: string[],
+): unknown {
   if (typeof value === 'string') {
     return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => {
       const v = env[name];
       if (v === undefined) {
-        problems.push(`${fieldPath(path)}: refers to \${${name}}, which is not set in the environment (set it, or write the value)`);
+        problems.push(
+          `${fieldPath(path)}: refers to \${${name}}, which is not set in the environment (set it, or write the value)`,
+        );
         return '';
       }
       return v;
@@ -113,7 +125,8 @@ function allowedKeysAt(path: readonly PropertyKey[]): string[] | undefined {
 function unwrap(node: z.ZodType | undefined): z.ZodType | undefined {
   let n = node;
   for (let i = 0; i < 10 && n; i++) {
-    if (n instanceof z.ZodDefault || n instanceof z.ZodPrefault || n instanceof z.ZodOptional) n = n.unwrap() as z.ZodType;
+    if (n instanceof z.ZodDefault || n instanceof z.ZodPrefault || n instanceof z.ZodOptional)
+      n = n.unwrap() as z.ZodType;
     else if (n instanceof z.ZodPipe) n = n.in as z.ZodType;
     else break;
   }

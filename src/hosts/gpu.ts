@@ -76,7 +76,8 @@ export function gpuInventoryFrom(
   appsRun: ExecResult | null,
   isOurs: (pid: number) => boolean,
 ): GpuInventory {
-  if (gpusRun.code === 127) return { available: false, reason: `nvidia-smi not found on ${hostName}`, gpus: [], processes: [] };
+  if (gpusRun.code === 127)
+    return { available: false, reason: `nvidia-smi not found on ${hostName}`, gpus: [], processes: [] };
   if (gpusRun.code !== 0) {
     const why = firstLine(gpusRun) || `exit code ${gpusRun.code ?? gpusRun.signal}`;
     return { available: false, reason: `nvidia-smi failed on ${hostName}: ${why}`, gpus: [], processes: [] };

@@ -19,7 +19,14 @@ export function createHost(name: string, cfg: HostConfig): Host {
     case 'local':
       return new LocalHost({ name, workdir: cfg.workdir, nvidiaSmi: cfg['nvidia-smi'] });
     case 'ssh':
-      return new SshHost({ name, workdir: cfg.workdir, ssh: cfg.ssh, execPrefix: cfg['exec-prefix'], httpAddress: cfg['http-address'], nvidiaSmi: cfg['nvidia-smi'] });
+      return new SshHost({
+        name,
+        workdir: cfg.workdir,
+        ssh: cfg.ssh,
+        execPrefix: cfg['exec-prefix'],
+        httpAddress: cfg['http-address'],
+        nvidiaSmi: cfg['nvidia-smi'],
+      });
   }
 }
 

@@ -52,12 +52,29 @@ export function stageInputs(config: Config, stage: StageName): unknown {
     case 'generate':
       return { model, generate: omit(s.generate, ['concurrency', 'request-retries', 'shard-size']) };
     case 'extract':
-      return { model, extract: omit(s.extract, ['concurrency', 'dump-dir', 'launcher', 'env', 'python', 'crash-retries', 'self-check', 'cross-check']) };
+      return {
+        model,
+        extract: omit(s.extract, [
+          'concurrency',
+          'dump-dir',
+          'launcher',
+          'env',
+          'python',
+          'crash-retries',
+          'self-check',
+          'cross-check',
+        ]),
+      };
     case 'train':
       return { model, train: omit(s.train, ['env', 'launcher', 'crash-retries']) };
     case 'deploy':
     case 'benchmark':
-      return { model, deploy: s.deploy, benchmark: s.benchmark, server: { 'tp-size': config.server['tp-size'], 'extra-args': config.server['extra-args'] } };
+      return {
+        model,
+        deploy: s.deploy,
+        benchmark: s.benchmark,
+        server: { 'tp-size': config.server['tp-size'], 'extra-args': config.server['extra-args'] },
+      };
   }
 }
 
@@ -83,11 +100,13 @@ export function judgeLedger(
   current: ReadonlyMap<string, { bytes: number; count?: number } | null>,
 ): LedgerVerdict {
   if (!record) return { valid: false, reason: 'not done yet' };
-  if (record.inputsHash !== expectedHash) return { valid: false, reason: 'config or upstream changed since it was done' };
+  if (record.inputsHash !== expectedHash)
+    return { valid: false, reason: 'config or upstream changed since it was done' };
   for (const out of record.outputs) {
     const now = current.get(out.path);
     if (!now) return { valid: false, reason: `output ${out.path} is missing` };
-    if (now.bytes !== out.bytes) return { valid: false, reason: `output ${out.path} is ${now.bytes} bytes, recorded ${out.bytes}` };
+    if (now.bytes !== out.bytes)
+      return { valid: false, reason: `output ${out.path} is ${now.bytes} bytes, recorded ${out.bytes}` };
     if (out.count !== undefined && now.count !== out.count) {
       return { valid: false, reason: `output ${out.path} holds ${now.count} files, recorded ${out.count}` };
     }

@@ -77,7 +77,11 @@ export function errorMessageOf(body: string): string {
       if (typeof o.detail === 'string') return o.detail;
       if (Array.isArray(o.detail)) {
         return o.detail
-          .map((d) => (d && typeof d === 'object' && typeof (d as Record<string, unknown>).msg === 'string' ? (d as Record<string, string>).msg : JSON.stringify(d)))
+          .map((d) =>
+            d && typeof d === 'object' && typeof (d as Record<string, unknown>).msg === 'string'
+              ? (d as Record<string, string>).msg
+              : JSON.stringify(d),
+          )
           .join('; ');
       }
     }
@@ -163,14 +167,21 @@ export class SglangClient {
   async flushCache(signal?: AbortSignal): Promise<string> {
     const raw = await this.request('POST', '/flush_cache', undefined, this.timeoutMs, signal);
     if (raw.status === 400) {
-      throw new SglangHttpError('POST', '/flush_cache', 400, 'the server did not flush its cache: requests are still running or waiting', raw.text);
+      throw new SglangHttpError(
+        'POST',
+        '/flush_cache',
+        400,
+        'the server did not flush its cache: requests are still running or waiting',
+        raw.text,
+      );
     }
     this.requireOk('POST', '/flush_cache', raw);
     return raw.text;
   }
 
   async generate(req: GenerateRequest, signal?: AbortSignal): Promise<GenerateResponse> {
-    if (Array.isArray((req as { text?: unknown }).text)) throw new Error('generate takes one prompt; a list of prompts changes the response shape');
+    if (Array.isArray((req as { text?: unknown }).text))
+      throw new Error('generate takes one prompt; a list of prompts changes the response shape');
     const raw = await this.request('POST', '/generate', { ...req, stream: false }, this.generateTimeoutMs, signal);
     this.requireOk('POST', '/generate', raw);
     const body = asObject(parseJson(raw, 'POST /generate'), 'POST /generate');
@@ -187,7 +198,11 @@ export class SglangClient {
     return body as unknown as ChatResponse;
   }
 
-  private async getJsonWithFallback(newPath: string, oldPath: string, signal?: AbortSignal): Promise<Record<string, unknown>> {
+  private async getJsonWithFallback(
+    newPath: string,
+    oldPath: string,
+    signal?: AbortSignal,
+  ): Promise<Record<string, unknown>> {
     const [first, second] = this.legacyRoutesFirst ? [oldPath, newPath] : [newPath, oldPath];
     let used = first;
     let raw = await this.request('GET', first, undefined, this.timeoutMs, signal);
@@ -206,7 +221,13 @@ export class SglangClient {
   }
 
   /** One request, body read in full, bounded by timeoutMs (headers and body alike). */
-  private async request(method: string, path: string, body: unknown, timeoutMs: number, signal?: AbortSignal): Promise<RawResponse> {
+  private async request(
+    method: string,
+    path: string,
+    body: unknown,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<RawResponse> {
     signal?.throwIfAborted();
     const timeout = AbortSignal.timeout(timeoutMs);
     const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;

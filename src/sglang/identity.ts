@@ -28,7 +28,9 @@ function normalizeAlgorithm(a: string): string {
 
 /** server_info reports "no speculation" as null (older: the field is absent entirely). */
 function isNoAlgorithm(v: unknown): boolean {
-  return v === undefined || v === null || (typeof v === 'string' && (v.trim() === '' || v.trim().toUpperCase() === 'NONE'));
+  return (
+    v === undefined || v === null || (typeof v === 'string' && (v.trim() === '' || v.trim().toUpperCase() === 'NONE'))
+  );
 }
 
 function show(v: unknown): string {
@@ -52,7 +54,9 @@ export function checkServerIdentity(serverInfo: Record<string, unknown>, expecte
 
   const modelPath = serverInfo.model_path;
   if (typeof modelPath !== 'string') {
-    out.push(`server_info has no model_path (${show(modelPath)}): cannot tell that it is the server we launched with ${expected.modelPath}`);
+    out.push(
+      `server_info has no model_path (${show(modelPath)}): cannot tell that it is the server we launched with ${expected.modelPath}`,
+    );
   } else if (!samePath(modelPath, expected.modelPath)) {
     out.push(`server_info says model_path=${modelPath}, we launched ${expected.modelPath}`);
   }
@@ -74,7 +78,10 @@ export function checkServerIdentity(serverInfo: Record<string, unknown>, expecte
     }
   } else if (isNoAlgorithm(algorithm)) {
     out.push(`server_info says speculative_algorithm=${show(algorithm)}, we launched ${expected.speculativeAlgorithm}`);
-  } else if (typeof algorithm !== 'string' || normalizeAlgorithm(algorithm) !== normalizeAlgorithm(expected.speculativeAlgorithm)) {
+  } else if (
+    typeof algorithm !== 'string' ||
+    normalizeAlgorithm(algorithm) !== normalizeAlgorithm(expected.speculativeAlgorithm)
+  ) {
     out.push(`server_info says speculative_algorithm=${show(algorithm)}, we launched ${expected.speculativeAlgorithm}`);
   }
 

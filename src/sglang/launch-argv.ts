@@ -111,7 +111,9 @@ export function flagValue(args: readonly string[], spellings: readonly string[])
 
 function requireInt(value: number, what: string, min: number, max = Number.MAX_SAFE_INTEGER): void {
   if (!Number.isInteger(value) || value < min || value > max) {
-    throw new Error(`${what} must be an integer from ${min}${max === Number.MAX_SAFE_INTEGER ? ' up' : ` to ${max}`}, got ${value}`);
+    throw new Error(
+      `${what} must be an integer from ${min}${max === Number.MAX_SAFE_INTEGER ? ' up' : ` to ${max}`}, got ${value}`,
+    );
   }
 }
 
@@ -130,21 +132,29 @@ export function validateLaunchSpec(spec: ServerLaunchSpec): void {
   if (spec.maxRunningRequests !== undefined) requireInt(spec.maxRunningRequests, 'maxRunningRequests', 1);
 
   for (const [canonical, spellings] of Object.entries(MANAGED_FLAGS)) {
-    const renderedAlways = canonical === '--model-path' || canonical === '--host' || canonical === '--port' || canonical === '--tp-size';
+    const renderedAlways =
+      canonical === '--model-path' || canonical === '--host' || canonical === '--port' || canonical === '--tp-size';
     const renderedNow =
       renderedAlways ||
       (canonical === '--mem-fraction-static' && spec.memFractionStatic !== undefined) ||
       (canonical === '--max-running-requests' && spec.maxRunningRequests !== undefined);
     // argparse keeps the last value, so a duplicate in extra-args would silently replace ours.
-    const given = renderedNow ? spec.extraArgs.map(flagName).find((n) => n !== undefined && spells(n, spellings)) : undefined;
+    const given = renderedNow
+      ? spec.extraArgs.map(flagName).find((n) => n !== undefined && spells(n, spellings))
+      : undefined;
     if (given !== undefined) {
       const read = spellings.includes(given) ? '' : ` (${given}, which argparse reads as ${canonical})`;
-      throw new Error(`extra-args sets ${canonical}${read}, which aerie sets itself from the config; remove it from extra-args`);
+      throw new Error(
+        `extra-args sets ${canonical}${read}, which aerie sets itself from the config; remove it from extra-args`,
+      );
     }
   }
   const specFlag = spec.extraArgs.find((a) => {
     const name = flagName(a);
-    return name !== undefined && (name.startsWith(SPECULATIVE_FLAG_PREFIX) || (name.length > 2 && SPECULATIVE_FLAG_PREFIX.startsWith(name)));
+    return (
+      name !== undefined &&
+      (name.startsWith(SPECULATIVE_FLAG_PREFIX) || (name.length > 2 && SPECULATIVE_FLAG_PREFIX.startsWith(name)))
+    );
   });
   if (specFlag !== undefined) {
     throw new Error(
@@ -153,7 +163,9 @@ export function validateLaunchSpec(spec: ServerLaunchSpec): void {
   }
 
   if (spec.capture && spec.sglangVersion !== undefined && spec.capture.sglangVersion !== spec.sglangVersion) {
-    throw new Error(`the capture is set up for SGLang ${spec.capture.sglangVersion} but the launch renders for ${spec.sglangVersion}`);
+    throw new Error(
+      `the capture is set up for SGLang ${spec.capture.sglangVersion} but the launch renders for ${spec.sglangVersion}`,
+    );
   }
   // Refusals of flags this release renamed away or that the config owns (releases.ts).
   releaseExtraArgs(spec.sglangVersion, spec.extraArgs);
@@ -163,21 +175,27 @@ export function validateLaunchSpec(spec: ServerLaunchSpec): void {
     if (!(CAPTURE_SGLANG_VERSIONS as readonly string[]).includes(spec.capture.sglangVersion)) {
       throw new Error(
         `aerie's hidden-state capture supports SGLang ${CAPTURE_SGLANG_VERSIONS.join(' and ')}, not ${spec.capture.sglangVersion}; ` +
-          'pin server.sglang-version to the host\'s release and run a supported one for extraction',
+          "pin server.sglang-version to the host's release and run a supported one for extraction",
       );
     }
     if (spec.capture.mode?.startsWith('stock') && spec.capture.sglangVersion !== '0.5.23') {
-      throw new Error(`stock SGLang returns aux hidden states without a draft only from 0.5.23 (--enable-return-aux-hidden-states); this host runs ${spec.capture.sglangVersion}: use stages.extract.driver: patched-server`);
+      throw new Error(
+        `stock SGLang returns aux hidden states without a draft only from 0.5.23 (--enable-return-aux-hidden-states); this host runs ${spec.capture.sglangVersion}: use stages.extract.driver: patched-server`,
+      );
     }
     const ids = spec.capture.draftLayerIds;
     if (ids.length !== 3 || !ids.every((x) => Number.isInteger(x) && x >= 0)) {
-      throw new Error(`the draft config's eagle_aux_hidden_state_layer_ids must be three layer ids, got ${JSON.stringify(ids)}`);
+      throw new Error(
+        `the draft config's eagle_aux_hidden_state_layer_ids must be three layer ids, got ${JSON.stringify(ids)}`,
+      );
     }
   }
   const s = spec.speculative;
   if (s === undefined) return;
   if (spec.extraction) {
-    throw new Error('extraction mode cannot use speculative decoding: the hidden states must come from the target alone');
+    throw new Error(
+      'extraction mode cannot use speculative decoding: the hidden states must come from the target alone',
+    );
   }
   if ((s.algorithm === 'EAGLE3' || s.algorithm === 'STANDALONE') && !s.draftModelPath) {
     throw new Error(`speculative algorithm ${s.algorithm} needs a draft model path`);
@@ -185,7 +203,8 @@ export function validateLaunchSpec(spec: ServerLaunchSpec): void {
   if (s.algorithm === 'NGRAM' && s.draftModelPath) {
     throw new Error('speculative algorithm NGRAM uses no draft model; remove the draft model path');
   }
-  if (s.draftModelPath !== undefined && s.draftModelPath.length === 0) throw new Error('draftModelPath must not be empty when given');
+  if (s.draftModelPath !== undefined && s.draftModelPath.length === 0)
+    throw new Error('draftModelPath must not be empty when given');
   if (s.numSteps !== undefined) requireInt(s.numSteps, 'speculative numSteps', 1);
   if (s.eagleTopk !== undefined) requireInt(s.eagleTopk, 'speculative eagleTopk', 1);
   if (s.numDraftTokens !== undefined) requireInt(s.numDraftTokens, 'speculative numDraftTokens', 1);
@@ -196,10 +215,14 @@ export function renderServerArgv(spec: ServerLaunchSpec): string[] {
   validateLaunchSpec(spec);
   const argv = [
     ...spec.launcher,
-    '--model-path', spec.modelPath,
-    '--host', spec.host ?? DEFAULT_SERVER_HOST,
-    '--port', String(spec.port),
-    '--tp-size', String(spec.tpSize),
+    '--model-path',
+    spec.modelPath,
+    '--host',
+    spec.host ?? DEFAULT_SERVER_HOST,
+    '--port',
+    String(spec.port),
+    '--tp-size',
+    String(spec.tpSize),
   ];
   if (spec.memFractionStatic !== undefined) argv.push('--mem-fraction-static', String(spec.memFractionStatic));
   if (spec.maxRunningRequests !== undefined) argv.push('--max-running-requests', String(spec.maxRunningRequests));
@@ -210,7 +233,11 @@ export function renderServerArgv(spec: ServerLaunchSpec): string[] {
     if (s.numSteps !== undefined) argv.push('--speculative-num-steps', String(s.numSteps));
     if (s.eagleTopk !== undefined) argv.push('--speculative-eagle-topk', String(s.eagleTopk));
     if (s.numDraftTokens !== undefined) argv.push('--speculative-num-draft-tokens', String(s.numDraftTokens));
-    if (spec.sglangVersion !== undefined) argv.push(...specV2Launch(spec.sglangVersion, spec.specV2 ?? 'auto', { algorithm: s.algorithm, eagleTopk: s.eagleTopk }).args);
+    if (spec.sglangVersion !== undefined)
+      argv.push(
+        ...specV2Launch(spec.sglangVersion, spec.specV2 ?? 'auto', { algorithm: s.algorithm, eagleTopk: s.eagleTopk })
+          .args,
+      );
   }
   if (spec.extraction) {
     // Each release gets its own spelling of "no CUDA graphs" (releases.ts noCudaGraphArgs;
@@ -224,7 +251,13 @@ export function renderServerArgv(spec: ServerLaunchSpec): string[] {
     // no draft; --speculative-algorithm then only names the EAGLE3 convention and is reset
     // (arg_groups/validation_hook.py:697-760). The ids are the draft's: models/llama.py:938-941
     // adds 1. On 0.5.12 the plugin turns the capture on itself (AERIE_HS_AUX_LAYERS).
-    argv.push('--enable-return-aux-hidden-states', '--speculative-algorithm', 'EAGLE3', '--return-aux-hidden-state-layer-ids', ...c.draftLayerIds.map(String));
+    argv.push(
+      '--enable-return-aux-hidden-states',
+      '--speculative-algorithm',
+      'EAGLE3',
+      '--return-aux-hidden-state-layer-ids',
+      ...c.draftLayerIds.map(String),
+    );
   }
   // The final post-norm state comes back only from a server without the aux flag (exec_.py:112-116).
   if (c?.mode === 'stock-final') argv.push('--enable-return-hidden-states');
@@ -245,7 +278,10 @@ export function releaseNotes(spec: ServerLaunchSpec, serverEnv: Record<string, s
   if (v === undefined) return [];
   const notes = [...releaseExtraArgs(v, spec.extraArgs).notes];
   const s = spec.speculative;
-  if (s !== undefined) notes.push(specV2Launch(v, spec.specV2 ?? 'auto', { algorithm: s.algorithm, eagleTopk: s.eagleTopk, serverEnv }).note);
+  if (s !== undefined)
+    notes.push(
+      specV2Launch(v, spec.specV2 ?? 'auto', { algorithm: s.algorithm, eagleTopk: s.eagleTopk, serverEnv }).note,
+    );
   return notes;
 }
 
@@ -264,23 +300,45 @@ export interface CaptureEnv {
  * the dump folder and the layers. A base that would hide the plugin or send the dumps
  * elsewhere is refused, because the dumps would land where nobody converts them (incident 6).
  */
-export function serverLaunchEnv(base: Record<string, string>, capture?: CaptureEnv, spec?: ServerLaunchSpec): Record<string, string> {
+export function serverLaunchEnv(
+  base: Record<string, string>,
+  capture?: CaptureEnv,
+  spec?: ServerLaunchSpec,
+): Record<string, string> {
   // Python block-buffers stdout into a log file; the readiness phase is read from that log.
   const env: Record<string, string> = { PYTHONUNBUFFERED: '1', ...base };
   const s = spec?.speculative;
   if (s !== undefined && spec?.sglangVersion !== undefined) {
-    Object.assign(env, specV2Launch(spec.sglangVersion, spec.specV2 ?? 'auto', { algorithm: s.algorithm, eagleTopk: s.eagleTopk, serverEnv: base }).env);
+    Object.assign(
+      env,
+      specV2Launch(spec.sglangVersion, spec.specV2 ?? 'auto', {
+        algorithm: s.algorithm,
+        eagleTopk: s.eagleTopk,
+        serverEnv: base,
+      }).env,
+    );
   }
   if (capture === undefined) return env;
-  if (!capture.dumpDir.startsWith('/')) throw new Error(`stages.extract.dump-dir must be an absolute path, got "${capture.dumpDir}"`);
+  if (!capture.dumpDir.startsWith('/'))
+    throw new Error(`stages.extract.dump-dir must be an absolute path, got "${capture.dumpDir}"`);
   const already = base.AERIE_HS_DUMP_DIR;
   if (already !== undefined && already !== capture.dumpDir) {
-    throw new Error(`server.env sets AERIE_HS_DUMP_DIR=${already}, but extraction dumps to ${capture.dumpDir}; remove it from server.env`);
+    throw new Error(
+      `server.env sets AERIE_HS_DUMP_DIR=${already}, but extraction dumps to ${capture.dumpDir}; remove it from server.env`,
+    );
   }
   // SGLANG_PLUGINS is a whitelist of plugin names (sglang==0.5.23:srt/plugins/__init__.py:52-55).
   const allowed = base.SGLANG_PLUGINS;
-  if (allowed && !allowed.split(',').map((x) => x.trim()).includes('aerie_hs_capture')) {
-    throw new Error(`server.env sets SGLANG_PLUGINS=${allowed}, which leaves out aerie's capture; add aerie_hs_capture to it (comma-separated)`);
+  if (
+    allowed &&
+    !allowed
+      .split(',')
+      .map((x) => x.trim())
+      .includes('aerie_hs_capture')
+  ) {
+    throw new Error(
+      `server.env sets SGLANG_PLUGINS=${allowed}, which leaves out aerie's capture; add aerie_hs_capture to it (comma-separated)`,
+    );
   }
   env.AERIE_HS_DUMP_DIR = capture.dumpDir;
   env.AERIE_HS_AUX_LAYERS = JSON.stringify(capture.draftLayerIds);
@@ -302,7 +360,10 @@ export function effectiveMaxRunningRequests(spec: ServerLaunchSpec): number | un
  * and queues the rest, so a sweep to 250 measures queueing. Set it from the sweep's highest
  * concurrency, and say so; an explicit lower setting is kept but noted.
  */
-export function benchmarkReadyArgs(spec: ServerLaunchSpec, maxConcurrency: number): { spec: ServerLaunchSpec; notes: string[] } {
+export function benchmarkReadyArgs(
+  spec: ServerLaunchSpec,
+  maxConcurrency: number,
+): { spec: ServerLaunchSpec; notes: string[] } {
   requireInt(maxConcurrency, 'maxConcurrency', 1);
   const notes: string[] = [];
   const explicit = effectiveMaxRunningRequests(spec);

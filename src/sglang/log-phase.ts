@@ -7,7 +7,8 @@
  * (a warning looks exactly like an info line), so lines are recognised by their message.
  */
 
-export type ServerPhase = 'starting' | 'loading weights' | 'weights loaded' | 'capturing cuda graphs' | 'warming up' | 'ready';
+export type ServerPhase =
+  'starting' | 'loading weights' | 'weights loaded' | 'capturing cuda graphs' | 'warming up' | 'ready';
 
 export const PHASE_ORDER: readonly ServerPhase[] = [
   'starting',
@@ -109,7 +110,8 @@ const MODULE_SPEC_ERROR =
 const NO_MODULE_NAMED = /^(\S*python[\w.-]*|\/\S+): No module named ([\w.]+)\s*$/;
 // The exception line of a traceback. "Ignore import error when loading ...: No module named 'x'"
 // is SGLang skipping an optional model file, not a failure, and does not match this.
-const TRACEBACK_MODULE_ERROR = /^(ModuleNotFoundError: No module named '([^']+)'.*|ImportError: cannot import name .*)$/;
+const TRACEBACK_MODULE_ERROR =
+  /^(ModuleNotFoundError: No module named '([^']+)'.*|ImportError: cannot import name .*)$/;
 
 const CUDA_OOM = /torch\.(?:cuda\.)?OutOfMemoryError|CUDA out of memory|CUDA error: out of memory/;
 const KV_POOL_TOO_SMALL = /Not enough memory\. Please try to increase --mem-fraction-static/;
@@ -290,7 +292,9 @@ export function classifyServerFailure(logTail: string): ServerFailure {
   return {
     kind: 'crash',
     retryable: true,
-    message: last ? `the server exited without a Python traceback; last log line: ${last}` : 'the server exited and its log is empty',
+    message: last
+      ? `the server exited without a Python traceback; last log line: ${last}`
+      : 'the server exited and its log is empty',
   };
 }
 

@@ -58,7 +58,12 @@ export interface ReadinessBeat {
 }
 
 export function readinessBeat(b: ReadinessBeat): ReadinessBeat {
-  const out: ReadinessBeat = { phase: b.phase, elapsedMs: Math.round(b.elapsedMs), lastHttp: b.lastHttp, logOffset: b.logOffset };
+  const out: ReadinessBeat = {
+    phase: b.phase,
+    elapsedMs: Math.round(b.elapsedMs),
+    lastHttp: b.lastHttp,
+    logOffset: b.logOffset,
+  };
   if (b.detail) out.detail = b.detail.length > 120 ? `${b.detail.slice(0, 119)}…` : b.detail;
   return out;
 }
@@ -129,8 +134,15 @@ function deathType(f: ServerFailure): FatalType {
   }
 }
 
-export function deathMessage(a: { role: string; pid: number; what: string; exitCode?: number | null; failure: ServerFailure }): string {
-  const code = a.exitCode === undefined ? '' : a.exitCode === null ? ' (exit status unknown)' : ` (exit code ${a.exitCode})`;
+export function deathMessage(a: {
+  role: string;
+  pid: number;
+  what: string;
+  exitCode?: number | null;
+  failure: ServerFailure;
+}): string {
+  const code =
+    a.exitCode === undefined ? '' : a.exitCode === null ? ' (exit status unknown)' : ` (exit code ${a.exitCode})`;
   const interp = a.failure.interpreter ? ` [interpreter: ${a.failure.interpreter}]` : '';
   return `${a.role} server pid ${a.pid} ${a.what}${code}: ${a.failure.message}${interp}`;
 }
@@ -191,7 +203,9 @@ export function gateAcceptLength(samples: GateSample[]): number {
 
 /** forcedAlgorithm: set when stages.deploy.allow-algorithm-mismatch let a refused combination launch. */
 export function drafterRejectedMessage(acceptLength: number, threshold: number, forcedAlgorithm?: string): string {
-  const forced = forcedAlgorithm ? ` (stages.deploy.allow-algorithm-mismatch let ${forcedAlgorithm} serve a drafter it cannot use)` : '';
+  const forced = forcedAlgorithm
+    ? ` (stages.deploy.allow-algorithm-mismatch let ${forcedAlgorithm} serve a drafter it cannot use)`
+    : '';
   return (
     `accept length ${acceptLength.toFixed(2)} is below ${threshold}${forced}: the drafter gives no real speedup. ` +
     `Likely causes: --speculative-algorithm EAGLE instead of EAGLE3 for an EAGLE-3 drafter, wrong eagle_aux_hidden_state_layer_ids, ` +

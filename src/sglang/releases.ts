@@ -75,14 +75,22 @@ const SPEC_V2_ALGORITHMS = ['EAGLE', 'EAGLE3', 'STANDALONE', 'NEXTN'];
  * server.env's SGLANG_ENABLE_SPEC_V2 is read as the same request; one that disagrees with
  * spec-v2, or means nothing on the release, is refused.
  */
-export function specV2Launch(version: string, mode: SpecV2Mode, opts: { algorithm: string; eagleTopk?: number; serverEnv?: Record<string, string> }): SpecV2Launch {
+export function specV2Launch(
+  version: string,
+  mode: SpecV2Mode,
+  opts: { algorithm: string; eagleTopk?: number; serverEnv?: Record<string, string> },
+): SpecV2Launch {
   const raw = opts.serverEnv?.SGLANG_ENABLE_SPEC_V2;
   const fromEnv = envBool(raw);
   if (raw !== undefined && fromEnv === undefined) {
-    throw new ReleaseError(`server.env sets SGLANG_ENABLE_SPEC_V2=${raw}, which SGLang reads as neither true nor false. Fix: remove it and set stages.deploy.spec-v2: on or off`);
+    throw new ReleaseError(
+      `server.env sets SGLANG_ENABLE_SPEC_V2=${raw}, which SGLang reads as neither true nor false. Fix: remove it and set stages.deploy.spec-v2: on or off`,
+    );
   }
   if (fromEnv !== undefined && mode !== 'auto' && fromEnv !== (mode === 'on')) {
-    throw new ReleaseError(`server.env sets SGLANG_ENABLE_SPEC_V2=${raw} but stages.deploy.spec-v2 is ${mode}. Fix: remove SGLANG_ENABLE_SPEC_V2 from server.env; stages.deploy.spec-v2 says it`);
+    throw new ReleaseError(
+      `server.env sets SGLANG_ENABLE_SPEC_V2=${raw} but stages.deploy.spec-v2 is ${mode}. Fix: remove SGLANG_ENABLE_SPEC_V2 from server.env; stages.deploy.spec-v2 says it`,
+    );
   }
   const want: SpecV2Mode = mode !== 'auto' ? mode : fromEnv === undefined ? 'auto' : fromEnv ? 'on' : 'off';
   const applies = SPEC_V2_ALGORITHMS.includes(opts.algorithm.toUpperCase());
@@ -91,22 +99,44 @@ export function specV2Launch(version: string, mode: SpecV2Mode, opts: { algorith
   if (!atLeast(version, '0.5.9')) {
     const v = readFrom(version, '0.5.4');
     if (raw !== undefined) {
-      throw new ReleaseError(`server.env sets SGLANG_ENABLE_SPEC_V2, which SGLang ${v} does not read (spec v2 is the --enable-beta-spec flag there). Fix: remove it from server.env and set stages.deploy.spec-v2: ${want === 'off' ? 'off' : 'on'}`);
+      throw new ReleaseError(
+        `server.env sets SGLANG_ENABLE_SPEC_V2, which SGLang ${v} does not read (spec v2 is the --enable-beta-spec flag there). Fix: remove it from server.env and set stages.deploy.spec-v2: ${want === 'off' ? 'off' : 'on'}`,
+      );
     }
-    if (want === 'on') return { args: ['--enable-beta-spec'], env: {}, note: `spec v2: on, through --enable-beta-spec (SGLang ${v}; off by default there)` };
-    return { args: [], env: {}, note: `spec v2: off (SGLang ${v}: only --enable-beta-spec turns it on; stages.deploy.spec-v2: on renders it)` };
+    if (want === 'on')
+      return {
+        args: ['--enable-beta-spec'],
+        env: {},
+        note: `spec v2: on, through --enable-beta-spec (SGLang ${v}; off by default there)`,
+      };
+    return {
+      args: [],
+      env: {},
+      note: `spec v2: off (SGLang ${v}: only --enable-beta-spec turns it on; stages.deploy.spec-v2: on renders it)`,
+    };
   }
   if (!atLeast(version, '0.5.15')) {
     const defaultOn = atLeast(version, '0.5.12');
     const v = readFrom(version, defaultOn ? '0.5.12' : '0.5.9');
     const on = want === 'auto' ? defaultOn : want === 'on';
     if (on && applies && topk !== undefined && topk > 1 && !defaultOn) {
-      throw new ReleaseError(`stages.deploy.spec-v2: SGLang ${v} refuses spec v2 with topk ${topk} ("Spec v2 currently only supports topk = 1"). Fix: set stages.deploy.eagle-topk: 1, or spec-v2: off`);
+      throw new ReleaseError(
+        `stages.deploy.spec-v2: SGLang ${v} refuses spec v2 with topk ${topk} ("Spec v2 currently only supports topk = 1"). Fix: set stages.deploy.eagle-topk: 1, or spec-v2: off`,
+      );
     }
-    const env: Record<string, string> = want === 'auto' || raw !== undefined ? {} : { SGLANG_ENABLE_SPEC_V2: on ? 'True' : 'False' };
-    const how = want === 'auto' ? `SGLANG_ENABLE_SPEC_V2 unset, default ${defaultOn ? 'True' : 'False'}` : `SGLANG_ENABLE_SPEC_V2=${raw ?? env.SGLANG_ENABLE_SPEC_V2}${raw !== undefined ? ' from server.env' : ''}`;
-    const fallback = on && applies && topk !== undefined && topk > 1 ? '; with topk > 1 SGLang runs spec v1 anyway' : '';
-    return { args: [], env, note: `spec v2 (overlap scheduling of draft and verify): ${on ? 'on' : 'off'} on SGLang ${v} (${how})${fallback}` };
+    const env: Record<string, string> =
+      want === 'auto' || raw !== undefined ? {} : { SGLANG_ENABLE_SPEC_V2: on ? 'True' : 'False' };
+    const how =
+      want === 'auto'
+        ? `SGLANG_ENABLE_SPEC_V2 unset, default ${defaultOn ? 'True' : 'False'}`
+        : `SGLANG_ENABLE_SPEC_V2=${raw ?? env.SGLANG_ENABLE_SPEC_V2}${raw !== undefined ? ' from server.env' : ''}`;
+    const fallback =
+      on && applies && topk !== undefined && topk > 1 ? '; with topk > 1 SGLang runs spec v1 anyway' : '';
+    return {
+      args: [],
+      env,
+      note: `spec v2 (overlap scheduling of draft and verify): ${on ? 'on' : 'off'} on SGLang ${v} (${how})${fallback}`,
+    };
   }
   const v = readFrom(version, atLeast(version, '0.5.23') ? '0.5.23' : '0.5.15');
   if (raw !== undefined) {
@@ -131,7 +161,10 @@ export function specV2Launch(version: string, mode: SpecV2Mode, opts: { algorith
 const EAGLE3_TARGET_FROM: Record<string, { from: string; why: string }> = {
   // sglang==0.5.9:srt/models/kimi_k25.py:648 has the class without the method;
   // sglang==0.5.11:srt/models/kimi_k25.py:799-810 and 0.5.12 (same lines) have it; 0.5.4 has no kimi_k25.py.
-  KimiK25ForConditionalGeneration: { from: '0.5.11', why: 'set_eagle3_layers_to_capture arrives in kimi_k25.py in 0.5.11 (0.5.9 has the class without it; 0.5.10 not read)' },
+  KimiK25ForConditionalGeneration: {
+    from: '0.5.11',
+    why: 'set_eagle3_layers_to_capture arrives in kimi_k25.py in 0.5.11 (0.5.9 has the class without it; 0.5.10 not read)',
+  },
 };
 
 /** The target's config.json architectures (a multimodal target's wrapper class comes first). */
@@ -141,7 +174,11 @@ export function targetArchitectures(modelConfig: unknown): string[] {
 }
 
 /** Why this release cannot serve EAGLE-3 for the target, with the fix; undefined when it can. */
-export function eagle3TargetProblem(version: string, algorithm: string, architectures: readonly string[]): string | undefined {
+export function eagle3TargetProblem(
+  version: string,
+  algorithm: string,
+  architectures: readonly string[],
+): string | undefined {
   if (algorithm.toUpperCase() !== 'EAGLE3') return undefined;
   for (const arch of architectures) {
     const need = EAGLE3_TARGET_FROM[arch];
@@ -172,21 +209,31 @@ interface FlagRename {
 /** Renames with the same destination field, so the rewrite keeps the meaning exactly. */
 const RENAMES: FlagRename[] = [
   {
-    old: '--stream-output', new: '--incremental-streaming-output', from: '0.5.12', removed: '0.5.23',
+    old: '--stream-output',
+    new: '--incremental-streaming-output',
+    from: '0.5.12',
+    removed: '0.5.23',
     refusal: 'unrecognized arguments: --stream-output',
     // alias with dest=incremental_streaming_output: sglang==0.5.12:srt/server_args.py:5109-5115, 0.5.15:srt/server_args.py:6189-6195;
     // gone in 0.5.23 (srt/arg_groups/fields/serving.py:274 only); 0.5.9 has only the old one (server_args.py:3348).
     source: 'sglang==0.5.12:srt/server_args.py:5109-5115',
   },
   {
-    old: '--cuda-graph-max-bs', new: '--cuda-graph-max-bs-decode', from: '0.5.15', removed: '0.5.23',
+    old: '--cuda-graph-max-bs',
+    new: '--cuda-graph-max-bs-decode',
+    from: '0.5.15',
+    removed: '0.5.23',
     // A prefix of two new flags, so argparse's allow_abbrev makes it ambiguous rather than unknown.
-    refusal: 'ambiguous option: --cuda-graph-max-bs could match --cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill',
+    refusal:
+      'ambiguous option: --cuda-graph-max-bs could match --cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill',
     // alias with dest=cuda_graph_max_bs_decode: sglang==0.5.15:srt/server_args.py:6243-6249; gone in 0.5.23 (arg_groups/fields/exec_.py:629).
     source: 'sglang==0.5.15:srt/server_args.py:6243-6249',
   },
   {
-    old: '--cuda-graph-bs', new: '--cuda-graph-bs-decode', from: '0.5.15', removed: '0.5.23',
+    old: '--cuda-graph-bs',
+    new: '--cuda-graph-bs-decode',
+    from: '0.5.15',
+    removed: '0.5.23',
     refusal: 'ambiguous option: --cuda-graph-bs could match --cuda-graph-bs-decode, --cuda-graph-bs-prefill',
     // alias with dest=cuda_graph_bs_decode: sglang==0.5.15:srt/server_args.py:6251-6258; gone in 0.5.23 (arg_groups/fields/exec_.py:640).
     source: 'sglang==0.5.15:srt/server_args.py:6251-6258',
@@ -206,7 +253,8 @@ export function noCudaGraphArgs(version: string | undefined): string[] {
 
 /** Flags aerie renders itself from the config on some release; in extra-args they are refused. */
 const OWNED_BY_CONFIG: Record<string, string> = {
-  '--enable-beta-spec': 'spec v2 belongs in stages.deploy.spec-v2 (aerie renders --enable-beta-spec on releases that have it, sglang==0.5.4:srt/server_args.py:2411; 0.5.9 on use SGLANG_ENABLE_SPEC_V2 or nothing)',
+  '--enable-beta-spec':
+    'spec v2 belongs in stages.deploy.spec-v2 (aerie renders --enable-beta-spec on releases that have it, sglang==0.5.4:srt/server_args.py:2411; 0.5.9 on use SGLANG_ENABLE_SPEC_V2 or nothing)',
 };
 
 function nameOf(arg: string): string | undefined {
@@ -220,32 +268,48 @@ function nameOf(arg: string): string | undefined {
  * rewritten and noted, a flag aerie renders from the config is refused with the field to use.
  * Without a known release the args pass as written.
  */
-export function releaseExtraArgs(version: string | undefined, extraArgs: readonly string[]): { args: string[]; notes: string[] } {
+export function releaseExtraArgs(
+  version: string | undefined,
+  extraArgs: readonly string[],
+): { args: string[]; notes: string[] } {
   const notes: string[] = [];
   const args: string[] = [];
   for (const arg of extraArgs) {
     const name = nameOf(arg);
-    if (name !== undefined && OWNED_BY_CONFIG[name]) throw new ReleaseError(`server.extra-args sets ${name}: ${OWNED_BY_CONFIG[name]}. Fix: remove it from server.extra-args`);
+    if (name !== undefined && OWNED_BY_CONFIG[name])
+      throw new ReleaseError(
+        `server.extra-args sets ${name}: ${OWNED_BY_CONFIG[name]}. Fix: remove it from server.extra-args`,
+      );
     if (version === undefined || name === undefined) {
       args.push(arg);
       continue;
     }
     if (name === '--disable-cuda-graph' && atLeast(version, '0.5.15')) {
-      if (arg !== name) throw new ReleaseError(`server.extra-args: ${arg} takes no value. Fix: write --disable-cuda-graph alone`);
+      if (arg !== name)
+        throw new ReleaseError(`server.extra-args: ${arg} takes no value. Fix: write --disable-cuda-graph alone`);
       args.push(...noCudaGraphArgs(version));
-      notes.push(`server.extra-args: --disable-cuda-graph is deprecated on SGLang ${version} ("Use '--cuda-graph-backend-{decode,prefill}=disabled' instead"); rendered as ${noCudaGraphArgs(version).join(' ')}, the same setting`);
+      notes.push(
+        `server.extra-args: --disable-cuda-graph is deprecated on SGLang ${version} ("Use '--cuda-graph-backend-{decode,prefill}=disabled' instead"); rendered as ${noCudaGraphArgs(version).join(' ')}, the same setting`,
+      );
       continue;
     }
     const r = RENAMES.find((x) => x.old === name);
     if (r && atLeast(version, r.from)) {
       args.push(arg === name ? r.new : `${r.new}${arg.slice(name.length)}`);
-      const state = r.removed && atLeast(version, r.removed) ? `removed in ${r.removed} (argparse: "${r.refusal}")` : `deprecated there ("Use '${r.new}' instead")`;
-      notes.push(`server.extra-args: ${r.old} is ${state} on SGLang ${version}; rendered as ${r.new}, the same setting (${r.source})`);
+      const state =
+        r.removed && atLeast(version, r.removed)
+          ? `removed in ${r.removed} (argparse: "${r.refusal}")`
+          : `deprecated there ("Use '${r.new}' instead")`;
+      notes.push(
+        `server.extra-args: ${r.old} is ${state} on SGLang ${version}; rendered as ${r.new}, the same setting (${r.source})`,
+      );
       continue;
     }
     const back = RENAMES.find((x) => x.new === name);
     if (back && !atLeast(version, back.from)) {
-      throw new ReleaseError(`server.extra-args sets ${back.new}, which SGLang ${version} does not have (it arrives in ${back.from}). Fix: write ${back.old} instead`);
+      throw new ReleaseError(
+        `server.extra-args sets ${back.new}, which SGLang ${version} does not have (it arrives in ${back.from}). Fix: write ${back.old} instead`,
+      );
     }
     args.push(arg);
   }
@@ -261,11 +325,18 @@ export function releaseExtraArgs(version: string | undefined, extraArgs: readonl
  * 0.5.23 http_server.py:745-749), so readiness asks /health_generate instead. 0.5.4's /health
  * always generates (sglang==0.5.4:srt/entrypoints/http_server.py:403-420).
  */
-export function readinessEndpoint(version: string | undefined, endpoint: '/health' | '/health_generate', serverEnv: Record<string, string>): { endpoint: '/health' | '/health_generate'; note?: string } {
+export function readinessEndpoint(
+  version: string | undefined,
+  endpoint: '/health' | '/health_generate',
+  serverEnv: Record<string, string>,
+): { endpoint: '/health' | '/health_generate'; note?: string } {
   const raw = serverEnv.SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION;
   if (endpoint !== '/health' || envBool(raw) !== false) return { endpoint };
   if (version !== undefined && !atLeast(version, '0.5.9')) {
-    return { endpoint, note: `server.env sets SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=${raw}, which SGLang ${version} does not read: /health still generates` };
+    return {
+      endpoint,
+      note: `server.env sets SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=${raw}, which SGLang ${version} does not read: /health still generates`,
+    };
   }
   return {
     endpoint: '/health_generate',
@@ -290,7 +361,8 @@ export function legacyInfoRoutesFirst(version: string | undefined): boolean {
 export function reportedVersionProblem(expected: string, how: string, reported: unknown): string | undefined {
   if (typeof reported !== 'string' || reported.trim() === '') return undefined;
   const got = reported.trim();
-  if (got === expected || (parseRelease(got) !== undefined && parseRelease(got)!.join('.') === expected)) return undefined;
+  if (got === expected || (parseRelease(got) !== undefined && parseRelease(got)!.join('.') === expected))
+    return undefined;
   const pinned = how === 'server.sglang-version';
   return (
     `server.sglang-version ${pinned ? 'says' : `resolved to`} ${expected}${pinned ? '' : ` (${how})`} but the server reports ${got}: the launch was rendered for the wrong release. ` +
@@ -302,7 +374,9 @@ export function reportedVersionProblem(expected: string, how: string, reported: 
 
 /** The target architectures this release cannot serve the algorithm for (for `aerie plan`, which reads no host). */
 export function eagle3TargetFloors(version: string, algorithm: string): string[] {
-  return Object.keys(EAGLE3_TARGET_FROM).filter((arch) => eagle3TargetProblem(version, algorithm, [arch]) !== undefined);
+  return Object.keys(EAGLE3_TARGET_FROM).filter(
+    (arch) => eagle3TargetProblem(version, algorithm, [arch]) !== undefined,
+  );
 }
 
 /**

@@ -39,7 +39,12 @@ export function baseServerSpec(config: Config, role: 'generate' | 'extract' | 'd
   };
 }
 
-export function prepareSpec(config: Config, dataPath: string, outDir: string, profile?: SpecforgeProfile): PrepareLaunch {
+export function prepareSpec(
+  config: Config,
+  dataPath: string,
+  outDir: string,
+  profile?: SpecforgeProfile,
+): PrepareLaunch {
   const e = config.stages.extract;
   if (e.driver !== 'specforge-offline') throw new Error('prepareSpec: the extract driver is not specforge-offline');
   return {
@@ -71,7 +76,13 @@ export type TrainSpec =
  * SpecForge's trainers read only their own layout, so they get hidden states only from the
  * offline extract driver; a command template gets whichever layout there is, and is told which.
  */
-export function trainSpec(config: Config, paths: StagePaths, dataPath: string, hidden?: HiddenStates, profile?: SpecforgeProfile): TrainSpec {
+export function trainSpec(
+  config: Config,
+  paths: StagePaths,
+  dataPath: string,
+  hidden?: HiddenStates,
+  profile?: SpecforgeProfile,
+): TrainSpec {
   const t = config.stages.train;
   const outputDir = `${paths.train}/output`;
   const specforgeHidden = hidden?.layout === 'specforge' ? hidden.dir : undefined;
@@ -128,7 +139,12 @@ export function trainSpec(config: Config, paths: StagePaths, dataPath: string, h
     case 'command':
       return {
         driver: t.driver,
-        template: { launcher: t.launcher, resumeArgs: t['resume-args'], drafterDir: t['drafter-dir'], checkpointPattern: t['checkpoint-pattern'] },
+        template: {
+          launcher: t.launcher,
+          resumeArgs: t['resume-args'],
+          drafterDir: t['drafter-dir'],
+          checkpointPattern: t['checkpoint-pattern'],
+        },
         values: {
           target_model: config.target['model-path'],
           draft_model_config: t['draft-model-config'],

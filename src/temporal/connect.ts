@@ -34,7 +34,12 @@ export async function resolveTemporal(opts: { stateDir?: string } = {}): Promise
     };
   }
   const devServer = await ensureDevServer({ dir: opts.stateDir });
-  return { address: devServer.address, namespace: 'default', devServer, connectionOptions: { address: devServer.address } };
+  return {
+    address: devServer.address,
+    namespace: 'default',
+    devServer,
+    connectionOptions: { address: devServer.address },
+  };
 }
 
 export function webUiUrl(target: TemporalTarget, workflowId?: string): string | undefined {

@@ -33,8 +33,25 @@ export function temporalBinary(env: NodeJS.ProcessEnv = process.env): string {
 }
 
 /** argv for `temporal server start-dev` (pure, golden-tested). */
-export function devServerArgv(opts: { port: number; uiPort: number; dbPath: string; ip?: string; headless?: boolean }): string[] {
-  const argv = ['server', 'start-dev', '--ip', opts.ip ?? '127.0.0.1', '--port', String(opts.port), '--db-filename', opts.dbPath, '--log-level', 'warn'];
+export function devServerArgv(opts: {
+  port: number;
+  uiPort: number;
+  dbPath: string;
+  ip?: string;
+  headless?: boolean;
+}): string[] {
+  const argv = [
+    'server',
+    'start-dev',
+    '--ip',
+    opts.ip ?? '127.0.0.1',
+    '--port',
+    String(opts.port),
+    '--db-filename',
+    opts.dbPath,
+    '--log-level',
+    'warn',
+  ];
   if (opts.headless) argv.push('--headless');
   else argv.push('--ui-port', String(opts.uiPort));
   for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) argv.push('--search-attribute', `${name}=${type}`);
@@ -104,7 +121,9 @@ async function waitFor(cond: () => Promise<boolean>, timeoutMs: number, what: st
  * Start (or reuse) aerie's dev server. Default ports 7233/8233 when free, otherwise free
  * ports picked now; the choice is recorded so every later command finds the same server.
  */
-export async function ensureDevServer(opts: { dir?: string; port?: number; uiPort?: number; headless?: boolean } = {}): Promise<DevServerRecord> {
+export async function ensureDevServer(
+  opts: { dir?: string; port?: number; uiPort?: number; headless?: boolean } = {},
+): Promise<DevServerRecord> {
   const dir = opts.dir ?? stateDir();
   const existing = await liveDevServer(dir);
   if (existing) return existing;
@@ -113,7 +132,8 @@ export async function ensureDevServer(opts: { dir?: string; port?: number; uiPor
   const previous = await readRecord(dir);
   // A port asked for explicitly is used as given (workers are configured with it); the
   // remembered or default ports give way to free ones when something else holds them.
-  const pick = async (explicit: number | undefined, fallback: number) => explicit ?? (!(await portOpen(fallback)) ? fallback : freePort());
+  const pick = async (explicit: number | undefined, fallback: number) =>
+    explicit ?? (!(await portOpen(fallback)) ? fallback : freePort());
   const port = await pick(opts.port, previous?.port ?? 7233);
   const uiPort = await pick(opts.uiPort, previous?.uiPort ?? port + 1000);
   const dbPath = join(tdir, 'aerie.sqlite');
@@ -125,15 +145,22 @@ export async function ensureDevServer(opts: { dir?: string; port?: number; uiPor
   });
   await log.close();
   const pid = child.pid;
-  if (!pid) throw new Error(`could not start ${temporalBinary()}; run \`npm run setup\` to install the Temporal CLI into .venv`);
+  if (!pid)
+    throw new Error(
+      `could not start ${temporalBinary()}; run \`npm run setup\` to install the Temporal CLI into .venv`,
+    );
   child.unref();
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   let gone: number | null | undefined;
   void exited.then((c) => (gone = c));
-  await waitFor(async () => {
-    if (gone !== undefined) throw new Error(`temporal dev server exited with code ${gone}; see ${logPath}`);
-    return portOpen(port);
-  }, 60_000, `the Temporal dev server on 127.0.0.1:${port}`);
+  await waitFor(
+    async () => {
+      if (gone !== undefined) throw new Error(`temporal dev server exited with code ${gone}; see ${logPath}`);
+      return portOpen(port);
+    },
+    60_000,
+    `the Temporal dev server on 127.0.0.1:${port}`,
+  );
   const startTime = (await procStartTime(pid)) ?? '';
   const record: DevServerRecord = { pid, startTime, address: `127.0.0.1:${port}`, port, uiPort, dbPath, logPath };
   const tmp = join(tdir, `server.json.${process.pid}.tmp`);
@@ -148,7 +175,8 @@ export async function stopDevServer(dir = stateDir(), graceMs = 10_000): Promise
   if (!rec || (await procStartTime(rec.pid)) !== rec.startTime) return false;
   process.kill(-rec.pid, 'SIGTERM');
   const deadline = Date.now() + graceMs;
-  while (Date.now() < deadline && (await procStartTime(rec.pid)) === rec.startTime) await new Promise((r) => setTimeout(r, 100));
+  while (Date.now() < deadline && (await procStartTime(rec.pid)) === rec.startTime)
+    await new Promise((r) => setTimeout(r, 100));
   if ((await procStartTime(rec.pid)) === rec.startTime) process.kill(-rec.pid, 'SIGKILL');
   return true;
 }

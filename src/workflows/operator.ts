@@ -28,8 +28,12 @@ export class Operator {
       {
         validator: (req) => {
           const waitingOn = this.waitingOn;
-          if (!waitingOn) throw new Error(`run ${runId} is not waiting for an operator (it waits only after a failure, with run.on-failure: wait)`);
-          if (req.stage !== undefined && !STAGES.includes(req.stage)) throw new Error(`unknown stage "${req.stage}"; stages: ${STAGES.join(', ')}`);
+          if (!waitingOn)
+            throw new Error(
+              `run ${runId} is not waiting for an operator (it waits only after a failure, with run.on-failure: wait)`,
+            );
+          if (req.stage !== undefined && !STAGES.includes(req.stage))
+            throw new Error(`unknown stage "${req.stage}"; stages: ${STAGES.join(', ')}`);
           if (req.stage !== undefined && STAGES.indexOf(req.stage) > STAGES.indexOf(waitingOn)) {
             throw new Error(`cannot retry from ${req.stage}: the run failed earlier, at ${waitingOn}`);
           }

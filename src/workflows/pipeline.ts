@@ -57,7 +57,10 @@ type Report = NonNullable<PipelineResult['report']>;
 /** Hosts, interpreter, ports, drafter config; and the releases every later step renders for. */
 async function preflight({ base, progress, servers }: Run): Promise<Revision> {
   progress.enter('preflight');
-  const pre = await activities.preflight.executeWithOptions({ ...shortActivity, summary: `preflight: hosts, interpreter, ports, drafter config` }, [base]);
+  const pre = await activities.preflight.executeWithOptions(
+    { ...shortActivity, summary: `preflight: hosts, interpreter, ports, drafter config` },
+    [base],
+  );
   progress.finish('preflight', pre.note);
   servers.sglang = pre.sglang;
   return { specforge: pre.specforge };
@@ -69,7 +72,10 @@ function generate(run: Run): Promise<Recorded<Outcome<'generateData'>>> {
   return ledgered(run, 'generate', [], () =>
     servers.with('generate', async (srv) => {
       const r = await activities.generateData.executeWithOptions(
-        { ...options.longRunning, summary: `regenerate ${config.stages.generate['num-samples'] ?? 'all'} samples with the target (concurrency ${config.stages.generate.concurrency})` },
+        {
+          ...options.longRunning,
+          summary: `regenerate ${config.stages.generate['num-samples'] ?? 'all'} samples with the target (concurrency ${config.stages.generate.concurrency})`,
+        },
         [{ ...base, launch: srv }],
       );
       await baselineOnGenerateServer(run, srv);
@@ -87,24 +93,38 @@ async function baselineOnGenerateServer(run: Run, srv: ServerLaunch): Promise<vo
   if (!b.baseline || !b['reuse-generate-server']) return;
   await sweep(run, srv, 'baseline').catch((err: unknown) => {
     if (isCancellation(err)) throw err;
-    run.progress.say(`baseline on the generate server failed (${failureMessage(err).slice(0, 160)}); it will be measured in the benchmark stage`);
+    run.progress.say(
+      `baseline on the generate server failed (${failureMessage(err).slice(0, 160)}); it will be measured in the benchmark stage`,
+    );
   });
 }
 
 /** The target's hidden states for the training data, by the configured driver. */
-function extract(run: Run, data: Recorded<Outcome<'generateData'>>, revision: Revision): Promise<Recorded<Outcome<'extractHiddenStates'>>> {
+function extract(
+  run: Run,
+  data: Recorded<Outcome<'generateData'>>,
+  revision: Revision,
+): Promise<Recorded<Outcome<'extractHiddenStates'>>> {
   const { base, config, options, progress, servers } = run;
   const extract = config.stages.extract;
   return ledgered(run, 'extract', [data.inputsHash], async () => {
     // Refused before any launch when the destination cannot hold the estimate.
     const space = await activities.checkExtractSpace.executeWithOptions(
-      { ...shortActivity, startToCloseTimeout: '1h', heartbeatTimeout: '2m', summary: `extract: estimate hidden-state bytes against free space` },
+      {
+        ...shortActivity,
+        startToCloseTimeout: '1h',
+        heartbeatTimeout: '2m',
+        summary: `extract: estimate hidden-state bytes against free space`,
+      },
       [{ ...base, dataPath: data.dataPath }],
     );
     // SpecForge's prepare_hidden_states.py loads the target itself: no model server.
     if (extract.driver === 'specforge-offline') {
       const r = await activities.extractOffline.executeWithOptions(
-        { ...options.longRunning, summary: `extract hidden states (specforge-offline, tp ${extract['tp-size']}; ${space.note}): ${extract.launcher.join(' ')} …` },
+        {
+          ...options.longRunning,
+          summary: `extract hidden states (specforge-offline, tp ${extract['tp-size']}; ${space.note}): ${extract.launcher.join(' ')} …`,
+        },
         [{ ...base, ...revision, dataPath: data.dataPath }],
       );
       return { result: r, outputs: r.outputs, note: r.note };
@@ -115,7 +135,10 @@ function extract(run: Run, data: Recorded<Outcome<'generateData'>>, revision: Re
         'extract',
         (srv) =>
           activities.extractHiddenStates.executeWithOptions(
-            { ...options.longRunning, summary: `extract hidden states, stock SGLang aux pass (aerie's client on the host; ${space.note})` },
+            {
+              ...options.longRunning,
+              summary: `extract hidden states, stock SGLang aux pass (aerie's client on the host; ${space.note})`,
+            },
             [{ ...base, launch: srv, dataPath: data.dataPath, pass: 'aux' }],
           ),
         { extractPass: 'aux' },
@@ -214,21 +237,28 @@ async function benchmark(run: Run, srv: ServerLaunch, gateNotes: string[]): Prom
     await CancellationScope.nonCancellable(() => servers.stop(srv));
   }
   const baseline = config.stages.benchmark.baseline ? await baselineSweep(run) : undefined;
-  return activities.writeReport.executeWithOptions({ ...shortActivity, summary: 'write report.md, report.html and results.jsonl' }, [
-    { ...base, speculative, baseline, notes: [...gateNotes, ...specNotes] },
-  ]);
+  return activities.writeReport.executeWithOptions(
+    { ...shortActivity, summary: 'write report.md, report.html and results.jsonl' },
+    [{ ...base, speculative, baseline, notes: [...gateNotes, ...specNotes] }],
+  );
 }
 
 /** Levels measured earlier (on the generate server, or before a crash) are not measured again. */
 async function baselineSweep(run: Run): Promise<BenchServingRecord[]> {
-  const stored = await activities.storedSweep.executeWithOptions({ ...shortActivity, summary: 'baseline levels already measured?' }, [{ ...run.base, variant: 'baseline' }]);
+  const stored = await activities.storedSweep.executeWithOptions(
+    { ...shortActivity, summary: 'baseline levels already measured?' },
+    [{ ...run.base, variant: 'baseline' }],
+  );
   if (stored.missing.length === 0) return stored.records;
   return (await run.servers.with('baseline', (b) => sweep(run, b, 'baseline'))).records;
 }
 
 function sweep({ base, config, options }: Run, srv: ServerLaunch, variant: 'eagle3' | 'baseline') {
   return activities.benchmarkSweep.executeWithOptions(
-    { ...options.longRunning, summary: `benchmark ${variant}: concurrency ${config.stages.benchmark.concurrencies.join('/')}` },
+    {
+      ...options.longRunning,
+      summary: `benchmark ${variant}: concurrency ${config.stages.benchmark.concurrencies.join('/')}`,
+    },
     [{ ...base, launch: srv, variant }],
   );
 }
@@ -245,8 +275,16 @@ async function afterFailure({ runId, config, progress, operator, servers }: Run,
   if (isCancellation(err)) throw err;
   if (config.run['on-failure'] !== 'wait' || !stage) {
     // The activity failure rides along as the cause: its details carry the log tail.
-    throw ApplicationFailure.create({ message: `${stage ?? 'run'} failed: ${failureMessage(err)}`, type: 'StageFailed' satisfies FailureType, nonRetryable: true, cause: err as Error });
+    throw ApplicationFailure.create({
+      message: `${stage ?? 'run'} failed: ${failureMessage(err)}`,
+      type: 'StageFailed' satisfies FailureType,
+      nonRetryable: true,
+      cause: err as Error,
+    });
   }
-  progress.waiting(stage, `failed: ${failureMessage(err).slice(0, 300)} — fix the cause, then: aerie retry ${runId} [--stage S]`);
+  progress.waiting(
+    stage,
+    `failed: ${failureMessage(err).slice(0, 300)} — fix the cause, then: aerie retry ${runId} [--stage S]`,
+  );
   progress.retrying(await operator.awaitRetry(stage));
 }

@@ -53,18 +53,32 @@ export class Servers {
     for (let attempt = 1; attempt <= SERVER_LAUNCHES; attempt++) {
       const again = attempt > 1 ? ` (relaunch ${attempt - 1} of ${SERVER_LAUNCHES - 1})` : '';
       const srv = await activities.launchServer.executeWithOptions(
-        { ...options.launch, summary: `launch sglang ${describeRole(role, config.stages.deploy['speculative-algorithm'])} tp=${config.server['tp-size']} on ${target}${again}` },
+        {
+          ...options.launch,
+          summary: `launch sglang ${describeRole(role, config.stages.deploy['speculative-algorithm'])} tp=${config.server['tp-size']} on ${target}${again}`,
+        },
         [{ ...base, role, ...extra, sglang: this.sglang }],
       );
       this.live.set(srv.launchId, srv);
       try {
         const ready = await activities.awaitServerReady.executeWithOptions(
-          { ...options.readiness, summary: `await ready: ${role} server pid ${srv.pid} on ${target} (budget ${Math.round(config.server.readiness.budget / 1000)} s)` },
+          {
+            ...options.readiness,
+            summary: `await ready: ${role} server pid ${srv.pid} on ${target} (budget ${Math.round(config.server.readiness.budget / 1000)} s)`,
+          },
           [{ ...base, launch: srv }],
         );
-        const up: ServerLaunch = { ...srv, notes: [...srv.notes, ...ready.notes], warnings: ready.warnings, startupRecord: ready.startupRecord };
+        const up: ServerLaunch = {
+          ...srv,
+          notes: [...srv.notes, ...ready.notes],
+          warnings: ready.warnings,
+          startupRecord: ready.startupRecord,
+        };
         this.live.set(up.launchId, up);
-        await activities.smokeTest.executeWithOptions({ ...options.smoke, summary: `smoke test: greedy generation on ${role} server pid ${srv.pid}` }, [{ ...base, launch: up }]);
+        await activities.smokeTest.executeWithOptions(
+          { ...options.smoke, summary: `smoke test: greedy generation on ${role} server pid ${srv.pid}` },
+          [{ ...base, launch: up }],
+        );
         return up;
       } catch (err) {
         lastError = err;
@@ -80,9 +94,10 @@ export class Servers {
 
   async stop(srv: ServerLaunch): Promise<void> {
     const { base, options } = this.run;
-    await activities.stopServer.executeWithOptions({ ...options.stop, summary: `stop ${srv.role} server pid ${srv.pid} (process group ${srv.pgid})` }, [
-      { ...base, launch: srv },
-    ]);
+    await activities.stopServer.executeWithOptions(
+      { ...options.stop, summary: `stop ${srv.role} server pid ${srv.pid} (process group ${srv.pgid})` },
+      [{ ...base, launch: srv }],
+    );
     this.live.delete(srv.launchId);
   }
 
@@ -98,7 +113,9 @@ export class Servers {
         return await use(srv);
       } catch (err) {
         if (isCancellation(err) || !relaunchable(err) || launchNo >= SERVER_LAUNCHES) throw err;
-        this.run.progress.say(`${role} server died while in use (${failureMessage(err).slice(0, 200)}); relaunching and resuming`);
+        this.run.progress.say(
+          `${role} server died while in use (${failureMessage(err).slice(0, 200)}); relaunching and resuming`,
+        );
       } finally {
         await CancellationScope.nonCancellable(() => this.stop(srv));
       }

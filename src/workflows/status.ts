@@ -40,7 +40,13 @@ export class StageBoard {
   }
 
   snapshot(): RunStatus {
-    return { runId: this.runId, label: this.label, stages: this.stages.map((s) => ({ ...s })), current: this.current, error: this.error };
+    return {
+      runId: this.runId,
+      label: this.label,
+      stages: this.stages.map((s) => ({ ...s })),
+      current: this.current,
+      error: this.error,
+    };
   }
 }
 
@@ -55,8 +61,16 @@ const ICON: Record<StageState, string> = {
 
 /** Markdown for the Web UI's "current details". */
 export function renderStageMarkdown(status: RunStatus): string {
-  const rows = status.stages.map((s) => `| ${ICON[s.state]} ${s.stage} | ${s.state} | ${(s.note ?? '').replace(/\|/g, '\\|')} |`);
-  const lines = [`**aerie run** \`${status.runId}\` (${status.label})`, '', '| stage | state | note |', '|---|---|---|', ...rows];
+  const rows = status.stages.map(
+    (s) => `| ${ICON[s.state]} ${s.stage} | ${s.state} | ${(s.note ?? '').replace(/\|/g, '\\|')} |`,
+  );
+  const lines = [
+    `**aerie run** \`${status.runId}\` (${status.label})`,
+    '',
+    '| stage | state | note |',
+    '|---|---|---|',
+    ...rows,
+  ];
   if (status.error) lines.push('', `**failed:** ${status.error.replace(/\n/g, ' ')}`);
   return lines.join('\n');
 }

@@ -25,7 +25,13 @@ async function infoServer(version: string, port: number, onlyOld: boolean): Prom
     seen.push(req.url ?? '');
     const ok = req.url === '/get_server_info' || (!onlyOld && req.url === '/server_info');
     res.writeHead(ok ? 200 : 404, { 'content-type': 'application/json' });
-    res.end(JSON.stringify(ok ? { model_path: '/models/t', port, tp_size: 1, speculative_algorithm: null, version } : { detail: 'Not Found' }));
+    res.end(
+      JSON.stringify(
+        ok
+          ? { model_path: '/models/t', port, tp_size: 1, speculative_algorithm: null, version }
+          : { detail: 'Not Found' },
+      ),
+    );
   });
   servers.push(s);
   await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
@@ -36,18 +42,31 @@ async function infoServer(version: string, port: number, onlyOld: boolean): Prom
 const host = { name: 'gpu', portHolder: async () => ({ listening: true }) } as unknown as Host;
 
 function launch(sglangVersion: string | undefined, how = 'server.sglang-version'): ServerLaunch {
-  return { role: 'deploy', port: 30000, pid: 4242, pgid: 4242, modelPath: '/models/t', tpSize: 1, sglangVersion, sglangVersionHow: how } as unknown as ServerLaunch;
+  return {
+    role: 'deploy',
+    port: 30000,
+    pid: 4242,
+    pgid: 4242,
+    modelPath: '/models/t',
+    tpSize: 1,
+    sglangVersion,
+    sglangVersionHow: how,
+  } as unknown as ServerLaunch;
 }
 
 describe('the ready server reports the release aerie rendered for', () => {
   it('the same release: confirmed', async () => {
     const { base } = await infoServer('0.5.23', 30000, false);
-    await expect(confirmOurs(host, new SglangClient(base), launch('0.5.23'), new AbortController().signal)).resolves.toBeUndefined();
+    await expect(
+      confirmOurs(host, new SglangClient(base), launch('0.5.23'), new AbortController().signal),
+    ).resolves.toBeUndefined();
   });
 
   it('another release: a non-retryable ConfigError naming server.sglang-version and the fix', async () => {
     const { base } = await infoServer('0.5.4', 30000, false);
-    const err = await confirmOurs(host, new SglangClient(base), launch('0.5.23'), new AbortController().signal).catch((e: unknown) => e);
+    const err = await confirmOurs(host, new SglangClient(base), launch('0.5.23'), new AbortController().signal).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(ApplicationFailure);
     expect(err).toMatchObject({ type: 'ConfigError', nonRetryable: true });
     expect((err as Error).message).toBe(
@@ -58,12 +77,19 @@ describe('the ready server reports the release aerie rendered for', () => {
 
   it('a launch from before releases were recorded is not judged on it', async () => {
     const { base } = await infoServer('0.5.4', 30000, false);
-    await expect(confirmOurs(host, new SglangClient(base), launch(undefined), new AbortController().signal)).resolves.toBeUndefined();
+    await expect(
+      confirmOurs(host, new SglangClient(base), launch(undefined), new AbortController().signal),
+    ).resolves.toBeUndefined();
   });
 
   it('0.5.4 is asked at /get_server_info first, as the readiness client is built for it', async () => {
     const { base, seen } = await infoServer('0.5.4', 30000, true);
-    await confirmOurs(host, new SglangClient(base, { legacyRoutesFirst: legacyInfoRoutesFirst('0.5.4') }), launch('0.5.4'), new AbortController().signal);
+    await confirmOurs(
+      host,
+      new SglangClient(base, { legacyRoutesFirst: legacyInfoRoutesFirst('0.5.4') }),
+      launch('0.5.4'),
+      new AbortController().signal,
+    );
     expect(seen).toEqual(['/get_server_info']);
   });
 });

@@ -10,7 +10,10 @@ export interface ActivityRun {
   abort: AbortController;
 }
 
-export async function inActivity<T>(fn: () => Promise<T>, run: ActivityRun = { heartbeats: [], abort: new AbortController() }): Promise<T> {
+export async function inActivity<T>(
+  fn: () => Promise<T>,
+  run: ActivityRun = { heartbeats: [], abort: new AbortController() },
+): Promise<T> {
   const env = new MockActivityEnvironment({ activityType: 'test', taskQueue: 'test' });
   env.on('heartbeat', (d: unknown) => run.heartbeats.push(d));
   const cancel = () => env.cancel();

@@ -60,12 +60,19 @@ describe('ingesting bench_serving output', () => {
       input_lens: [1024, 1024],
       output_lens: [256, 0],
       ttfts: [0.05, 0.0],
-      errors: ['', 'Traceback (most recent call last):\n  ...\naiohttp.ClientPayloadError: Response payload is not completed'],
+      errors: [
+        '',
+        'Traceback (most recent call last):\n  ...\naiohttp.ClientPayloadError: Response payload is not completed',
+      ],
     });
   });
 
   // Every key each release writes reaches the record with the value written (S3).
-  for (const [release, line] of [['0.5.4', LINE_054], ['0.5.9', LINE_059], ['0.5.23', LINE_0523]] as const) {
+  for (const [release, line] of [
+    ['0.5.4', LINE_054],
+    ['0.5.9', LINE_059],
+    ['0.5.23', LINE_0523],
+  ] as const) {
     it(`keeps every field bench_serving ${release} writes, under its own name`, () => {
       const raw = parseJsonLine(line) as Record<string, unknown>;
       const r = ingestBenchServingLine(line, 24, 't') as unknown as Record<string, unknown>;
@@ -75,7 +82,15 @@ describe('ingesting bench_serving output', () => {
   }
 
   it('0.5.4 has no p90s and 0.5.9 only the E2E one: the rest stay null; 0.5.23 gives them all, with tag and server_info', () => {
-    const p9x = ['p90_e2e_latency_ms', 'p95_e2e_latency_ms', 'p90_ttft_ms', 'p95_ttft_ms', 'p90_tpot_ms', 'p95_tpot_ms', 'p90_itl_ms'] as const;
+    const p9x = [
+      'p90_e2e_latency_ms',
+      'p95_e2e_latency_ms',
+      'p90_ttft_ms',
+      'p95_ttft_ms',
+      'p90_tpot_ms',
+      'p95_tpot_ms',
+      'p90_itl_ms',
+    ] as const;
     const r054 = ingestBenchServingLine(LINE_054, 24, 't');
     for (const k of p9x) expect(r054[k], k).toBeNull();
     expect(r054.server_info).toBeNull();
@@ -93,9 +108,15 @@ describe('ingesting bench_serving output', () => {
   });
 
   it('keeps keys no release list names (goodput, cache_report) under bench_serving_other_fields', () => {
-    const line = LINE_0523.replace(/}$/, ', "cache_report": {"total_prompt_tokens": 1152, "cache_hit_rate_pct": 12.5}, "request_goodput": 1.5}');
+    const line = LINE_0523.replace(
+      /}$/,
+      ', "cache_report": {"total_prompt_tokens": 1152, "cache_hit_rate_pct": 12.5}, "request_goodput": 1.5}',
+    );
     const r = ingestBenchServingLine(line, 24, 't');
-    expect(r.bench_serving_other_fields).toEqual({ cache_report: { total_prompt_tokens: 1152, cache_hit_rate_pct: 12.5 }, request_goodput: 1.5 });
+    expect(r.bench_serving_other_fields).toEqual({
+      cache_report: { total_prompt_tokens: 1152, cache_hit_rate_pct: 12.5 },
+      request_goodput: 1.5,
+    });
   });
 
   it('accepts an older line without accept_length and concurrency, and refuses something else', () => {
@@ -111,11 +132,23 @@ describe('ingesting bench_serving output', () => {
 
 describe('bench_serving command lines', () => {
   it('runs through the server interpreter by default', () => {
-    expect(defaultBenchServingLauncher(['/opt/venv/bin/python', '-m', 'sglang.launch_server'])).toEqual(['/opt/venv/bin/python', '-m', 'sglang.bench_serving']);
+    expect(defaultBenchServingLauncher(['/opt/venv/bin/python', '-m', 'sglang.launch_server'])).toEqual([
+      '/opt/venv/bin/python',
+      '-m',
+      'sglang.bench_serving',
+    ]);
     expect(defaultBenchServingLauncher(['aerie-sim.mjs', 'sglang'])).toBeUndefined();
     // S18: where sglang.bench_serving is a deprecated alias, its new module; 0.5.12 has only the old one.
-    expect(defaultBenchServingLauncher(['/opt/venv/bin/python', '-m', 'sglang.launch_server'], '0.5.23')).toEqual(['/opt/venv/bin/python', '-m', 'sglang.benchmark.serving']);
-    expect(defaultBenchServingLauncher(['/opt/venv/bin/python', '-m', 'sglang.launch_server'], '0.5.12')).toEqual(['/opt/venv/bin/python', '-m', 'sglang.bench_serving']);
+    expect(defaultBenchServingLauncher(['/opt/venv/bin/python', '-m', 'sglang.launch_server'], '0.5.23')).toEqual([
+      '/opt/venv/bin/python',
+      '-m',
+      'sglang.benchmark.serving',
+    ]);
+    expect(defaultBenchServingLauncher(['/opt/venv/bin/python', '-m', 'sglang.launch_server'], '0.5.12')).toEqual([
+      '/opt/venv/bin/python',
+      '-m',
+      'sglang.bench_serving',
+    ]);
   });
 
   it('random levels pin the lengths; conversation levels fix the output length', () => {
@@ -136,18 +169,61 @@ describe('bench_serving command lines', () => {
       extraArgs: ['--disable-ignore-eos'],
     };
     expect(benchServingArgv({ ...base, datasetName: 'random' })).toEqual([
-      'python3', '-m', 'sglang.bench_serving', '--backend', 'sglang', '--host', '127.0.0.1', '--port', '30000', '--model', '/models/llama',
-      '--dataset-name', 'random', '--dataset-path', '/w/d.json', '--num-prompts', '20', '--max-concurrency', '10', '--request-rate', 'inf',
-      '--seed', '3', '--output-file', '/w/o.jsonl', '--disable-tqdm',
-      '--random-input-len', '128', '--random-output-len', '256', '--random-range-ratio', '1.0', '--disable-ignore-eos',
+      'python3',
+      '-m',
+      'sglang.bench_serving',
+      '--backend',
+      'sglang',
+      '--host',
+      '127.0.0.1',
+      '--port',
+      '30000',
+      '--model',
+      '/models/llama',
+      '--dataset-name',
+      'random',
+      '--dataset-path',
+      '/w/d.json',
+      '--num-prompts',
+      '20',
+      '--max-concurrency',
+      '10',
+      '--request-rate',
+      'inf',
+      '--seed',
+      '3',
+      '--output-file',
+      '/w/o.jsonl',
+      '--disable-tqdm',
+      '--random-input-len',
+      '128',
+      '--random-output-len',
+      '256',
+      '--random-range-ratio',
+      '1.0',
+      '--disable-ignore-eos',
     ]);
     const chat = benchServingArgv({ ...base, api: 'chat', datasetName: 'sharegpt', warmup: 3 });
     expect(chat.slice(3, 5)).toEqual(['--backend', 'sglang-oai-chat']);
     expect(chat.join(' ')).toContain('--sharegpt-output-len 256 --warmup-requests 3');
     // A server in its own network namespace listens on the container's address; a wildcard means loopback will do.
-    expect(benchServingArgv({ ...base, host: '10.231.0.2', datasetName: 'random' }).slice(5, 7)).toEqual(['--host', '10.231.0.2']);
-    expect([benchServingHost('0.0.0.0'), benchServingHost('::'), benchServingHost('10.231.0.2')]).toEqual(['127.0.0.1', '::1', '10.231.0.2']);
-    expect(JSON.parse(shareGptDataset(['p1']))).toEqual([{ conversations: [{ from: 'human', value: 'p1' }, { from: 'gpt', value: 'placeholder answer' }] }]);
+    expect(benchServingArgv({ ...base, host: '10.231.0.2', datasetName: 'random' }).slice(5, 7)).toEqual([
+      '--host',
+      '10.231.0.2',
+    ]);
+    expect([benchServingHost('0.0.0.0'), benchServingHost('::'), benchServingHost('10.231.0.2')]).toEqual([
+      '127.0.0.1',
+      '::1',
+      '10.231.0.2',
+    ]);
+    expect(JSON.parse(shareGptDataset(['p1']))).toEqual([
+      {
+        conversations: [
+          { from: 'human', value: 'p1' },
+          { from: 'gpt', value: 'placeholder answer' },
+        ],
+      },
+    ]);
   });
 });
 
@@ -195,7 +271,14 @@ appendFileSync(arg('--output-file'), line + '\\n');
 
   it('writes the level dataset, flushes, runs it and ingests its line', async () => {
     let flushes = 0;
-    const measure = benchServingDriver({ host, dir, variant: 'eagle3', control: { flushCache: async () => void flushes++ }, level: level([]), timeoutMs: 30_000 });
+    const measure = benchServingDriver({
+      host,
+      dir,
+      variant: 'eagle3',
+      control: { flushCache: async () => void flushes++ },
+      level: level([]),
+      timeoutMs: 30_000,
+    });
     const progress: number[] = [];
     const r = await measure({ concurrency: 4, prompts: ['a', 'b', 'c'], onProgress: (d) => progress.push(d) });
     expect(flushes).toBe(1);
@@ -203,13 +286,24 @@ appendFileSync(arg('--output-file'), line + '\\n');
     expect(r.completed).toBe(3);
     expect(r.errors).toBe(0);
     expect(progress).toEqual([3]);
-    const dataset = JSON.parse(await readFile(join(dir, 'bench_serving', 'eagle3-c4.dataset.json'), 'utf8')) as unknown[];
+    const dataset = JSON.parse(
+      await readFile(join(dir, 'bench_serving', 'eagle3-c4.dataset.json'), 'utf8'),
+    ) as unknown[];
     expect(dataset).toHaveLength(3);
     expect(await readFile(join(dir, 'bench_serving', 'eagle3-c4.log'), 'utf8')).toContain('--max-concurrency 4');
   });
 
   it('fails with the tail of its output when bench_serving fails', async () => {
-    const measure = benchServingDriver({ host, dir, variant: 'baseline', control: { flushCache: async () => undefined }, level: level(['--fail']), timeoutMs: 30_000 });
-    await expect(measure({ concurrency: 2, prompts: ['a'], onProgress: () => undefined })).rejects.toThrow(/exited with 1.*\n[\s\S]*No module named 'sglang'/);
+    const measure = benchServingDriver({
+      host,
+      dir,
+      variant: 'baseline',
+      control: { flushCache: async () => undefined },
+      level: level(['--fail']),
+      timeoutMs: 30_000,
+    });
+    await expect(measure({ concurrency: 2, prompts: ['a'], onProgress: () => undefined })).rejects.toThrow(
+      /exited with 1.*\n[\s\S]*No module named 'sglang'/,
+    );
   });
 });

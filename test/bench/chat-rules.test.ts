@@ -17,11 +17,27 @@ const usageOnly = (usage: Record<string, unknown>) => ({ data: JSON.stringify({ 
 
 describe('benchServingRules: the chat rules of the release the server reports', () => {
   it('content only and one ITL per chunk on 0.5.4; the speculative split from 0.5.9; reasoning counts from 0.5.12', () => {
-    expect(benchServingRules('0.5.4')).toMatchObject({ release: '0.5.4', chatReasoningIsText: false, chatSplitsSpeculativeChunks: false });
-    expect(benchServingRules('0.5.9')).toMatchObject({ release: '0.5.9', chatReasoningIsText: false, chatSplitsSpeculativeChunks: true });
+    expect(benchServingRules('0.5.4')).toMatchObject({
+      release: '0.5.4',
+      chatReasoningIsText: false,
+      chatSplitsSpeculativeChunks: false,
+    });
+    expect(benchServingRules('0.5.9')).toMatchObject({
+      release: '0.5.9',
+      chatReasoningIsText: false,
+      chatSplitsSpeculativeChunks: true,
+    });
     expect(benchServingRules('0.5.11')).toMatchObject({ release: '0.5.9', chatReasoningIsText: false });
-    expect(benchServingRules('0.5.12')).toMatchObject({ release: '0.5.12', chatReasoningIsText: true, chatSplitsSpeculativeChunks: true });
-    expect(benchServingRules('0.5.23.post1')).toMatchObject({ release: '0.5.23', serverVersion: '0.5.23.post1', chatReasoningIsText: true });
+    expect(benchServingRules('0.5.12')).toMatchObject({
+      release: '0.5.12',
+      chatReasoningIsText: true,
+      chatSplitsSpeculativeChunks: true,
+    });
+    expect(benchServingRules('0.5.23.post1')).toMatchObject({
+      release: '0.5.23',
+      serverVersion: '0.5.23.post1',
+      chatReasoningIsText: true,
+    });
     expect(benchServingRules('0.5.1')).toMatchObject({ release: '0.5.4' });
   });
 
@@ -62,7 +78,6 @@ describe('chat tally: TTFT and ITL on the text the release times, reasoning besi
       expect(r.reasoningTokens, v).toBe(2);
       expect(r.e2eMs, v).toBe(97);
       expect(r.generatedText, v).toBe('The answer is'); // what this release retokenizes
-
     }
   });
 
@@ -81,7 +96,11 @@ describe('chat tally: TTFT and ITL on the text the release times, reasoning besi
     const t = newTally('chat', 0, benchServingRules('0.5.23'));
     tallyEvent(t, chunk({ reasoning: 'hmm' }), 10);
     tallyEvent(t, chunk({ content: 'ok' }), 30);
-    tallyEvent(t, usageOnly({ prompt_tokens: 3, completion_tokens: 2, completion_tokens_details: { reasoning_tokens: 1 } }), 31);
+    tallyEvent(
+      t,
+      usageOnly({ prompt_tokens: 3, completion_tokens: 2, completion_tokens_details: { reasoning_tokens: 1 } }),
+      31,
+    );
     tallyEvent(t, DONE, 32);
     const r = finishTally(t, 0, 0, 32);
     expect(r.ttftMs).toBe(10);
@@ -114,7 +133,16 @@ describe('chat tally: TTFT and ITL on the text the release times, reasoning besi
   });
 });
 
-const req = (p: Partial<RequestResult>): RequestResult => ({ index: 0, sentAtMs: 0, ttftMs: 0, itlsMs: [], e2eMs: 0, outputTokens: 0, promptTokens: 0, ...p });
+const req = (p: Partial<RequestResult>): RequestResult => ({
+  index: 0,
+  sentAtMs: 0,
+  ttftMs: 0,
+  itlsMs: [],
+  e2eMs: 0,
+  outputTokens: 0,
+  promptTokens: 0,
+  ...p,
+});
 const chatRun: LevelRun = {
   concurrency: 2,
   durationMs: 1000,
@@ -122,8 +150,30 @@ const chatRun: LevelRun = {
   maxInFlight: 2,
   warmup: [],
   results: [
-    req({ index: 0, ttftMs: 20, e2eMs: 100, outputTokens: 5, promptTokens: 40, itlsMs: [5, 5, 10, 10], chunkItlsMs: [10, 20], firstReasoningMs: 20, firstContentMs: 70, reasoningChunks: 2, reasoningTokens: 2 }),
-    req({ index: 1, ttftMs: 30, e2eMs: 90, outputTokens: 5, promptTokens: 41, itlsMs: [15, 15], chunkItlsMs: [30], firstContentMs: 30, reasoningChunks: 0 }),
+    req({
+      index: 0,
+      ttftMs: 20,
+      e2eMs: 100,
+      outputTokens: 5,
+      promptTokens: 40,
+      itlsMs: [5, 5, 10, 10],
+      chunkItlsMs: [10, 20],
+      firstReasoningMs: 20,
+      firstContentMs: 70,
+      reasoningChunks: 2,
+      reasoningTokens: 2,
+    }),
+    req({
+      index: 1,
+      ttftMs: 30,
+      e2eMs: 90,
+      outputTokens: 5,
+      promptTokens: 41,
+      itlsMs: [15, 15],
+      chunkItlsMs: [30],
+      firstContentMs: 30,
+      reasoningChunks: 0,
+    }),
     req({ index: 2, ttftMs: 0, e2eMs: 5, promptTokens: 0, error: 'HTTP 500' }),
   ],
 };
@@ -146,7 +196,7 @@ describe('summarizeLevel for chat', () => {
     expect(rec.total_input_tokens_server).toBe(81);
   });
 
-  it('/generate: the server prompt_tokens is bench_serving\'s count, so it fills both', () => {
+  it("/generate: the server prompt_tokens is bench_serving's count, so it fills both", () => {
     const gen = summarizeLevel(chatRun, { backend: 'sglang', datasetName: 'random' });
     expect(gen.total_input_tokens).toBe(81);
     expect(gen.total_input_tokens_server).toBe(81);
@@ -176,7 +226,9 @@ describe('summarizeLevel for chat', () => {
     expect(rec.mean_time_to_first_content_ms).toBe(50);
     expect(rec.total_reasoning_chunks).toBe(2);
     expect(rec.total_reasoning_tokens).toBe(2);
-    expect(summarizeLevel(chatRun, { ...chatMeta, rules: benchServingRules('0.5.12') }).chat_text_basis).toBe('reasoning+content');
+    expect(summarizeLevel(chatRun, { ...chatMeta, rules: benchServingRules('0.5.12') }).chat_text_basis).toBe(
+      'reasoning+content',
+    );
   });
 });
 
@@ -193,8 +245,13 @@ describe('tokenizePrompts: SGLang /tokenize as bench_serving counts', () => {
         const parsed = JSON.parse(body) as { prompt: string[]; add_special_tokens: boolean };
         bodies.push(parsed);
         // The shape SGLang answers (TokenizeResponse): a BOS when asked for special tokens, one id per word.
-        const tokens = parsed.prompt.map((p) => [...(parsed.add_special_tokens ? [1] : []), ...p.split(' ').map((_, i) => i + 2)]);
-        res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ tokens, count: tokens.map((t) => t.length), max_model_len: 4096 }));
+        const tokens = parsed.prompt.map((p) => [
+          ...(parsed.add_special_tokens ? [1] : []),
+          ...p.split(' ').map((_, i) => i + 2),
+        ]);
+        res
+          .writeHead(200, { 'Content-Type': 'application/json' })
+          .end(JSON.stringify({ tokens, count: tokens.map((t) => t.length), max_model_len: 4096 }));
       });
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

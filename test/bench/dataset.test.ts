@@ -2,21 +2,60 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { benchServingDatasetName, DatasetError, largestLevel, levelPrompts, loadPromptPool, readFirstUserTurns } from '../../src/bench/dataset.js';
+import {
+  benchServingDatasetName,
+  DatasetError,
+  largestLevel,
+  levelPrompts,
+  loadPromptPool,
+  readFirstUserTurns,
+} from '../../src/bench/dataset.js';
 import { LocalHost } from '../../src/hosts/local/local-host.js';
 import { demoConfig } from '../support/demo-config.js';
 
 let dir: string;
 let host: LocalHost;
-const row = (i: number) => JSON.stringify({ id: `r${i}`, conversations: [{ role: 'user', content: `question ${i}` }, { role: 'assistant', content: 'a' }] });
+const row = (i: number) =>
+  JSON.stringify({
+    id: `r${i}`,
+    conversations: [
+      { role: 'user', content: `question ${i}` },
+      { role: 'assistant', content: 'a' },
+    ],
+  });
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'aerie-dataset-'));
   host = new LocalHost({ name: 'local', workdir: dir });
   // 10 usable rows with a blank line, a broken line and a row without a user turn mixed in.
-  const lines = [row(0), row(1), '', row(2), 'not json', row(3), JSON.stringify({ conversations: [{ role: 'assistant', content: 'x' }] }), row(4), row(5), row(6), row(7), row(8), row(9)];
+  const lines = [
+    row(0),
+    row(1),
+    '',
+    row(2),
+    'not json',
+    row(3),
+    JSON.stringify({ conversations: [{ role: 'assistant', content: 'x' }] }),
+    row(4),
+    row(5),
+    row(6),
+    row(7),
+    row(8),
+    row(9),
+  ];
   await writeFile(join(dir, 'prompts.jsonl'), lines.join('\n') + '\n');
-  await writeFile(join(dir, 'sharegpt.json'), JSON.stringify([{ conversations: [{ from: 'human', value: 'h0' }, { from: 'gpt', value: 'g' }] }, { conversations: [{ from: 'human', value: 'h1' }] }]));
+  await writeFile(
+    join(dir, 'sharegpt.json'),
+    JSON.stringify([
+      {
+        conversations: [
+          { from: 'human', value: 'h0' },
+          { from: 'gpt', value: 'g' },
+        ],
+      },
+      { conversations: [{ from: 'human', value: 'h1' }] },
+    ]),
+  );
 });
 
 afterAll(async () => {
@@ -35,7 +74,15 @@ describe('prompt pools', () => {
     });
     const pool = await loadPromptPool(host, c);
     expect(pool.kind).toBe('held-out');
-    expect(pool.prompts).toEqual(['question 3', 'question 4', 'question 5', 'question 6', 'question 7', 'question 8', 'question 9']);
+    expect(pool.prompts).toEqual([
+      'question 3',
+      'question 4',
+      'question 5',
+      'question 6',
+      'question 7',
+      'question 8',
+      'question 9',
+    ]);
     expect(benchServingDatasetName(pool.kind)).toBe('sharegpt');
     // a level bigger than the pool cycles through it in order
     expect(levelPrompts(pool, 9, 64, 1)).toEqual([...pool.prompts, 'question 3', 'question 4']);
@@ -62,7 +109,11 @@ describe('prompt pools', () => {
       c.stages.benchmark['dataset-path'] = join(dir, 'sharegpt.json');
     });
     expect((await loadPromptPool(host, c)).prompts).toEqual(['h0', 'h1']);
-    expect(await readFirstUserTurns(host, join(dir, 'prompts.jsonl'), 0, 3)).toEqual(['question 0', 'question 1', 'question 2']);
+    expect(await readFirstUserTurns(host, join(dir, 'prompts.jsonl'), 0, 3)).toEqual([
+      'question 0',
+      'question 1',
+      'question 2',
+    ]);
     await expect(readFirstUserTurns(host, join(dir, 'missing.jsonl'), 0, 3)).rejects.toThrow(/does not exist/);
   });
 

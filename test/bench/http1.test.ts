@@ -10,7 +10,9 @@ afterEach(async () => {
   for (const s of servers.splice(0)) await new Promise<void>((r) => s.close(() => r()));
 });
 
-async function rawServer(answer: (request: string, socket: net.Socket, n: number) => void): Promise<{ port: number; sockets: () => number }> {
+async function rawServer(
+  answer: (request: string, socket: net.Socket, n: number) => void,
+): Promise<{ port: number; sockets: () => number }> {
   let sockets = 0;
   let n = 0;
   const server = net.createServer((socket) => {
@@ -63,9 +65,21 @@ async function dribble(socket: net.Socket, pieces: string[]): Promise<void> {
 describe('Http1Connection', () => {
   it('decodes a chunked body split anywhere, with chunk extensions and trailers, and reuses the connection', async () => {
     const srv = await rawServer((req, socket) => {
-      expect(req).toMatch(/^POST \/generate HTTP\/1\.1\r\nHost: 127\.0\.0\.1:\d+\r\nConnection: keep-alive\r\nContent-Length: 7\r\nContent-Type: application\/json\r\n\r\n\{"x":1\}$/);
-      const wire = 'HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n' + 'f;ext=1\r\ndata: {"a":1}\n\n\r\n' + 'E\r\ndata: [DONE]\n\n\r\n' + '0\r\nX-Trailer: y\r\n\r\n';
-      void dribble(socket, [wire.slice(0, 30), wire.slice(30, 71), wire.slice(71, 72), wire.slice(72, 101), wire.slice(101)]);
+      expect(req).toMatch(
+        /^POST \/generate HTTP\/1\.1\r\nHost: 127\.0\.0\.1:\d+\r\nConnection: keep-alive\r\nContent-Length: 7\r\nContent-Type: application\/json\r\n\r\n\{"x":1\}$/,
+      );
+      const wire =
+        'HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n' +
+        'f;ext=1\r\ndata: {"a":1}\n\n\r\n' +
+        'E\r\ndata: [DONE]\n\n\r\n' +
+        '0\r\nX-Trailer: y\r\n\r\n';
+      void dribble(socket, [
+        wire.slice(0, 30),
+        wire.slice(30, 71),
+        wire.slice(71, 72),
+        wire.slice(72, 101),
+        wire.slice(101),
+      ]);
     });
     const conn = new Http1Connection({ tls: false, hostname: '127.0.0.1', port: srv.port }, 5000);
     try {
@@ -81,7 +95,10 @@ describe('Http1Connection', () => {
 
   it('reads Content-Length and close-delimited bodies, skips a 100 Continue, and reconnects after Connection: close', async () => {
     const srv = await rawServer((_req, socket, n) => {
-      if (n === 0) socket.write('HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 500 Internal Server Error\r\nContent-Length: 4\r\n\r\nboom');
+      if (n === 0)
+        socket.write(
+          'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 500 Internal Server Error\r\nContent-Length: 4\r\n\r\nboom',
+        );
       else if (n === 1) socket.end('HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil close');
       else socket.write('HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n');
     });

@@ -75,7 +75,9 @@ async function startFake(b: Behaviour, slowReleaseAfter = 0): Promise<Fake> {
     fake.bodies.push(body);
     const chat = req.url === '/v1/chat/completions';
     const prompt = chat ? (body.messages as { content: string }[])[0].content : (body.text as string);
-    const maxTokens = chat ? (body.max_tokens as number) : (body.sampling_params as { max_new_tokens: number }).max_new_tokens;
+    const maxTokens = chat
+      ? (body.max_tokens as number)
+      : (body.sampling_params as { max_new_tokens: number }).max_new_tokens;
     fake.arrivals.push({ prompt, slowActive });
     fake.current++;
     fake.maxConcurrent = Math.max(fake.maxConcurrent, fake.current);
@@ -106,7 +108,9 @@ async function startFake(b: Behaviour, slowReleaseAfter = 0): Promise<Fake> {
       text += ' tok'.repeat(add);
       const last = n === maxTokens;
       if (chat) {
-        send({ choices: [{ index: 0, delta: { content: ' tok'.repeat(add) }, finish_reason: last ? 'length' : null }] });
+        send({
+          choices: [{ index: 0, delta: { content: ' tok'.repeat(add) }, finish_reason: last ? 'length' : null }],
+        });
       } else {
         send({
           text,
@@ -151,7 +155,14 @@ const prompts = (n: number, tag = 'p') => Array.from({ length: n }, (_, i) => `$
 describe('runLevel', () => {
   it('keeps exactly `concurrency` requests in flight', async () => {
     const fake = await startFake({ firstDelayMs: 40, chunkDelayMs: 5, tokensPerChunk: 2 });
-    const run = await runLevel({ baseUrl: fake.url, api: 'generate', prompts: prompts(24), concurrency: 6, outputLen: 8, warmup: 0 });
+    const run = await runLevel({
+      baseUrl: fake.url,
+      api: 'generate',
+      prompts: prompts(24),
+      concurrency: 6,
+      outputLen: 8,
+      warmup: 0,
+    });
     expect(fake.maxConcurrent).toBe(6);
     expect(run.maxInFlight).toBe(6);
     expect(run.concurrency).toBe(6);
@@ -164,7 +175,14 @@ describe('runLevel', () => {
     // SLOW is held until 10 other requests completed; with batch barriers it could not finish.
     const fake = await startFake({ firstDelayMs: 1, chunkDelayMs: 1, tokensPerChunk: 4 }, 10);
     const list = ['SLOW request', ...prompts(10)];
-    const run = await runLevel({ baseUrl: fake.url, api: 'generate', prompts: list, concurrency: 2, outputLen: 4, warmup: 0 });
+    const run = await runLevel({
+      baseUrl: fake.url,
+      api: 'generate',
+      prompts: list,
+      concurrency: 2,
+      outputLen: 4,
+      warmup: 0,
+    });
     expect(run.results.every((r) => r.error === undefined)).toBe(true);
     // (p0 may race SLOW to the server; every later request must arrive while SLOW runs)
     expect(fake.arrivals.filter((a) => a.slowActive).length).toBeGreaterThanOrEqual(9);
@@ -174,12 +192,28 @@ describe('runLevel', () => {
   it('sends uncounted warmup requests first, capped at 32 tokens, with the first prompt', async () => {
     const fake = await startFake({ firstDelayMs: 1, chunkDelayMs: 1, tokensPerChunk: 16 });
     const list = prompts(5);
-    const run = await runLevel({ baseUrl: fake.url, api: 'generate', prompts: list, concurrency: 2, outputLen: 64, warmup: 3 });
+    const run = await runLevel({
+      baseUrl: fake.url,
+      api: 'generate',
+      prompts: list,
+      concurrency: 2,
+      outputLen: 64,
+      warmup: 3,
+    });
     expect(fake.bodies).toHaveLength(8);
     for (const b of fake.bodies.slice(0, 3)) {
-      expect(b).toEqual({ text: list[0], sampling_params: { max_new_tokens: 32, temperature: 0, ignore_eos: true }, stream: true });
+      expect(b).toEqual({
+        text: list[0],
+        sampling_params: { max_new_tokens: 32, temperature: 0, ignore_eos: true },
+        stream: true,
+      });
     }
-    expect(fake.bodies.slice(3).map((b) => b.text).sort()).toEqual([...list].sort());
+    expect(
+      fake.bodies
+        .slice(3)
+        .map((b) => b.text)
+        .sort(),
+    ).toEqual([...list].sort());
     expect(run.results).toHaveLength(5);
     expect(run.results.every((r) => r.outputTokens === 64)).toBe(true);
     expect(run.warmup).toHaveLength(3);
@@ -188,7 +222,14 @@ describe('runLevel', () => {
 
   it('measures TTFT and multi-token ITLs plausibly', async () => {
     const fake = await startFake({ firstDelayMs: 50, chunkDelayMs: 20, tokensPerChunk: 3 });
-    const run = await runLevel({ baseUrl: fake.url, api: 'generate', prompts: prompts(2), concurrency: 1, outputLen: 10, warmup: 0 });
+    const run = await runLevel({
+      baseUrl: fake.url,
+      api: 'generate',
+      prompts: prompts(2),
+      concurrency: 1,
+      outputLen: 10,
+      warmup: 0,
+    });
     for (const r of run.results) {
       expect(r.error).toBeUndefined();
       expect(r.ttftMs).toBeGreaterThanOrEqual(50);
@@ -212,7 +253,14 @@ describe('runLevel', () => {
   it('records HTTP 500, stream error frames and dropped connections as errors instead of throwing', async () => {
     const fake = await startFake({ firstDelayMs: 1, chunkDelayMs: 1, tokensPerChunk: 2 });
     const list = ['ok one', 'FAIL500 please', 'STREAMERR please', 'RESET please', 'ok two'];
-    const run = await runLevel({ baseUrl: fake.url, api: 'generate', prompts: list, concurrency: 2, outputLen: 6, warmup: 0 });
+    const run = await runLevel({
+      baseUrl: fake.url,
+      api: 'generate',
+      prompts: list,
+      concurrency: 2,
+      outputLen: 6,
+      warmup: 0,
+    });
     const [ok1, http500, streamErr, reset, ok2] = run.results;
     expect(ok1.error).toBeUndefined();
     expect(ok2.error).toBeUndefined();
@@ -223,7 +271,15 @@ describe('runLevel', () => {
 
   it('streams /v1/chat/completions with include_usage and counts usage tokens', async () => {
     const fake = await startFake({ firstDelayMs: 5, chunkDelayMs: 2, tokensPerChunk: 1 });
-    const run = await runLevel({ baseUrl: fake.url, api: 'chat', prompts: prompts(3), concurrency: 3, outputLen: 5, warmup: 1, model: 'm' });
+    const run = await runLevel({
+      baseUrl: fake.url,
+      api: 'chat',
+      prompts: prompts(3),
+      concurrency: 3,
+      outputLen: 5,
+      warmup: 1,
+      model: 'm',
+    });
     expect(fake.bodies[0]).toEqual({
       model: 'm',
       messages: [{ role: 'user', content: 'p0 hello world' }],
@@ -245,8 +301,21 @@ describe('runLevel', () => {
   it('reports progress after each measured request', async () => {
     const fake = await startFake({ firstDelayMs: 1, chunkDelayMs: 1, tokensPerChunk: 4 });
     const seen: [number, number][] = [];
-    await runLevel({ baseUrl: fake.url, api: 'generate', prompts: prompts(4), concurrency: 2, outputLen: 4, warmup: 1, onProgress: (d, t) => seen.push([d, t]) });
-    expect(seen).toEqual([[1, 4], [2, 4], [3, 4], [4, 4]]);
+    await runLevel({
+      baseUrl: fake.url,
+      api: 'generate',
+      prompts: prompts(4),
+      concurrency: 2,
+      outputLen: 4,
+      warmup: 1,
+      onProgress: (d, t) => seen.push([d, t]),
+    });
+    expect(seen).toEqual([
+      [1, 4],
+      [2, 4],
+      [3, 4],
+      [4, 4],
+    ]);
   });
 
   it('rejects on abort, stops sending and closes its connections', async () => {
@@ -274,7 +343,15 @@ describe('runLevel', () => {
     const onWarning = (w: Error): void => void warnings.push(w.name);
     process.on('warning', onWarning);
     try {
-      const run = await runLevel({ baseUrl: fake.url, api: 'generate', prompts: prompts(40), concurrency: 40, outputLen: 4, warmup: 0, signal: new AbortController().signal });
+      const run = await runLevel({
+        baseUrl: fake.url,
+        api: 'generate',
+        prompts: prompts(40),
+        concurrency: 40,
+        outputLen: 4,
+        warmup: 0,
+        signal: new AbortController().signal,
+      });
       expect(run.maxInFlight).toBe(40);
       await new Promise((r) => setImmediate(r));
       expect(warnings).not.toContain('MaxListenersExceededWarning');
@@ -291,9 +368,18 @@ describe('runLevel', () => {
 
   it('returns an empty run for no prompts and validates its arguments', async () => {
     const fake = await startFake({ firstDelayMs: 1, chunkDelayMs: 1, tokensPerChunk: 1 });
-    const run = await runLevel({ baseUrl: fake.url, api: 'generate', prompts: [], concurrency: 4, outputLen: 4, warmup: 1 });
+    const run = await runLevel({
+      baseUrl: fake.url,
+      api: 'generate',
+      prompts: [],
+      concurrency: 4,
+      outputLen: 4,
+      warmup: 1,
+    });
     expect(run.results).toEqual([]);
     expect(fake.bodies).toHaveLength(0);
-    await expect(runLevel({ baseUrl: fake.url, api: 'generate', prompts: ['x'], concurrency: 0, outputLen: 4, warmup: 0 })).rejects.toThrow(RangeError);
+    await expect(
+      runLevel({ baseUrl: fake.url, api: 'generate', prompts: ['x'], concurrency: 0, outputLen: 4, warmup: 0 }),
+    ).rejects.toThrow(RangeError);
   });
 });

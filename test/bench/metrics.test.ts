@@ -31,15 +31,39 @@ const run: LevelRun = {
   maxInFlight: 4,
   warmup: [],
   results: [
-    req({ index: 0, ttftMs: 100, e2eMs: 1000, outputTokens: 10, promptTokens: 20, itlsMs: Array(9).fill(100), acceptLength: 3, serverE2eMs: 990 }),
-    req({ index: 1, ttftMs: 200, e2eMs: 1200, outputTokens: 5, promptTokens: 30, itlsMs: [250, 250, 250, 250], acceptLength: 2 }),
+    req({
+      index: 0,
+      ttftMs: 100,
+      e2eMs: 1000,
+      outputTokens: 10,
+      promptTokens: 20,
+      itlsMs: Array(9).fill(100),
+      acceptLength: 3,
+      serverE2eMs: 990,
+    }),
+    req({
+      index: 1,
+      ttftMs: 200,
+      e2eMs: 1200,
+      outputTokens: 5,
+      promptTokens: 30,
+      itlsMs: [250, 250, 250, 250],
+      acceptLength: 2,
+    }),
     req({ index: 2, ttftMs: 300, e2eMs: 500, outputTokens: 1, promptTokens: 40 }),
     req({ index: 3, ttftMs: 0, e2eMs: 50, outputTokens: 0, promptTokens: 50, error: 'HTTP 500: boom' }),
   ],
 };
 
 describe('summarizeLevel', () => {
-  const rec = summarizeLevel(run, { backend: 'sglang', datasetName: 'random', randomInputLen: 256, randomOutputLen: 10, acceptLength: 2.4, outputLensRetokenized: [10, 5, 1, 0] });
+  const rec = summarizeLevel(run, {
+    backend: 'sglang',
+    datasetName: 'random',
+    randomInputLen: 256,
+    randomOutputLen: 10,
+    acceptLength: 2.4,
+    outputLensRetokenized: [10, 5, 1, 0],
+  });
 
   it('counts only successful requests and divides totals by the duration', () => {
     expect(rec.completed).toBe(3);
@@ -49,7 +73,9 @@ describe('summarizeLevel', () => {
     expect(rec.total_input_tokens).toBe(90);
     expect(rec.total_output_tokens).toBe(16);
     expect(rec.total_output_tokens_retokenized).toBe(16); // the answers' /tokenize counts, successful requests only
-    expect(summarizeLevel(run, { backend: 'sglang', datasetName: 'random' }).total_output_tokens_retokenized).toBeNull();
+    expect(
+      summarizeLevel(run, { backend: 'sglang', datasetName: 'random' }).total_output_tokens_retokenized,
+    ).toBeNull();
     expect(rec.request_throughput).toBe(1.5);
     expect(rec.input_throughput).toBe(45);
     expect(rec.output_throughput).toBe(8);
@@ -104,11 +130,32 @@ describe('summarizeLevel', () => {
   // the retokenizer) printed these; aerie's figures under the same names must equal them.
   it('equals real bench_serving 0.5.4 calculate_metrics on the same outputs', () => {
     const judge: Record<string, number> = {
-      completed: 3, total_input_tokens: 90, total_output_tokens: 16, total_output_tokens_retokenized: 16, request_throughput: 1.5, input_throughput: 45, output_throughput: 8,
-      mean_ttft_ms: 200.00000000000003, median_ttft_ms: 200, std_ttft_ms: 81.6496580927726, p99_ttft_ms: 298,
-      mean_tpot_ms: 175, median_tpot_ms: 175, std_tpot_ms: 75, p99_tpot_ms: 248.5,
-      mean_itl_ms: 146.15384615384613, median_itl_ms: 100, std_itl_ms: 69.23076923076923, p95_itl_ms: 250, p99_itl_ms: 250, max_itl_ms: 250,
-      mean_e2e_latency_ms: 900, median_e2e_latency_ms: 1000, std_e2e_latency_ms: 294.3920288775949, p99_e2e_latency_ms: 1196, concurrency: 1.35,
+      completed: 3,
+      total_input_tokens: 90,
+      total_output_tokens: 16,
+      total_output_tokens_retokenized: 16,
+      request_throughput: 1.5,
+      input_throughput: 45,
+      output_throughput: 8,
+      mean_ttft_ms: 200.00000000000003,
+      median_ttft_ms: 200,
+      std_ttft_ms: 81.6496580927726,
+      p99_ttft_ms: 298,
+      mean_tpot_ms: 175,
+      median_tpot_ms: 175,
+      std_tpot_ms: 75,
+      p99_tpot_ms: 248.5,
+      mean_itl_ms: 146.15384615384613,
+      median_itl_ms: 100,
+      std_itl_ms: 69.23076923076923,
+      p95_itl_ms: 250,
+      p99_itl_ms: 250,
+      max_itl_ms: 250,
+      mean_e2e_latency_ms: 900,
+      median_e2e_latency_ms: 1000,
+      std_e2e_latency_ms: 294.3920288775949,
+      p99_e2e_latency_ms: 1196,
+      concurrency: 1.35,
       total_throughput: 53,
     };
     const got = rec as unknown as Record<string, number>;
@@ -138,7 +185,11 @@ describe('summarizeLevel', () => {
   it('writes request_rate inf as Python’s bare Infinity and reads it back', () => {
     expect(rec.request_rate).toBe(Infinity);
     const line = formatJsonLine(benchServingOnly(rec));
-    expect(line.startsWith('{"backend": "sglang", "dataset_name": "random", "request_rate": Infinity, "max_concurrency": 4, "sharegpt_output_len": null,')).toBe(true);
+    expect(
+      line.startsWith(
+        '{"backend": "sglang", "dataset_name": "random", "request_rate": Infinity, "max_concurrency": 4, "sharegpt_output_len": null,',
+      ),
+    ).toBe(true);
     expect(parseJsonLine(line)).toEqual(benchServingOnly(rec));
   });
 

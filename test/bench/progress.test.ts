@@ -28,12 +28,16 @@ describe('benchmark progress for the CLI', () => {
     expect(renderSweepProgress(details)).toBe(
       'eagle3 level 4/8, concurrency 10 ▕████████████        ▏ 12/20 requests\n      done, output tok/s: c1 158 (α 3.10) · c2 12k 2 failed',
     );
-    expect(describeActivity({ activityType: 'benchmarkSweep', attempt: 1, details })).toBe(renderSweepProgress(details));
+    expect(describeActivity({ activityType: 'benchmarkSweep', attempt: 1, details })).toBe(
+      renderSweepProgress(details),
+    );
   });
 
   it('copes with details from an older worker or none at all', () => {
     expect(renderSweepProgress(undefined)).toBe('benchmark sweep starting');
     expect(renderSweepProgress({ variant: 'baseline' })).toBe('baseline sweep starting');
-    expect(renderSweepProgress({ variant: 'baseline', concurrency: 5, done: 1, total: 4, finished: 'x' })).toBe('baseline concurrency 5 ▕█████               ▏ 1/4 requests');
+    expect(renderSweepProgress({ variant: 'baseline', concurrency: 5, done: 1, total: 4, finished: 'x' })).toBe(
+      'baseline concurrency 5 ▕█████               ▏ 1/4 requests',
+    );
   });
 });

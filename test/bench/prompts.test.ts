@@ -39,13 +39,32 @@ describe('randomPrompts', () => {
 
 describe('promptsFromConversations', () => {
   const lines = [
-    JSON.stringify({ id: 'a', conversations: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'What is EAGLE?' }, { role: 'assistant', content: 'A drafter.' }] }),
+    JSON.stringify({
+      id: 'a',
+      conversations: [
+        { role: 'system', content: 'be brief' },
+        { role: 'user', content: 'What is EAGLE?' },
+        { role: 'assistant', content: 'A drafter.' },
+      ],
+    }),
     'not json {',
     '',
-    JSON.stringify({ id: 'b', conversations: [{ from: 'human', value: 'Explain SSE.' }, { from: 'gpt', value: '...' }] }),
+    JSON.stringify({
+      id: 'b',
+      conversations: [
+        { from: 'human', value: 'Explain SSE.' },
+        { from: 'gpt', value: '...' },
+      ],
+    }),
     JSON.stringify({ id: 'c', conversations: 'nope' }),
     JSON.stringify({ id: 'd', conversations: [{ role: 'assistant', content: 'only me' }] }),
-    JSON.stringify({ id: 'e', conversations: [{ role: 'user', content: '   ' }, { role: 'user', content: 'later' }] }),
+    JSON.stringify({
+      id: 'e',
+      conversations: [
+        { role: 'user', content: '   ' },
+        { role: 'user', content: 'later' },
+      ],
+    }),
     JSON.stringify([1, 2]),
     JSON.stringify({ id: 'f', conversations: [null, { role: 'user', content: 'Third.' }] }),
     JSON.stringify({ id: 'g', conversations: [{ role: 'user', content: 'Fourth.' }] }),

@@ -3,12 +3,26 @@ import { formatJsonLine, parseJsonLine, parseJsonLines } from '../../src/bench/p
 
 describe('bench_serving JSONL lines', () => {
   it('writes like Python json.dumps: separators, bare non-finite numbers, null, ASCII escapes', () => {
-    const line = formatJsonLine({ a: 1, b: Infinity, c: -Infinity, d: NaN, e: null, f: 'é"x', g: [1, 'two'], h: { i: true }, u: undefined });
-    expect(line).toBe('{"a": 1, "b": Infinity, "c": -Infinity, "d": NaN, "e": null, "f": "\\u00e9\\"x", "g": [1, "two"], "h": {"i": true}}');
+    const line = formatJsonLine({
+      a: 1,
+      b: Infinity,
+      c: -Infinity,
+      d: NaN,
+      e: null,
+      f: 'é"x',
+      g: [1, 'two'],
+      h: { i: true },
+      u: undefined,
+    });
+    expect(line).toBe(
+      '{"a": 1, "b": Infinity, "c": -Infinity, "d": NaN, "e": null, "f": "\\u00e9\\"x", "g": [1, "two"], "h": {"i": true}}',
+    );
   });
 
   it('reads a bench_serving line with Infinity, leaving the word inside strings alone', () => {
-    const v = parseJsonLine('{"backend": "sglang", "request_rate": Infinity, "note": "rate Infinity \\" NaN", "x": -Infinity, "y": NaN}');
+    const v = parseJsonLine(
+      '{"backend": "sglang", "request_rate": Infinity, "note": "rate Infinity \\" NaN", "x": -Infinity, "y": NaN}',
+    );
     expect(v).toEqual({ backend: 'sglang', request_rate: Infinity, note: 'rate Infinity " NaN', x: -Infinity, y: NaN });
   });
 

@@ -10,7 +10,10 @@ describe('charts', () => {
   it('one spec per chart the issue asks for, on a log concurrency axis with every level marked', () => {
     const specs = chartSpecs(sweepInput);
     expect(specs.map((s) => s.id)).toEqual(['throughput', 'speedup', 'accept-length', 'ttft', 'itl']);
-    const throughput = specs[0]!.spec as unknown as { data: { values: { series: string }[] }; layer: { encoding: { x: { scale: { type: string }; axis: { values: number[] } } } }[] };
+    const throughput = specs[0]!.spec as unknown as {
+      data: { values: { series: string }[] };
+      layer: { encoding: { x: { scale: { type: string }; axis: { values: number[] } } } }[];
+    };
     expect(new Set(throughput.data.values.map((v) => v.series))).toEqual(new Set(['baseline', 'EAGLE3']));
     expect(throughput.layer[0]!.encoding.x.scale.type).toBe('log');
     expect(throughput.layer[0]!.encoding.x.axis.values).toEqual(LEVELS);
@@ -32,7 +35,8 @@ describe('charts', () => {
   });
 
   it('scopes SVG ids per chart so several SVGs can share a page', () => {
-    const svg = '<svg><defs><clipPath id="clip1"><rect/></clipPath></defs><g clip-path="url(#clip1)"><use href="#clip1"/></g><a id="x"/></svg>';
+    const svg =
+      '<svg><defs><clipPath id="clip1"><rect/></clipPath></defs><g clip-path="url(#clip1)"><use href="#clip1"/></g><a id="x"/></svg>';
     expect(scopeSvgIds(svg, 'chart-a')).toBe(
       '<svg><defs><clipPath id="chart-a-clip1"><rect/></clipPath></defs><g clip-path="url(#chart-a-clip1)"><use href="#chart-a-clip1"/></g><a id="chart-a-x"/></svg>',
     );
@@ -42,9 +46,11 @@ describe('charts', () => {
 describe('report files', () => {
   it('says where the drafter helps most, and where it is slower than the target alone', () => {
     expect(headline(sweepInput)).toBe(
-      'EAGLE3 peaks at 2.27× the target alone\'s output throughput (concurrency 1); 0.60× at concurrency 250; slower than the target alone at concurrency 70, 100, 250; accept length 3.20.',
+      "EAGLE3 peaks at 2.27× the target alone's output throughput (concurrency 1); 0.60× at concurrency 250; slower than the target alone at concurrency 70, 100, 250; accept length 3.20.",
     );
-    expect(headline({ title: 't', speculative: [record(1, 1, null)] })).toBe('No baseline was measured, so there is no speedup.');
+    expect(headline({ title: 't', speculative: [record(1, 1, null)] })).toBe(
+      'No baseline was measured, so there is no speedup.',
+    );
     expect(escapeHtml(`<a href="x">'&'</a>`)).toBe('&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;');
   });
 
@@ -59,7 +65,9 @@ describe('report files', () => {
     }
     const back = readResultsJsonl(text);
     expect(back.baseline.map((r) => r.max_concurrency)).toEqual(LEVELS);
-    expect(back.speculative.map((r) => r.output_throughput)).toEqual(sweepInput.speculative.map((r) => r.output_throughput));
+    expect(back.speculative.map((r) => r.output_throughput)).toEqual(
+      sweepInput.speculative.map((r) => r.output_throughput),
+    );
     // a JSON payload turned Infinity into null on the way through the workflow: written back as Infinity
     const viaJson = JSON.parse(JSON.stringify(sweepInput.speculative)) as BenchServingRecord[];
     expect(renderResultsJsonl({ speculative: viaJson })).toContain('"request_rate": Infinity');

@@ -39,4 +39,3 @@ export const sweepInput = {
   speculative: LEVELS.map((c) => record(c, (c < 70 ? 340 : 120) * Math.min(c, 48), 3.2)),
   settings: ['dataset: random'],
 };
-

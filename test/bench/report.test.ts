@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import type { BenchServingRecord } from '../../src/bench/metrics.js';
 import { renderReportHtml } from '../../src/bench/html.js';
-import { DETAIL_HEADERS, METRIC_DEFINITIONS, pairByConcurrency, renderReportMarkdown, renderReportTable, speedup } from '../../src/bench/report.js';
+import {
+  DETAIL_HEADERS,
+  METRIC_DEFINITIONS,
+  pairByConcurrency,
+  renderReportMarkdown,
+  renderReportTable,
+  speedup,
+} from '../../src/bench/report.js';
 
 const rec = (c: number, out: number, p: Partial<BenchServingRecord> = {}): BenchServingRecord =>
   ({
@@ -112,18 +119,25 @@ describe('report for chat levels', () => {
     });
 
   it('says whose timing rules the chat figures follow, how input tokens were counted, and tables the reasoning phase', () => {
-    const md = renderReportMarkdown({ title: 'Chat', speculative: [chat(4, {}), chat(1, { total_input_tokens: null, input_throughput: null })] });
+    const md = renderReportMarkdown({
+      title: 'Chat',
+      speculative: [chat(4, {}), chat(1, { total_input_tokens: null, input_throughput: null })],
+    });
     expect(md).toContain(
       "- Chat TTFT and ITL follow bench_serving 0.5.9 (server reports sglang 0.5.9): only delta.content is timed, so a reasoning model's think phase is inside TTFT; time to first reasoning is reported beside it.",
     );
-    expect(md).toContain("- Chat input tokens: total_input_tokens counts the raw prompts as bench_serving's prompt_len does");
+    expect(md).toContain(
+      "- Chat input tokens: total_input_tokens counts the raw prompts as bench_serving's prompt_len does",
+    );
     expect(md).toContain(
       "- Concurrency 1, EAGLE3: input tokens as bench_serving counts them are unknown (the server's /tokenize did not answer), so total_input_tokens and input_throughput are empty; the server counted 560 with the chat template.",
     );
     const at = md.indexOf('## EAGLE3: reasoning (chat)');
     expect(at).toBeGreaterThan(md.indexOf('## EAGLE3: every level'));
     const table = md.slice(at).split('\n');
-    expect(table[2]).toBe('| Concurrency | Requests with reasoning | TTFT times | Mean TTFT (ms) | Mean to first reasoning (ms) | Median to first reasoning (ms) | p99 to first reasoning (ms) | Mean to first content (ms) | Reasoning chunks | Reasoning tokens |');
+    expect(table[2]).toBe(
+      '| Concurrency | Requests with reasoning | TTFT times | Mean TTFT (ms) | Mean to first reasoning (ms) | Median to first reasoning (ms) | p99 to first reasoning (ms) | Mean to first content (ms) | Reasoning chunks | Reasoning tokens |',
+    );
     expect(table[4]).toBe('| 1 | 16 of 16 | content | 480.0 | 40.0 | 38.0 | 61.5 | 480.0 | 512 | 530 |');
     expect(md.trimEnd().endsWith(METRIC_DEFINITIONS)).toBe(true);
     expect(METRIC_DEFINITIONS).toContain("numpy.percentile(values, p) with numpy's default 'linear' method");
@@ -133,7 +147,9 @@ describe('report for chat levels', () => {
     const html = renderReportHtml({ title: 'Chat', speculative: [chat(4, {})] }, [], { generatedAt: 't' });
     expect(html).toContain('<h3>EAGLE3: reasoning (chat)</h3>');
     expect(html).toContain('<td>16 of 16</td><td>content</td>');
-    expect(html).toContain('p99 = numpy.percentile(values, 99), numpy&#39;s default &#39;linear&#39; method, as bench_serving computes it.');
+    expect(html).toContain(
+      'p99 = numpy.percentile(values, 99), numpy&#39;s default &#39;linear&#39; method, as bench_serving computes it.',
+    );
     expect(html).toContain('Chat TTFT and ITL follow bench_serving 0.5.9');
   });
 

@@ -3,7 +3,8 @@ import { firstKeyIs, objectValueRange, stringValueState, valueStart } from '../.
 import { parseSse } from '../../src/bench/sse.js';
 import { eventData, SseByteFramer, type FramedEvent } from '../../src/bench/sse-bytes.js';
 
-const frame = (n: number) => `data: ${JSON.stringify({ text: 'tok '.repeat(n) + 'é✓', output_ids: Array.from({ length: n }, (_, i) => 1000 + i), meta_info: { completion_tokens: n, e2e_latency: n / 1000 } })}\n\n`;
+const frame = (n: number) =>
+  `data: ${JSON.stringify({ text: 'tok '.repeat(n) + 'é✓', output_ids: Array.from({ length: n }, (_, i) => 1000 + i), meta_info: { completion_tokens: n, e2e_latency: n / 1000 } })}\n\n`;
 
 function framed(chunks: Buffer[]): string[] {
   const f = new SseByteFramer();
@@ -15,13 +16,21 @@ function framed(chunks: Buffer[]): string[] {
 
 describe('SseByteFramer', () => {
   it('gives the same events as the string parser whatever the chunk boundaries (every split point)', () => {
-    const stream = ': keepalive\n\n' + frame(1) + frame(2) + 'event: x\nid: 3\ndata: a\ndata:  b\n\n\n' + frame(3) + 'data: [DONE]\n\n';
+    const stream =
+      ': keepalive\n\n' +
+      frame(1) +
+      frame(2) +
+      'event: x\nid: 3\ndata: a\ndata:  b\n\n\n' +
+      frame(3) +
+      'data: [DONE]\n\n';
     const bytes = Buffer.from(stream);
     const expected = parseSse([stream]).map((e) => e.data);
     expect(expected).toHaveLength(5);
     for (let i = 0; i <= bytes.length; i++) {
       for (const j of [i, Math.min(bytes.length, i + 1), Math.min(bytes.length, i + 7)]) {
-        expect(framed([bytes.subarray(0, i), bytes.subarray(i, j), bytes.subarray(j)]), `split at ${i},${j}`).toEqual(expected);
+        expect(framed([bytes.subarray(0, i), bytes.subarray(i, j), bytes.subarray(j)]), `split at ${i},${j}`).toEqual(
+          expected,
+        );
       }
     }
   });
@@ -59,7 +68,9 @@ describe('json-scan', () => {
   });
 
   it('never matches text inside a string, where quotes are escaped', () => {
-    const buf = b(JSON.stringify({ text: 'say "meta_info": {"completion_tokens": 99}', meta_info: { completion_tokens: 1 } }));
+    const buf = b(
+      JSON.stringify({ text: 'say "meta_info": {"completion_tokens": 99}', meta_info: { completion_tokens: 1 } }),
+    );
     const r = objectValueRange(buf, 'meta_info')!;
     expect(JSON.parse(buf.toString('utf8', r[0], r[1]))).toEqual({ completion_tokens: 1 });
   });

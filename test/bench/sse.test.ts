@@ -58,7 +58,9 @@ describe('SseParser', () => {
   });
 
   it('reports a stream error frame as an ordinary event', () => {
-    expect(parseSse(['data: {"error": {"message": "boom"}}\n\n'])).toEqual([{ data: '{"error": {"message": "boom"}}' }]);
+    expect(parseSse(['data: {"error": {"message": "boom"}}\n\n'])).toEqual([
+      { data: '{"error": {"message": "boom"}}' },
+    ]);
   });
 
   it('parses a 5000-event stream fed in 97-character chunks', () => {

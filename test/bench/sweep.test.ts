@@ -5,7 +5,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { overheadFigures } from '../../src/bench/overhead.js';
 import { randomPrompts } from '../../src/bench/prompts.js';
 import { benchServingRules } from '../../src/bench/bench-rules.js';
-import { aerieDriver, flushWhenIdle, hostLevelStore, levelKey, runSweep, type LevelStore, type SweepProgress } from '../../src/bench/sweep.js';
+import {
+  aerieDriver,
+  flushWhenIdle,
+  hostLevelStore,
+  levelKey,
+  runSweep,
+  type LevelStore,
+  type SweepProgress,
+} from '../../src/bench/sweep.js';
 import type { BenchServingRecord } from '../../src/bench/metrics.js';
 import type { LevelRun } from '../../src/bench/types.js';
 import { LocalHost } from '../../src/hosts/local/local-host.js';
@@ -25,7 +33,15 @@ const memoryStore = (initial: [number, BenchServingRecord][] = []): LevelStore &
   };
 };
 
-const fakeRecord = (c: number): BenchServingRecord => ({ max_concurrency: c, output_throughput: 10 * c, completed: c, errors: 0, accept_length: null, mean_accept_length_per_request: 2 }) as BenchServingRecord;
+const fakeRecord = (c: number): BenchServingRecord =>
+  ({
+    max_concurrency: c,
+    output_throughput: 10 * c,
+    completed: c,
+    errors: 0,
+    accept_length: null,
+    mean_accept_length_per_request: 2,
+  }) as BenchServingRecord;
 
 describe('runSweep', () => {
   it('measures only the levels without a stored result, in order, and reports progress per level', async () => {
@@ -48,19 +64,36 @@ describe('runSweep', () => {
     expect(measured).toEqual([1, 4]);
     expect(store.writes).toEqual([1, 4]);
     expect(seen.map((p) => [p.level, p.concurrency, p.done, p.total])).toEqual([
-      [1, 1, 0, 2], [1, 1, 1, 2], [1, 1, 1, 1],
+      [1, 1, 0, 2],
+      [1, 1, 1, 2],
+      [1, 1, 1, 1],
       [2, 2, 2, 2],
-      [3, 4, 0, 5], [3, 4, 1, 5], [3, 4, 4, 4],
+      [3, 4, 0, 5],
+      [3, 4, 1, 5],
+      [3, 4, 4, 4],
     ]);
-    expect(seen.at(-1)!.finished.map((f) => [f.concurrency, f.stored])).toEqual([[1, false], [2, true], [4, false]]);
+    expect(seen.at(-1)!.finished.map((f) => [f.concurrency, f.stored])).toEqual([
+      [1, false],
+      [2, true],
+      [4, false],
+    ]);
     expect(seen.every((p) => p.levels === 3 && p.variant === 'eagle3')).toBe(true);
   });
 
   it('flushWhenIdle retries a refused flush, then gives up without failing the level', async () => {
     let calls = 0;
-    expect(await flushWhenIdle({ flushCache: async () => (++calls < 3 ? Promise.reject(new Error('400')) : 'ok') }, undefined, 5, 1)).toBe(true);
+    expect(
+      await flushWhenIdle(
+        { flushCache: async () => (++calls < 3 ? Promise.reject(new Error('400')) : 'ok') },
+        undefined,
+        5,
+        1,
+      ),
+    ).toBe(true);
     expect(calls).toBe(3);
-    expect(await flushWhenIdle({ flushCache: async () => Promise.reject(new Error('400')) }, undefined, 2, 1)).toBe(false);
+    expect(await flushWhenIdle({ flushCache: async () => Promise.reject(new Error('400')) }, undefined, 2, 1)).toBe(
+      false,
+    );
   });
 
   it('stores levels on the host under a key of their settings', async () => {
@@ -91,7 +124,20 @@ describe('aerieDriver against the simulator', () => {
     spec = await SimServer.start({
       decodeScale: 0,
       // a decode-log line every 2 steps, so the server's running accept length moves within a short level
-      args: ['--speculative-algorithm', 'EAGLE3', '--speculative-draft-model-path', drafter, '--speculative-num-steps', '3', '--speculative-eagle-topk', '1', '--speculative-num-draft-tokens', '4', '--decode-log-interval', '2'],
+      args: [
+        '--speculative-algorithm',
+        'EAGLE3',
+        '--speculative-draft-model-path',
+        drafter,
+        '--speculative-num-steps',
+        '3',
+        '--speculative-eagle-topk',
+        '1',
+        '--speculative-num-draft-tokens',
+        '4',
+        '--decode-log-interval',
+        '2',
+      ],
     });
   }, 60_000);
   afterAll(async () => {
@@ -115,13 +161,19 @@ describe('aerieDriver against the simulator', () => {
       acceptLengthFrom: avgSpecAcceptLength,
       meta: { backend: 'sglang', datasetName: 'random', randomInputLen: 8, randomOutputLen: 24 },
     });
-    const r = await measure({ concurrency: 4, prompts: randomPrompts(8, 8, 3), onProgress: () => order.push('request') });
+    const r = await measure({
+      concurrency: 4,
+      prompts: randomPrompts(8, 8, 3),
+      onProgress: () => order.push('request'),
+    });
     // The version first (whose bench_serving rules the level follows), then the flush before any measured request.
     expect(order.slice(0, 2)).toEqual(['server_info', 'flush']);
     expect(order.filter((o) => o === 'request')).toHaveLength(8);
     expect(order.at(-1)).toBe('server_info');
     const version = (await client.serverInfo()).version;
-    expect(r.bench_serving_rules).toBe(`bench_serving ${benchServingRules(String(version)).release} (server reports sglang ${String(version)})`);
+    expect(r.bench_serving_rules).toBe(
+      `bench_serving ${benchServingRules(String(version)).release} (server reports sglang ${String(version)})`,
+    );
     expect(r.completed).toBe(8);
     expect(r.total_output_tokens).toBe(8 * 24);
     expect(r.mean_accept_length_per_request).toBeGreaterThan(1.5);
@@ -138,8 +190,14 @@ describe('aerieDriver against the simulator', () => {
       api: 'chat',
       outputLen: 8,
       warmup: 1,
-      control: { flushCache: (s?: AbortSignal) => (order.push('flush'), client.flushCache(s)), serverInfo: (s?: AbortSignal) => client.serverInfo(s) },
-      countTokens: async (ps, special) => (order.push(special ? 'tokenize' : 'retokenize'), { lens: ps.map((p) => p.split(' ').length + (special ? 1 : 0)) }),
+      control: {
+        flushCache: (s?: AbortSignal) => (order.push('flush'), client.flushCache(s)),
+        serverInfo: (s?: AbortSignal) => client.serverInfo(s),
+      },
+      countTokens: async (ps, special) => (
+        order.push(special ? 'tokenize' : 'retokenize'),
+        { lens: ps.map((p) => p.split(' ').length + (special ? 1 : 0)) }
+      ),
       meta: { backend: 'sglang-oai-chat', datasetName: 'random' },
     });
     const r = await measure({ concurrency: 2, prompts, onProgress: () => order.push('request') });
@@ -164,8 +222,26 @@ describe('overheadFigures', () => {
       maxInFlight: 2,
       warmup: [],
       results: [
-        { index: 0, sentAtMs: 0, ttftMs: 1, itlsMs: [], e2eMs: 100, outputTokens: 10, promptTokens: 1, serverE2eMs: 99.5 },
-        { index: 1, sentAtMs: 0, ttftMs: 1, itlsMs: [], e2eMs: 98, outputTokens: 10, promptTokens: 1, serverE2eMs: 98.2 },
+        {
+          index: 0,
+          sentAtMs: 0,
+          ttftMs: 1,
+          itlsMs: [],
+          e2eMs: 100,
+          outputTokens: 10,
+          promptTokens: 1,
+          serverE2eMs: 99.5,
+        },
+        {
+          index: 1,
+          sentAtMs: 0,
+          ttftMs: 1,
+          itlsMs: [],
+          e2eMs: 98,
+          outputTokens: 10,
+          promptTokens: 1,
+          serverE2eMs: 98.2,
+        },
         { index: 2, sentAtMs: 0, ttftMs: 1, itlsMs: [], e2eMs: 2, outputTokens: 0, promptTokens: 1, error: 'x' },
       ],
     };

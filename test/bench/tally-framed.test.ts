@@ -27,7 +27,11 @@ describe('tallyFramed (byte fast path) matches tallyEvent', () => {
       gen({ text: 'a', output_ids: [1], meta_info: { completion_tokens: 1, prompt_tokens: 5 } }),
       gen({ text: 'a b c', output_ids: [1, 2, 3], meta_info: { completion_tokens: 3, prompt_tokens: 5 } }),
       gen({ text: 'a b c', output_ids: [1, 2, 3], meta_info: { completion_tokens: 3, prompt_tokens: 5 } }),
-      gen({ text: 'a b c d e f', output_ids: [1, 2, 3, 4, 5, 6], meta_info: { completion_tokens: 6, prompt_tokens: 5, spec_verify_ct: 3, e2e_latency: 0.05 } }),
+      gen({
+        text: 'a b c d e f',
+        output_ids: [1, 2, 3, 4, 5, 6],
+        meta_info: { completion_tokens: 6, prompt_tokens: 5, spec_verify_ct: 3, e2e_latency: 0.05 },
+      }),
       'data: [DONE]\n\n',
     ];
     const { slow, fast } = bothWays('generate', frames);
@@ -41,10 +45,16 @@ describe('tallyFramed (byte fast path) matches tallyEvent', () => {
   });
 
   it('on a stream error frame, orjson spacing and the chat API', () => {
-    const err = bothWays('generate', [gen({ text: 'a', meta_info: { completion_tokens: 1 } }), 'data: {"error": {"message": "boom"}}\n\n']);
+    const err = bothWays('generate', [
+      gen({ text: 'a', meta_info: { completion_tokens: 1 } }),
+      'data: {"error": {"message": "boom"}}\n\n',
+    ]);
     expect(err.fast).toEqual(err.slow);
     expect(err.fast.error).toBe('stream error: boom');
-    const spaced = bothWays('generate', ['data: {"text": "x y", "meta_info": {"completion_tokens": 2}}\n\n', 'data: [DONE]\n\n']);
+    const spaced = bothWays('generate', [
+      'data: {"text": "x y", "meta_info": {"completion_tokens": 2}}\n\n',
+      'data: [DONE]\n\n',
+    ]);
     expect(spaced.fast).toEqual(spaced.slow);
     const chat = bothWays('chat', [
       gen({ choices: [{ delta: { role: 'assistant' } }] }),

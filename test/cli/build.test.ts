@@ -46,15 +46,27 @@ describe('aerie on a copy of the project', () => {
   it('runs compiled after the build, and from source as soon as a source file changes', async () => {
     const root = join(tmp.path, 'project');
     await mkdir(root);
-    for (const p of ['bin', 'src', 'scripts', 'examples', 'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json']) {
+    for (const p of [
+      'bin',
+      'src',
+      'scripts',
+      'examples',
+      'package.json',
+      'package-lock.json',
+      'tsconfig.json',
+      'tsconfig.build.json',
+    ]) {
       await cp(join(AERIE_HOME, p), join(root, p), { recursive: true });
     }
     await symlink(join(AERIE_HOME, 'node_modules'), join(root, 'node_modules'));
-    const node = (args: string[]) => run(process.execPath, args, { cwd: root, timeout: 180_000, env: { ...process.env, AERIE_FROM_SOURCE: '' } });
+    const node = (args: string[]) =>
+      run(process.execPath, args, { cwd: root, timeout: 180_000, env: { ...process.env, AERIE_FROM_SOURCE: '' } });
 
     const built = await node(['--import', 'tsx', join(root, 'scripts', 'build.ts')]);
     expect(built.stdout).toMatch(/compiled src\/ and the workflow bundle into dist\//);
-    expect((await node([join(root, 'bin', 'aerie.mjs'), 'version'])).stdout).toMatch(/— compiled \(dist\/, prebuilt workflow bundle\)/);
+    expect((await node([join(root, 'bin', 'aerie.mjs'), 'version'])).stdout).toMatch(
+      /— compiled \(dist\/, prebuilt workflow bundle\)/,
+    );
     // A second build of the same sources does nothing.
     expect((await node(['--import', 'tsx', join(root, 'scripts', 'build.ts')])).stdout).toMatch(/dist\/ is current/);
 

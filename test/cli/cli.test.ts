@@ -66,7 +66,9 @@ stages:
     const r = await aerie(['status', 'some-run']);
     expect(r.code).toBe(1);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
-    expect(r.stderr).toMatch(/^aerie: cannot reach Temporal at 127\.0\.0\.1:9 \(.+\): it came from TEMPORAL_ADDRESS .*Fix: /);
+    expect(r.stderr).toMatch(
+      /^aerie: cannot reach Temporal at 127\.0\.0\.1:9 \(.+\): it came from TEMPORAL_ADDRESS .*Fix: /,
+    );
     expect(r.stderr).not.toMatch(/^\s+at /m);
   });
 
@@ -81,9 +83,24 @@ stages:
 describe('dev server argv', () => {
   it('persists to SQLite, binds loopback and registers aerie search attributes', () => {
     expect(devServerArgv({ port: 7233, uiPort: 8233, dbPath: '/s/aerie.sqlite' })).toEqual([
-      'server', 'start-dev', '--ip', '127.0.0.1', '--port', '7233', '--db-filename', '/s/aerie.sqlite', '--log-level', 'warn',
-      '--ui-port', '8233',
-      '--search-attribute', 'AerieStage=Keyword', '--search-attribute', 'AerieTarget=Keyword', '--search-attribute', 'AerieLabel=Keyword',
+      'server',
+      'start-dev',
+      '--ip',
+      '127.0.0.1',
+      '--port',
+      '7233',
+      '--db-filename',
+      '/s/aerie.sqlite',
+      '--log-level',
+      'warn',
+      '--ui-port',
+      '8233',
+      '--search-attribute',
+      'AerieStage=Keyword',
+      '--search-attribute',
+      'AerieTarget=Keyword',
+      '--search-attribute',
+      'AerieLabel=Keyword',
     ]);
   });
 });

@@ -4,8 +4,16 @@ import { describeActivity } from '../../src/cli/phase.js';
 import { fitWidth, phaseLine, phaseMemory, tableOf } from '../../src/cli/follow-run.js';
 import { STAGES, type RunStatus, type StageStatus } from '../../src/shared.js';
 
-function status(current: StageStatus['stage'] | undefined, stages: Partial<Record<StageStatus['stage'], Partial<StageStatus>>>): RunStatus {
-  return { runId: 'r', label: 'l', current, stages: STAGES.map((stage) => ({ stage, state: 'pending', ...stages[stage] })) };
+function status(
+  current: StageStatus['stage'] | undefined,
+  stages: Partial<Record<StageStatus['stage'], Partial<StageStatus>>>,
+): RunStatus {
+  return {
+    runId: 'r',
+    label: 'l',
+    current,
+    stages: STAGES.map((stage) => ({ stage, state: 'pending', ...stages[stage] })),
+  };
 }
 
 describe('phase lines (a log, not a terminal)', () => {
@@ -15,7 +23,9 @@ describe('phase lines (a log, not a terminal)', () => {
 
   it('prints nothing before the first stage begins, and nothing for a stage that has just failed', () => {
     expect(phaseLine(status(undefined, {}))).toBeUndefined();
-    expect(phaseLine(status('preflight', { preflight: { state: 'failed', note: 'preflight found 1 problem:\n  - x' } }))).toBeUndefined();
+    expect(
+      phaseLine(status('preflight', { preflight: { state: 'failed', note: 'preflight found 1 problem:\n  - x' } })),
+    ).toBeUndefined();
   });
 
   it('prefers the running activity, then the stage note', () => {
@@ -41,7 +51,9 @@ describe('the phase between two activities', () => {
 
 describe('the stage table', () => {
   it('shows the first line of a multi-line failure; the full reason is printed below it', () => {
-    const table = tableOf(status('preflight', { preflight: { state: 'failed', note: 'preflight found 2 problems:\n  - a\n  - b' } }));
+    const table = tableOf(
+      status('preflight', { preflight: { state: 'failed', note: 'preflight found 2 problems:\n  - a\n  - b' } }),
+    );
     expect(table.split('\n')).toHaveLength(STAGES.length);
     expect(table).toMatch(/^ {2}✗ preflight +failed +preflight found 2 problems: …$/m);
   });
@@ -55,7 +67,10 @@ describe('the stage table', () => {
 
 describe('the live table on a terminal', () => {
   it('cuts each line to the width, so a redraw leaves no wrapped tail behind', () => {
-    const table = tableOf(status('generate', { preflight: { state: 'done', note: 'ok' }, generate: { state: 'running' } }), 'x'.repeat(200));
+    const table = tableOf(
+      status('generate', { preflight: { state: 'done', note: 'ok' }, generate: { state: 'running' } }),
+      'x'.repeat(200),
+    );
     const fitted = fitWidth(table, 80).split('\n');
     expect(fitted).toHaveLength(STAGES.length);
     for (const line of fitted) expect(line.length).toBeLessThan(80);
@@ -66,12 +81,31 @@ describe('the live table on a terminal', () => {
 
 describe('activities with no progress of their own', () => {
   it('are described in words, not by their type name', () => {
-    for (const type of ['generateData', 'extractOffline', 'extractHiddenStates', 'preflight', 'checkLedger', 'writeLedger', 'launchServer', 'smokeTest', 'acceptanceGate', 'stopServer', 'storedSweep', 'writeReport']) {
+    for (const type of [
+      'generateData',
+      'extractOffline',
+      'extractHiddenStates',
+      'preflight',
+      'checkLedger',
+      'writeLedger',
+      'launchServer',
+      'smokeTest',
+      'acceptanceGate',
+      'stopServer',
+      'storedSweep',
+      'writeReport',
+    ]) {
       const text = describeActivity({ activityType: type, attempt: 1 });
       expect(text).not.toBe(type);
       expect(text.trim()).not.toBe('');
     }
     expect(describeActivity({ activityType: 'preflight', attempt: 1 })).toMatch(/^checking the target host/);
-    expect(describeActivity({ activityType: 'acceptanceGate', attempt: 1, details: { gate: 'greedy requests', done: 3, of: 8 } })).toBe('acceptance gate: greedy requests 3/8');
+    expect(
+      describeActivity({
+        activityType: 'acceptanceGate',
+        attempt: 1,
+        details: { gate: 'greedy requests', done: 3, of: 8 },
+      }),
+    ).toBe('acceptance gate: greedy requests 3/8');
   });
 });

@@ -54,7 +54,12 @@ function aerieRun(config: string): Promise<{ code: number | null; output: string
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [join(AERIE_HOME, 'bin', 'aerie.mjs'), 'run', config], {
       cwd: suite.work,
-      env: { ...process.env, TEMPORAL_ADDRESS: suite.t.server.address, TEMPORAL_NAMESPACE: 'default', AERIE_STATE_DIR: join(suite.work, 'state') },
+      env: {
+        ...process.env,
+        TEMPORAL_ADDRESS: suite.t.server.address,
+        TEMPORAL_NAMESPACE: 'default',
+        AERIE_STATE_DIR: join(suite.work, 'state'),
+      },
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -84,7 +89,8 @@ describe('aerie run when preflight fails', () => {
     expect(runId, output).toBeDefined();
     // The table: the failed stage on one line, the rest pending.
     expect(output).toMatch(/^ {2}✗ preflight +failed +preflight found \d+ problems?/m);
-    for (const stage of ['generate', 'extract', 'train', 'deploy', 'benchmark']) expect(output).toMatch(new RegExp(`^  · ${stage} +pending$`, 'm'));
+    for (const stage of ['generate', 'extract', 'train', 'deploy', 'benchmark'])
+      expect(output).toMatch(new RegExp(`^  · ${stage} +pending$`, 'm'));
     // The reason, with the field to fix, and where the details are.
     expect(output).toMatch(new RegExp(`^run ${runId} failed: preflight found`, 'm'));
     expect(output).toContain(`target.model-path: ${join(suite.work, 'no-such-model')}`);
@@ -93,7 +99,8 @@ describe('aerie run when preflight fails', () => {
     expect(output).toContain(`aerie resume ${runId}`);
 
     // Nothing of the SDK's on the terminal.
-    for (const noise of ['ActivityFailure', 'ApplicationFailure', 'taskToken', '[WARN]', 'sdkComponent', 'webpack']) expect(output, output).not.toContain(noise);
+    for (const noise of ['ActivityFailure', 'ApplicationFailure', 'taskToken', '[WARN]', 'sdkComponent', 'webpack'])
+      expect(output, output).not.toContain(noise);
     expect(output, output).not.toMatch(/^\s+at .+:\d+:\d+\)?$/m);
     // No phase line with nothing after the stage, and no ledger wording for a stage starting.
     expect(output, output).not.toMatch(/^ {2}\d\d:\d\d:\d\d \w+: *$/m);

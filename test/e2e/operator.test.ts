@@ -29,9 +29,17 @@ describe('operator actions', () => {
     });
     const runId = `operator-${Date.now()}`;
     const hosts = new HostPool();
-    const { worker } = await createWorker({ connection: suite.t.nativeConnection, workflowBundle: suite.t.bundle, hosts });
+    const { worker } = await createWorker({
+      connection: suite.t.nativeConnection,
+      workflowBundle: suite.t.bundle,
+      hosts,
+    });
     const result = await worker.runUntil(async () => {
-      const handle = await suite.t.client.workflow.start(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [{ runId, config, configPath: 'test' }] });
+      const handle = await suite.t.client.workflow.start(pipeline, {
+        taskQueue: TASK_QUEUE,
+        workflowId: runId,
+        args: [{ runId, config, configPath: 'test' }],
+      });
       const waiting = await waitUntil(async () => {
         const s: RunStatus = await handle.query(statusQuery);
         return s.stages.find((x) => x.state === 'waiting');
@@ -42,7 +50,9 @@ describe('operator actions', () => {
       expect((await handle.describe()).status.name).toBe('RUNNING');
 
       // The validator refuses a stage after the failed one, and the run keeps waiting.
-      await expect(handle.executeUpdate(retryUpdate, { args: [{ stage: 'train' }] })).rejects.toBeInstanceOf(WorkflowUpdateFailedError);
+      await expect(handle.executeUpdate(retryUpdate, { args: [{ stage: 'train' }] })).rejects.toBeInstanceOf(
+        WorkflowUpdateFailedError,
+      );
       expect((await handle.query(statusQuery)).stages.find((x) => x.stage === 'generate')?.state).toBe('waiting');
 
       expect(await handle.executeUpdate(retryUpdate, { args: [{}] })).toBe(`retrying ${runId} from generate`);
@@ -50,7 +60,9 @@ describe('operator actions', () => {
     });
     await hosts.closeAll();
     expect(result.stages.map((s) => s.state)).toEqual(['done', 'done', 'done', 'done', 'done', 'done']);
-    const launches = (await readdir(join(workdir, '.aerie', 'procs'))).filter((f) => f.endsWith('.json') && f.includes('server-generate'));
+    const launches = (await readdir(join(workdir, '.aerie', 'procs'))).filter(
+      (f) => f.endsWith('.json') && f.includes('server-generate'),
+    );
     expect(launches.sort()).toEqual([`${runId}.server-generate.0.json`, `${runId}.server-generate.1.json`]);
   }, 240_000);
 });

@@ -23,7 +23,9 @@ describe(`pipeline end to end on SGLang ${LEGACY_SGLANG} (simulated) with the le
     const config = legacyDemoConfig(workdir, await freePort());
     const runId = `e2e-legacy-${Date.now()}`;
     const input: PipelineInput = { runId, config, configPath: 'test' };
-    const result = (await suite.t.withWorker(() => suite.t.client.workflow.execute(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] }))) as PipelineResult;
+    const result = (await suite.t.withWorker(() =>
+      suite.t.client.workflow.execute(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] }),
+    )) as PipelineResult;
     expect(stageStates(result)).toEqual(ALL_STAGES_DONE);
 
     const procs = join(workdir, '.aerie', 'procs');
@@ -35,10 +37,15 @@ describe(`pipeline end to end on SGLang ${LEGACY_SGLANG} (simulated) with the le
       expect(argv.slice(0, 4).slice(-3)).toEqual(['sglang', '--version', LEGACY_SGLANG]);
     }
 
-    const results = (await readFile(join(workdir, 'runs', runId, 'bench', 'results.jsonl'), 'utf8')).trim().split('\n').map((l) => parseJsonLine(l) as Record<string, any>);
+    const results = (await readFile(join(workdir, 'runs', runId, 'bench', 'results.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => parseJsonLine(l) as Record<string, any>);
     expect(results).toHaveLength(6);
-    for (const r of results.filter((x) => x.aerie_variant === 'eagle3')) expect(r.mean_accept_length_per_request ?? r.accept_length).toBeGreaterThan(1.3);
+    for (const r of results.filter((x) => x.aerie_variant === 'eagle3'))
+      expect(r.mean_accept_length_per_request ?? r.accept_length).toBeGreaterThan(1.3);
     // The benchmark asked the server (through 0.5.4's /get_server_info) and followed that release's bench_serving rules.
-    for (const r of results) expect(r.bench_serving_rules).toBe(`bench_serving ${LEGACY_SGLANG} (server reports sglang ${LEGACY_SGLANG})`);
+    for (const r of results)
+      expect(r.bench_serving_rules).toBe(`bench_serving ${LEGACY_SGLANG} (server reports sglang ${LEGACY_SGLANG})`);
   }, 300_000);
 });

@@ -18,7 +18,10 @@ const suite = useTemporalSuite('aerie-e2e-');
 
 async function launchRecords(workdir: string): Promise<string[]> {
   const files = await readdir(join(workdir, '.aerie', 'procs')).catch(() => [] as string[]);
-  return files.filter((f) => f.endsWith('.json')).map((f) => f.slice(0, -5)).sort();
+  return files
+    .filter((f) => f.endsWith('.json'))
+    .map((f) => f.slice(0, -5))
+    .sort();
 }
 
 describe('pipeline end to end on the simulator', () => {
@@ -27,11 +30,16 @@ describe('pipeline end to end on the simulator', () => {
     const config = demoConfig(workdir, await freePort());
     const runId = `e2e-full-${Date.now()}`;
     const input: PipelineInput = { runId, config, configPath: 'test' };
-    const result = (await suite.t.withWorker(() => suite.t.client.workflow.execute(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] }))) as PipelineResult;
+    const result = (await suite.t.withWorker(() =>
+      suite.t.client.workflow.execute(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] }),
+    )) as PipelineResult;
 
     expect(stageStates(result)).toEqual(ALL_STAGES_DONE);
     expect(result.report?.table).toMatch(/speedup/i);
-    const results = (await readFile(join(workdir, 'runs', runId, 'bench', 'results.jsonl'), 'utf8')).trim().split('\n').map((l) => parseJsonLine(l) as Record<string, any>);
+    const results = (await readFile(join(workdir, 'runs', runId, 'bench', 'results.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => parseJsonLine(l) as Record<string, any>);
     expect(results).toHaveLength(6);
     const eagle = results.filter((r) => r.aerie_variant === 'eagle3');
     expect(eagle.map((r) => r.max_concurrency)).toEqual([1, 4, 16]);
@@ -40,11 +48,19 @@ describe('pipeline end to end on the simulator', () => {
     const launchesAfterFirst = await launchRecords(workdir);
     expect(launchesAfterFirst).toEqual(
       // The extraction server carries aerie's capture; the CLI trains, then exports.
-      [`${runId}.server-generate.0`, `${runId}.server-extract.0`, `${runId}.train.0`, `${runId}.train-export.0`, `${runId}.server-deploy.0`].sort(),
+      [
+        `${runId}.server-generate.0`,
+        `${runId}.server-extract.0`,
+        `${runId}.train.0`,
+        `${runId}.train-export.0`,
+        `${runId}.server-deploy.0`,
+      ].sort(),
     );
 
     // Same run id again (what `aerie resume` does after a failure): every stage is a ledger hit.
-    const again = (await suite.t.withWorker(() => suite.t.client.workflow.execute(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] }))) as PipelineResult;
+    const again = (await suite.t.withWorker(() =>
+      suite.t.client.workflow.execute(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] }),
+    )) as PipelineResult;
     expect(again.stages.map((s) => s.state)).toEqual(['done', 'skipped', 'skipped', 'skipped', 'skipped', 'skipped']);
     expect(await launchRecords(workdir)).toEqual(launchesAfterFirst);
   }, 300_000);
@@ -60,12 +76,20 @@ describe('pipeline end to end on the simulator', () => {
     });
     const runId = `e2e-stock-${Date.now()}`;
     const input: PipelineInput = { runId, config, configPath: 'test' };
-    const result = (await suite.t.withWorker(() => suite.t.client.workflow.execute(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] }))) as PipelineResult;
+    const result = (await suite.t.withWorker(() =>
+      suite.t.client.workflow.execute(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] }),
+    )) as PipelineResult;
     expect(stageStates(result)).toEqual(ALL_STAGES_DONE);
-    expect(result.stages.find((s) => s.stage === 'extract')?.note).toMatch(/^96 of 96 samples, .* \(stock SGLang, two passes\).*self-check: 32 samples/);
+    expect(result.stages.find((s) => s.stage === 'extract')?.note).toMatch(
+      /^96 of 96 samples, .* \(stock SGLang, two passes\).*self-check: 32 samples/,
+    );
     const launches = await launchRecords(workdir);
-    expect(launches.filter((l) => l.includes('server-extract'))).toEqual([`${runId}.server-extract.0`, `${runId}.server-extract.1`]);
-    const argv = async (l: string) => (JSON.parse(await readFile(join(workdir, '.aerie', 'procs', `${l}.json`), 'utf8')) as { argv: string[] }).argv;
+    expect(launches.filter((l) => l.includes('server-extract'))).toEqual([
+      `${runId}.server-extract.0`,
+      `${runId}.server-extract.1`,
+    ]);
+    const argv = async (l: string) =>
+      (JSON.parse(await readFile(join(workdir, '.aerie', 'procs', `${l}.json`), 'utf8')) as { argv: string[] }).argv;
     expect(await argv(`${runId}.server-extract.0`)).toContain('--enable-return-aux-hidden-states');
     expect(await argv(`${runId}.server-extract.1`)).toContain('--enable-return-hidden-states');
     expect((await readdir(join(workdir, 'runs', runId, 'hidden_states', 'rows_0-64'))).length).toBe(64);
@@ -80,10 +104,12 @@ describe('pipeline end to end on the simulator', () => {
     });
     const runId = `e2e-eagle-${Date.now()}`;
     const err = await suite.t.withWorker(() =>
-      suite.t.client.workflow.execute(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [{ runId, config, configPath: 'test' }] }).then(
-        () => undefined,
-        (e: unknown) => e,
-      ),
+      suite.t.client.workflow
+        .execute(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [{ runId, config, configPath: 'test' }] })
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        ),
     );
     expect(err).toBeInstanceOf(WorkflowFailedError);
     const message = String((err as Error & { cause?: Error }).cause?.message);

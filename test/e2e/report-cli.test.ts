@@ -30,15 +30,33 @@ describe('aerie report', () => {
   it('says when a run is still running (with its phase) or ended without a report', async () => {
     const running = capture();
     const phase = 'eagle3 level 2/8, concurrency 2 ▕██        ▏ 3/16 requests';
-    expect(await reportCommand('r2', { folder: join(tmp.path, 'r2'), out: running, lookup: async () => ({ status: 'RUNNING', phase }) })).toBe(0);
+    expect(
+      await reportCommand('r2', {
+        folder: join(tmp.path, 'r2'),
+        out: running,
+        lookup: async () => ({ status: 'RUNNING', phase }),
+      }),
+    ).toBe(0);
     expect(running.text).toBe(`run r2 is running: ${phase}\nthe report is written when the benchmark stage finishes\n`);
 
     const failed = capture();
-    expect(await reportCommand('r3', { folder: join(tmp.path, 'r3'), out: failed, lookup: async () => ({ status: 'FAILED' }) })).toBe(1);
+    expect(
+      await reportCommand('r3', {
+        folder: join(tmp.path, 'r3'),
+        out: failed,
+        lookup: async () => ({ status: 'FAILED' }),
+      }),
+    ).toBe(1);
     expect(failed.text).toBe('run r3 ended failed without a report\n');
 
     const noReport = capture();
-    expect(await reportCommand('r4', { folder: join(tmp.path, 'r4'), out: noReport, lookup: async () => ({ status: 'COMPLETED', result: { runId: 'r4', stages: [] } }) })).toBe(1);
+    expect(
+      await reportCommand('r4', {
+        folder: join(tmp.path, 'r4'),
+        out: noReport,
+        lookup: async () => ({ status: 'COMPLETED', result: { runId: 'r4', stages: [] } }),
+      }),
+    ).toBe(1);
     expect(noReport.text).toBe('run r4 finished without a benchmark report\n');
   });
 });

@@ -27,7 +27,15 @@ beforeAll(async () => {
     executablePath: CHROMIUM,
     headless: true,
     viewport: { width: 1280, height: 900 },
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--no-first-run',
+      '--disable-sync',
+    ],
   });
 }, 120_000);
 
@@ -52,7 +60,9 @@ describe('report.html in headless Chromium', () => {
       figs.map((f) => {
         const svg = f.querySelector('svg');
         const box = svg?.getBoundingClientRect();
-        const lines = [...(svg?.querySelectorAll('.mark-line.role-mark path') ?? [])].map((p) => (p as unknown as { getTotalLength(): number }).getTotalLength());
+        const lines = [...(svg?.querySelectorAll('.mark-line.role-mark path') ?? [])].map((p) =>
+          (p as unknown as { getTotalLength(): number }).getTotalLength(),
+        );
         return {
           id: f.getAttribute('data-chart'),
           width: box?.width ?? 0,

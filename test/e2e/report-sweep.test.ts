@@ -37,7 +37,10 @@ let eagle3: SweepResult;
 let report: ReportResult;
 const heartbeats: unknown[] = [];
 
-async function serve(role: 'baseline' | 'deploy', extra: { drafterDir?: string; maxConcurrency?: number } = {}): Promise<ServerLaunch> {
+async function serve(
+  role: 'baseline' | 'deploy',
+  extra: { drafterDir?: string; maxConcurrency?: number } = {},
+): Promise<ServerLaunch> {
   const launch = await inActivity(() => servers.launchServer({ runId, config, role, ...extra }));
   live.push(launch);
   await inActivity(() => servers.awaitServerReady({ runId, config, launch }));
@@ -58,14 +61,28 @@ beforeAll(async () => {
   const drafterDir = await simDrafter(3, tmp.path);
 
   const base = await serve('baseline');
-  baseline = await inActivity(() => bench.benchmarkSweep({ runId, config, launch: base, variant: 'baseline' }), { heartbeats, abort: new AbortController() });
+  baseline = await inActivity(() => bench.benchmarkSweep({ runId, config, launch: base, variant: 'baseline' }), {
+    heartbeats,
+    abort: new AbortController(),
+  });
   await stop(base);
 
   const spec = await serve('deploy', { drafterDir, maxConcurrency: 250 });
-  eagle3 = await inActivity(() => bench.benchmarkSweep({ runId, config, launch: spec, variant: 'eagle3' }), { heartbeats, abort: new AbortController() });
+  eagle3 = await inActivity(() => bench.benchmarkSweep({ runId, config, launch: spec, variant: 'eagle3' }), {
+    heartbeats,
+    abort: new AbortController(),
+  });
   await stop(spec);
 
-  report = await inActivity(() => bench.writeReport({ runId, config, speculative: eagle3.records, baseline: baseline.records, notes: ['a note from the gate'] }));
+  report = await inActivity(() =>
+    bench.writeReport({
+      runId,
+      config,
+      speculative: eagle3.records,
+      baseline: baseline.records,
+      notes: ['a note from the gate'],
+    }),
+  );
 }, 180_000);
 
 afterAll(async () => {
@@ -109,7 +126,9 @@ describe('benchmark stage on the simulator', () => {
       expect(line).toContain('"request_rate": Infinity');
       expect(['baseline', 'eagle3']).toContain(row.aerie_variant);
     }
-    const eagleLines = lines.map((l) => parseJsonLine(l) as Record<string, unknown>).filter((r) => r.aerie_variant === 'eagle3');
+    const eagleLines = lines
+      .map((l) => parseJsonLine(l) as Record<string, unknown>)
+      .filter((r) => r.aerie_variant === 'eagle3');
     // Per request from meta_info on every level; the server's running average (bench_serving's
     // accept_length) only where the level ran decode-log-interval steps, as in SGLang.
     expect(eagleLines.every((r) => (r.mean_accept_length_per_request as number) > 1.5)).toBe(true);
@@ -124,7 +143,9 @@ describe('benchmark stage on the simulator', () => {
     const html = await readFile(report.paths[1]!, 'utf8');
     expect(html.match(/<svg /g)).toHaveLength(5);
     const last = heartbeats.filter((h) => (h as { variant?: string }).variant === 'eagle3').at(-1);
-    expect(renderSweepProgress(last)).toMatch(/^eagle3 level 8\/8, concurrency 250 ▕█+▏ 500\/500 requests\n\s+done, output tok\/s: c1 .* c250 /);
+    expect(renderSweepProgress(last)).toMatch(
+      /^eagle3 level 8\/8, concurrency 250 ▕█+▏ 500\/500 requests\n\s+done, output tok\/s: c1 .* c250 /,
+    );
   });
 
   it('a retried sweep finds every level stored and measures nothing, even with its server gone', async () => {
@@ -156,7 +177,13 @@ describe('benchmark stage on the simulator', () => {
 
     // Second time: answered from the local folder alone.
     let again = '';
-    expect(await reportCommand(runId, { folder, out: { write: (s: string) => (again += s) }, lookup: () => Promise.reject(new Error('not asked')) })).toBe(0);
+    expect(
+      await reportCommand(runId, {
+        folder,
+        out: { write: (s: string) => (again += s) },
+        lookup: () => Promise.reject(new Error('not asked')),
+      }),
+    ).toBe(0);
     expect(again).toBe(out);
   });
 });

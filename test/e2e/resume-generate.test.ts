@@ -21,7 +21,9 @@ const startWorker = (name: string) => suite.startWorkerProcess(name);
 const SAMPLES = 200;
 
 /** 200 good samples with five bad lines among them; returns the ids expected in the outputs. */
-async function writeInput(path: string): Promise<{ ids: string[]; lines: number; bad: Record<number, RegExp>; skipped: string[] }> {
+async function writeInput(
+  path: string,
+): Promise<{ ids: string[]; lines: number; bad: Record<number, RegExp>; skipped: string[] }> {
   const lines: string[] = [];
   const ids: string[] = [];
   const bad: Record<number, RegExp> = {};
@@ -30,13 +32,29 @@ async function writeInput(path: string): Promise<{ ids: string[]; lines: number;
     ids.push(id);
     lines.push(
       i % 2
-        ? JSON.stringify({ id, conversations: [{ from: 'human', value: `question ${i} about sorting` }, { from: 'gpt', value: 'old' }] })
-        : JSON.stringify({ id, conversations: [{ role: 'user', content: `question ${i}: explain hashing` }, { role: 'assistant', content: 'old' }] }),
+        ? JSON.stringify({
+            id,
+            conversations: [
+              { from: 'human', value: `question ${i} about sorting` },
+              { from: 'gpt', value: 'old' },
+            ],
+          })
+        : JSON.stringify({
+            id,
+            conversations: [
+              { role: 'user', content: `question ${i}: explain hashing` },
+              { role: 'assistant', content: 'old' },
+            ],
+          }),
     );
     if (i === 20) (lines.push('{"id": "broken", "conversations": ['), (bad[lines.length] = /^bad JSON/));
     if (i === 60) (lines.push(JSON.stringify({ id: 'noconv' })), (bad[lines.length] = /^no conversations/));
-    if (i === 100) (lines.push(JSON.stringify({ id: 'empty', conversations: [{ role: 'user', content: '  ' }] })), (bad[lines.length] = /empty user content/));
-    if (i === 140) (lines.push(JSON.stringify({ id: 'q3', conversations: [{ role: 'user', content: 'again' }] })), (bad[lines.length] = /^duplicate id/));
+    if (i === 100)
+      (lines.push(JSON.stringify({ id: 'empty', conversations: [{ role: 'user', content: '  ' }] })),
+        (bad[lines.length] = /empty user content/));
+    if (i === 140)
+      (lines.push(JSON.stringify({ id: 'q3', conversations: [{ role: 'user', content: 'again' }] })),
+        (bad[lines.length] = /^duplicate id/));
   }
   lines.push(JSON.stringify({ id: 'sysonly', conversations: [{ role: 'system', content: 'no question here' }] }));
   ids.push('sysonly');
@@ -44,10 +62,16 @@ async function writeInput(path: string): Promise<{ ids: string[]; lines: number;
   return { ids, lines: lines.length, bad, skipped: ['sysonly'] };
 }
 
-const jsonl = async (path: string) => (await readFile(path, 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+const jsonl = async (path: string) =>
+  (await readFile(path, 'utf8'))
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 
 async function shardRows(dir: string): Promise<number> {
-  const names = (await readdir(dir).catch(() => [] as string[])).filter((n) => /^(ok|error|skipped|rejected)-\d+\.jsonl$/.test(n));
+  const names = (await readdir(dir).catch(() => [] as string[])).filter((n) =>
+    /^(ok|error|skipped|rejected)-\d+\.jsonl$/.test(n),
+  );
   let n = 0;
   for (const name of names) n += (await readFile(join(dir, name), 'utf8')).split('\n').filter(Boolean).length;
   return n;
@@ -66,19 +90,32 @@ describe('generate resumes by id after the worker is SIGKILLed half-way', () => 
       c.server.env.AERIE_SIM_DECODE_SCALE = '1.5'; // a stage of ~20 s: time to kill it half-way
     });
     const runId = `resume-gen-${Date.now()}`;
-    const handle = await suite.t.client.workflow.start(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [{ runId, config, configPath: 'test' }] });
+    const handle = await suite.t.client.workflow.start(pipeline, {
+      taskQueue: TASK_QUEUE,
+      workflowId: runId,
+      args: [{ runId, config, configPath: 'test' }],
+    });
     const first = await startWorker('worker-1');
 
     const shards = join(workdir, 'runs', runId, 'data', 'shards');
     const half = Math.ceil(expected.lines / 2);
-    await waitUntil(async () => (await shardRows(shards)) >= half, `half of the ${expected.lines} rows in shards`, 90_000, 100);
+    await waitUntil(
+      async () => (await shardRows(shards)) >= half,
+      `half of the ${expected.lines} rows in shards`,
+      90_000,
+      100,
+    );
     process.kill(-first, 'SIGKILL');
     const atKill = await shardRows(shards);
     expect(atKill).toBeLessThan(expected.lines);
 
     await startWorker('worker-2');
     const ledger = join(workdir, 'runs', runId, '.aerie', 'ledger', 'generate.json');
-    await waitUntil(async () => (await readFile(ledger, 'utf8').catch(() => '')) !== '', 'the generate stage to finish on the second worker', 120_000);
+    await waitUntil(
+      async () => (await readFile(ledger, 'utf8').catch(() => '')) !== '',
+      'the generate stage to finish on the second worker',
+      120_000,
+    );
     await handle.cancel(); // the later stages are not what this test is about
     await handle.result().catch(() => undefined);
 
@@ -94,7 +131,9 @@ describe('generate resumes by id after the worker is SIGKILLed half-way', () => 
     expect(rejected.map((r) => r.line)).toEqual(Object.keys(expected.bad).map(Number));
     for (const r of rejected) expect(r.reason).toMatch(expected.bad[r.line as number]!);
 
-    const manifest = JSON.parse(await readFile(join(out, 'manifest.json'), 'utf8')) as { counts: Record<string, number> };
+    const manifest = JSON.parse(await readFile(join(out, 'manifest.json'), 'utf8')) as {
+      counts: Record<string, number>;
+    };
     const c = manifest.counts;
     expect(c.input).toBe(expected.lines);
     expect(c.ok + c.error + c.skipped + c.rejected).toBe(c.input);

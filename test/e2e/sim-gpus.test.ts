@@ -53,7 +53,10 @@ describe('the simulator nvidia-smi', () => {
   it('answers the query mode like the driver: header and units unless asked otherwise, refuses unknown fields', async () => {
     const withHeader = await nvidiaSmi(['--query-gpu=index,name,memory.used,memory.total', '--format=csv']);
     expect(withHeader.code).toBe(0);
-    expect(withHeader.stdout.split('\n').slice(0, 2)).toEqual(['index, name, memory.used [MiB], memory.total [MiB]', '0, NVIDIA H100 80GB HBM3, 4 MiB, 81559 MiB']);
+    expect(withHeader.stdout.split('\n').slice(0, 2)).toEqual([
+      'index, name, memory.used [MiB], memory.total [MiB]',
+      '0, NVIDIA H100 80GB HBM3, 4 MiB, 81559 MiB',
+    ]);
     expect(withHeader.stdout.trim().split('\n')).toHaveLength(5);
     const apps = await nvidiaSmi(['--query-compute-apps=pid,gpu_uuid,used_memory', '--format=csv,noheader,nounits']);
     expect(apps).toEqual({ code: 0, stdout: '', stderr: '' });
@@ -67,30 +70,65 @@ describe('a run beside a server aerie did not start', () => {
   it('is refused while that server holds its GPU, then runs on other GPUs and waits for GPU release at every stop', async () => {
     // A colleague's server on GPU 0, in its own process group; aerie never launched it.
     const port = await freePort();
-    foreign = spawn(process.execPath, [SIM, 'sglang', '--model-path', join(AERIE_HOME, 'examples', 'models', 'sim-llama-8b'), '--port', String(port)], {
-      detached: true,
-      stdio: 'ignore',
-      env: { ...process.env, AERIE_SIM_TIME_SCALE: '0.01', CUDA_VISIBLE_DEVICES: '0' },
-    });
-    await waitUntil(async () => (await nvidiaSmi(['--query-compute-apps=pid,gpu_uuid,used_memory', '--format=csv,noheader,nounits'])).stdout.includes(`${foreign!.pid}, `), 'the foreign server on the GPUs', 60_000, 200);
+    foreign = spawn(
+      process.execPath,
+      [SIM, 'sglang', '--model-path', join(AERIE_HOME, 'examples', 'models', 'sim-llama-8b'), '--port', String(port)],
+      {
+        detached: true,
+        stdio: 'ignore',
+        env: { ...process.env, AERIE_SIM_TIME_SCALE: '0.01', CUDA_VISIBLE_DEVICES: '0' },
+      },
+    );
+    await waitUntil(
+      async () =>
+        (
+          await nvidiaSmi(['--query-compute-apps=pid,gpu_uuid,used_memory', '--format=csv,noheader,nounits'])
+        ).stdout.includes(`${foreign!.pid}, `),
+      'the foreign server on the GPUs',
+      60_000,
+      200,
+    );
 
     const workdir = join(suite.work, 'host');
     const config = demoConfig(workdir, await freePort());
-    const refused = await runPreflight(new LocalHost({ name: 'local', workdir, nvidiaSmi: config.hosts.local!['nvidia-smi'] }), config, 'refused');
-    expect(refused.problems).toEqual([expect.stringMatching(new RegExp(`^GPUs on local are in use by processes aerie did not start: pid ${foreign.pid} \\(\\d+ MiB on GPU 0\\)`))]);
+    const refused = await runPreflight(
+      new LocalHost({ name: 'local', workdir, nvidiaSmi: config.hosts.local!['nvidia-smi'] }),
+      config,
+      'refused',
+    );
+    expect(refused.problems).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^GPUs on local are in use by processes aerie did not start: pid ${foreign.pid} \\(\\d+ MiB on GPU 0\\)`,
+        ),
+      ),
+    ]);
 
     config.hosts.local!.gpus = [2, 3];
     const runId = `simgpu-${Date.now()}`;
     const input: PipelineInput = { runId, config, configPath: 'test' };
     let seenOnOurGpu = false;
     const result = (await suite.t.withWorker(async () => {
-      const handle = await suite.t.client.workflow.start(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] });
+      const handle = await suite.t.client.workflow.start(pipeline, {
+        taskQueue: TASK_QUEUE,
+        workflowId: runId,
+        args: [input],
+      });
       // The run's first server shows up on GPU 2 (CUDA_VISIBLE_DEVICES=2,3, tp 1), never on GPU 0.
-      const gpu2 = (await nvidiaSmi(['--query-gpu=index,uuid', '--format=csv,noheader'])).stdout.split('\n')[2]!.split(', ')[1]!;
-      await waitUntil(async () => {
-        const apps = (await nvidiaSmi(['--query-compute-apps=pid,gpu_uuid,used_memory', '--format=csv,noheader,nounits'])).stdout;
-        return (seenOnOurGpu = apps.includes(`, ${gpu2}, `));
-      }, 'a run server on GPU 2', 120_000, 100);
+      const gpu2 = (await nvidiaSmi(['--query-gpu=index,uuid', '--format=csv,noheader'])).stdout
+        .split('\n')[2]!
+        .split(', ')[1]!;
+      await waitUntil(
+        async () => {
+          const apps = (
+            await nvidiaSmi(['--query-compute-apps=pid,gpu_uuid,used_memory', '--format=csv,noheader,nounits'])
+          ).stdout;
+          return (seenOnOurGpu = apps.includes(`, ${gpu2}, `));
+        },
+        'a run server on GPU 2',
+        120_000,
+        100,
+      );
       return handle.result();
     })) as PipelineResult;
     expect(seenOnOurGpu).toBe(true);
@@ -109,7 +147,9 @@ describe('a run beside a server aerie did not start', () => {
       }
     }
     // One stop per model server the run launched: generate and deploy (prepare_hidden_states loads the target itself).
-    const servers = (await readdir(join(workdir, '.aerie', 'procs'))).filter((f) => f.startsWith(`${runId}.server-`) && f.endsWith('.json'));
+    const servers = (await readdir(join(workdir, '.aerie', 'procs'))).filter(
+      (f) => f.startsWith(`${runId}.server-`) && f.endsWith('.json'),
+    );
     expect(servers.length).toBeGreaterThanOrEqual(2);
     expect(stops.length).toBe(servers.length);
     for (const s of stops) expect(s).toMatchObject({ gpuReleased: true, foreignGpuProcesses: 1 });

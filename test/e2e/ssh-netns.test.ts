@@ -72,13 +72,21 @@ describe('a host whose servers live in their own network namespace', () => {
     const runId = `e2e-netns-${Date.now()}`;
     const input: PipelineInput = { runId, config, configPath: 'examples/demo-ssh.yaml' };
     const result = (await suite.t.withWorker(async () => {
-      const handle = await suite.t.client.workflow.start(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] });
+      const handle = await suite.t.client.workflow.start(pipeline, {
+        taskQueue: TASK_QUEUE,
+        workflowId: runId,
+        args: [input],
+      });
       // While the generate server serves, its port is open in the namespace and closed on the host's loopback.
       const logs = join(workdir, 'runs', runId, 'logs');
       await waitUntil(
         async () => {
           for (const f of await readdir(logs).catch(() => [] as string[])) {
-            if (f.startsWith('server-generate') && (await readFile(join(logs, f), 'utf8')).includes('The server is fired up')) return true;
+            if (
+              f.startsWith('server-generate') &&
+              (await readFile(join(logs, f), 'utf8')).includes('The server is fired up')
+            )
+              return true;
           }
           return false;
         },
@@ -92,6 +100,8 @@ describe('a host whose servers live in their own network namespace', () => {
 
     expect(stageStates(result)).toEqual(ALL_STAGES_DONE);
     const serverLog = (await readdir(join(workdir, 'runs', runId, 'logs'))).find((f) => f.startsWith('server-deploy'))!;
-    expect(await readFile(join(workdir, 'runs', runId, 'logs', serverLog), 'utf8')).toContain(`Uvicorn running on http://${NS_ADDR}:${config.server.port}`);
+    expect(await readFile(join(workdir, 'runs', runId, 'logs', serverLog), 'utf8')).toContain(
+      `Uvicorn running on http://${NS_ADDR}:${config.server.port}`,
+    );
   }, 400_000);
 });

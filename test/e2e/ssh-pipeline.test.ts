@@ -42,10 +42,19 @@ describe('pipeline end to end over SSH', () => {
     const runId = `e2e-ssh-${Date.now()}`;
     const input: PipelineInput = { runId, config, configPath: 'examples/demo-ssh.yaml' };
     const { result, stats } = await suite.t.withWorker(async (hosts) => {
-      const handle = await suite.t.client.workflow.start(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] });
+      const handle = await suite.t.client.workflow.start(pipeline, {
+        taskQueue: TASK_QUEUE,
+        workflowId: runId,
+        args: [input],
+      });
       // Drop the SSH link once the generate server is launched and being polled.
       const logs = join(workdir, 'runs', runId, 'logs');
-      await waitUntil(async () => (await readdir(logs).catch(() => [] as string[])).some((f) => f.startsWith('server-generate')), 'the generate server launch', 120_000, 100);
+      await waitUntil(
+        async () => (await readdir(logs).catch(() => [] as string[])).some((f) => f.startsWith('server-generate')),
+        'the generate server launch',
+        120_000,
+        100,
+      );
       const dropped = await ssh.fx.sshd.dropConnections();
       expect(dropped.length).toBeGreaterThan(0);
       const done = (await handle.result()) as PipelineResult;
@@ -62,7 +71,15 @@ describe('pipeline end to end over SSH', () => {
     expect(results).toHaveLength(6);
     const launches = (await readdir(join(workdir, '.aerie', 'procs'))).filter((f) => f.endsWith('.json')).sort();
     expect(launches).toEqual(
-      [`${runId}.server-generate.0`, `${runId}.extract.0`, `${runId}.train.0`, `${runId}.train-export.0`, `${runId}.server-deploy.0`].map((id) => `${id}.json`).sort(),
+      [
+        `${runId}.server-generate.0`,
+        `${runId}.extract.0`,
+        `${runId}.train.0`,
+        `${runId}.train-export.0`,
+        `${runId}.server-deploy.0`,
+      ]
+        .map((id) => `${id}.json`)
+        .sort(),
     );
   }, 400_000);
 });

@@ -37,7 +37,11 @@ describe('Temporal Web UI', () => {
     });
     const runId = `ui-${Date.now()}`;
     const hosts = new HostPool();
-    const { worker } = await createWorker({ connection: suite.t.nativeConnection, workflowBundle: suite.t.bundle, hosts });
+    const { worker } = await createWorker({
+      connection: suite.t.nativeConnection,
+      workflowBundle: suite.t.bundle,
+      hosts,
+    });
     const chrome = await launchChromium();
     // The worker stays up while the page loads: current details are read through it.
     await worker.runUntil(async () => {
@@ -72,7 +76,8 @@ describe('Temporal Web UI', () => {
       await page.getByText('Current Details').waitFor({ timeout: 30_000 });
       // The UI renders Markdown details in a sandboxed frame: look for the stage table in every frame.
       const text = await waitForFrameTable(page, 'benchmark', 60_000);
-      for (const stage of ['preflight', 'generate', 'extract', 'train', 'deploy', 'benchmark']) expect(text).toContain(stage);
+      for (const stage of ['preflight', 'generate', 'extract', 'train', 'deploy', 'benchmark'])
+        expect(text).toContain(stage);
       expect(text.match(/\bdone\b/g)?.length).toBe(6);
       await page.close();
     });

@@ -17,7 +17,9 @@ const suite = useTemporalSuite('aerie-crash-');
 const startWorker = (name: string) => suite.startWorkerProcess(name);
 
 const records = async (workdir: string) =>
-  (await readdir(join(workdir, '.aerie', 'procs')).catch(() => [] as string[])).filter((f) => f.endsWith('.json')).sort();
+  (await readdir(join(workdir, '.aerie', 'procs')).catch(() => [] as string[]))
+    .filter((f) => f.endsWith('.json'))
+    .sort();
 
 describe('worker SIGKILL during training', () => {
   it('re-attaches to the running trainer and redoes nothing', async () => {
@@ -27,17 +29,29 @@ describe('worker SIGKILL during training', () => {
       c.stages.train.env.AERIE_SIM_TIME_SCALE = '0.6';
     });
     const runId = `crash-${Date.now()}`;
-    const handle = await suite.t.client.workflow.start(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [{ runId, config, configPath: 'test' }] });
+    const handle = await suite.t.client.workflow.start(pipeline, {
+      taskQueue: TASK_QUEUE,
+      workflowId: runId,
+      args: [{ runId, config, configPath: 'test' }],
+    });
     const first = await startWorker('worker-1');
 
     const trainLog = join(workdir, 'runs', runId, 'train', 'train-0.log');
     // HEAD's trainer logs `step N: {...}` every log_interval steps (no tqdm meter off a TTY).
-    await waitUntil(async () => /^step [1-9]\d*: \{/m.test(await readFile(trainLog, 'utf8').catch(() => '')), 'the trainer to make progress', 180_000);
+    await waitUntil(
+      async () => /^step [1-9]\d*: \{/m.test(await readFile(trainLog, 'utf8').catch(() => '')),
+      'the trainer to make progress',
+      180_000,
+    );
     const ledgerDir = join(workdir, 'runs', runId, '.aerie', 'ledger');
     const ledgerBefore = Object.fromEntries(
-      await Promise.all(['generate', 'extract'].map(async (s) => [s, await readFile(join(ledgerDir, `${s}.json`), 'utf8')] as const)),
+      await Promise.all(
+        ['generate', 'extract'].map(async (s) => [s, await readFile(join(ledgerDir, `${s}.json`), 'utf8')] as const),
+      ),
     );
-    const trainRecord = JSON.parse(await readFile(join(workdir, '.aerie', 'procs', `${runId}.train.0.json`), 'utf8')) as { pid: number };
+    const trainRecord = JSON.parse(
+      await readFile(join(workdir, '.aerie', 'procs', `${runId}.train.0.json`), 'utf8'),
+    ) as { pid: number };
 
     process.kill(-first, 'SIGKILL');
     await startWorker('worker-2');
@@ -46,12 +60,23 @@ describe('worker SIGKILL during training', () => {
     expect(result.stages.every((s) => s.state === 'done')).toBe(true);
     // One trainer, one launch per server role: nothing launched twice.
     expect(await records(workdir)).toEqual(
-      [`${runId}.server-generate.0`, `${runId}.server-extract.0`, `${runId}.train.0`, `${runId}.train-export.0`, `${runId}.server-deploy.0`].map((r) => `${r}.json`).sort(),
+      [
+        `${runId}.server-generate.0`,
+        `${runId}.server-extract.0`,
+        `${runId}.train.0`,
+        `${runId}.train-export.0`,
+        `${runId}.server-deploy.0`,
+      ]
+        .map((r) => `${r}.json`)
+        .sort(),
     );
-    const trainAfter = JSON.parse(await readFile(join(workdir, '.aerie', 'procs', `${runId}.train.0.json`), 'utf8')) as { pid: number };
+    const trainAfter = JSON.parse(
+      await readFile(join(workdir, '.aerie', 'procs', `${runId}.train.0.json`), 'utf8'),
+    ) as { pid: number };
     expect(trainAfter.pid).toBe(trainRecord.pid);
     // Stages finished before the kill keep their ledger records untouched.
-    for (const [stage, text] of Object.entries(ledgerBefore)) expect(await readFile(join(ledgerDir, `${stage}.json`), 'utf8')).toBe(text);
+    for (const [stage, text] of Object.entries(ledgerBefore))
+      expect(await readFile(join(ledgerDir, `${stage}.json`), 'utf8')).toBe(text);
 
     // The history agrees: each data stage ran once; training needed a second attempt (the kill) but one scheduling.
     const history = await handle.fetchHistory();
@@ -66,7 +91,8 @@ describe('worker SIGKILL during training', () => {
         typeById.set(String(e.eventId), type);
       }
       const started = e.activityTaskStartedEventAttributes;
-      if (started && typeById.get(String(started.scheduledEventId)) === 'trainDrafter') trainAttempts = started.attempt ?? 0;
+      if (started && typeById.get(String(started.scheduledEventId)) === 'trainDrafter')
+        trainAttempts = started.attempt ?? 0;
     }
     expect(scheduled.get('generateData')).toBe(1);
     expect(scheduled.get('extractHiddenStates')).toBe(1);

@@ -58,17 +58,34 @@ const run = promisify(execFile);
 export const HEARTBEAT_TIMEOUT_MS = 10_000;
 
 /** When a launch died (its exit file) and when its successor was recorded: the detect time of a crash. */
-async function crashAndRelaunch(workdir: string, runId: string, crashed: string, next: string): Promise<{ crashedAt: number; relaunchedAt: number }> {
+async function crashAndRelaunch(
+  workdir: string,
+  runId: string,
+  crashed: string,
+  next: string,
+): Promise<{ crashedAt: number; relaunchedAt: number }> {
   const procs = join(workdir, '.aerie', 'procs');
-  const rec = await waitUntil(async () => readFile(join(procs, `${runId}.${next}.json`), 'utf8').catch(() => undefined), `launch ${next}`, 180_000, 100);
+  const rec = await waitUntil(
+    async () => readFile(join(procs, `${runId}.${next}.json`), 'utf8').catch(() => undefined),
+    `launch ${next}`,
+    180_000,
+    100,
+  );
   const exit = await stat(join(procs, `${runId}.${crashed}.exit`));
   return { crashedAt: exit.mtimeMs, relaunchedAt: Date.parse((JSON.parse(rec) as { startedAt: string }).startedAt) };
 }
 
 /** Wait until the named activity is in flight (and, optionally, its heartbeat says so). */
-async function activityRunning(handle: WorkflowHandle, type: string, ready: (d: Record<string, unknown>) => boolean = () => true): Promise<void> {
+async function activityRunning(
+  handle: WorkflowHandle,
+  type: string,
+  ready: (d: Record<string, unknown>) => boolean = () => true,
+): Promise<void> {
   await waitUntil(
-    async () => (await pendingActivities(handle)).some((a) => a.activityType === type && a.details !== undefined && ready(a.details as Record<string, unknown>)),
+    async () =>
+      (await pendingActivities(handle)).some(
+        (a) => a.activityType === type && a.details !== undefined && ready(a.details as Record<string, unknown>),
+      ),
     `${type} to be running`,
     180_000,
     100,
@@ -76,13 +93,26 @@ async function activityRunning(handle: WorkflowHandle, type: string, ready: (d: 
 }
 
 /** A launch's process record (as aerie wrote it on the host). */
-async function launchRecord(workdir: string, runId: string, launch: string): Promise<{ pid: number; argv: string[]; exitPath: string }> {
-  return JSON.parse(await readFile(join(workdir, '.aerie', 'procs', `${runId}.${launch}.json`), 'utf8')) as { pid: number; argv: string[]; exitPath: string };
+async function launchRecord(
+  workdir: string,
+  runId: string,
+  launch: string,
+): Promise<{ pid: number; argv: string[]; exitPath: string }> {
+  return JSON.parse(await readFile(join(workdir, '.aerie', 'procs', `${runId}.${launch}.json`), 'utf8')) as {
+    pid: number;
+    argv: string[];
+    exitPath: string;
+  };
 }
 
 /** Wait until the activity shows a second attempt: the fault was noticed. */
 async function retried(handle: WorkflowHandle, type: string): Promise<void> {
-  await waitUntil(async () => (await pendingActivities(handle)).some((a) => a.activityType === type && a.attempt >= 2), `${type} attempt 2`, 180_000, 100);
+  await waitUntil(
+    async () => (await pendingActivities(handle)).some((a) => a.activityType === type && a.attempt >= 2),
+    `${type} attempt 2`,
+    180_000,
+    100,
+  );
 }
 
 /** The generate server crashes once (the simulator fault, one-shot by its marker file) and is relaunched. */
@@ -142,7 +172,9 @@ const killWorkerDuring = ({ stage, activity, ready, variant, detached, name }: K
       await handle.result().catch(() => undefined);
       const after = await launchRecord(workdir, runId, detached!);
       expect(after.pid, `${detached} is the process launched before the kill`).toBe(before.pid);
-      expect((await stat(after.exitPath)).mtimeMs, `${detached} ran on after the second attempt began`).toBeGreaterThan(retriedAt);
+      expect((await stat(after.exitPath)).mtimeMs, `${detached} ran on after the second attempt began`).toBeGreaterThan(
+        retriedAt,
+      );
     }
   },
 });
@@ -160,10 +192,13 @@ function slowExtract(c: Config): void {
 const PREFILL_SCALE = '40';
 
 /** The extract activity of the case's driver. */
-const extractActivity = (c: Config): string => (c.stages.extract.driver === 'specforge-offline' ? 'extractOffline' : 'extractHiddenStates');
+const extractActivity = (c: Config): string =>
+  c.stages.extract.driver === 'specforge-offline' ? 'extractOffline' : 'extractHiddenStates';
 
 /** generateData's pending attempt as one describe() saw it, with when Temporal recorded its last failure. */
-async function pendingGenerate(handle: WorkflowHandle): Promise<{ attempt: number; lastFailure: string; phase?: unknown; failedAtMs?: number } | undefined> {
+async function pendingGenerate(
+  handle: WorkflowHandle,
+): Promise<{ attempt: number; lastFailure: string; phase?: unknown; failedAtMs?: number } | undefined> {
   const p = (await handle.describe()).raw.pendingActivities?.find((a) => a.activityType?.name === 'generateData');
   if (!p) return undefined;
   const t = p.lastAttemptCompleteTime;
@@ -177,12 +212,18 @@ async function pendingGenerate(handle: WorkflowHandle): Promise<{ attempt: numbe
   };
 }
 
-const sha256 = async (p: string) => createHash('sha256').update(await readFile(p)).digest('hex');
+const sha256 = async (p: string) =>
+  createHash('sha256')
+    .update(await readFile(p))
+    .digest('hex');
 
 /** What a full disk may leave in the shard dir: whole shards the index vouches for, no temp file. */
 async function checkNoPartialShard(shardDir: string): Promise<void> {
   const names = await readdir(shardDir);
-  expect(names.filter((n) => n.startsWith('.')), 'temp files left in the shard dir').toEqual([]);
+  expect(
+    names.filter((n) => n.startsWith('.')),
+    'temp files left in the shard dir',
+  ).toEqual([]);
   const index = new Map<string, string>();
   for (const line of (await readFile(join(shardDir, 'index.jsonl'), 'utf8').catch(() => '')).split('\n')) {
     try {
@@ -219,9 +260,13 @@ const diskFull = (env: SuiteEnv): FaultCase => {
       await mkdir(dataDir, { recursive: true });
       // Room for about 40% of the shards (tmpfs counts whole 4 KiB pages).
       const size = Math.ceil((env.referenceShardBytes() * 0.4) / 4096) * 4096;
-      await run('mount', ['-t', 'tmpfs', '-o', `size=${size},mode=0755`, 'aerie-fault-disk', dataDir]).catch((err: Error) => {
-        throw new Error(`the disk-full case mounts a small tmpfs and needs root (CAP_SYS_ADMIN); mount ${dataDir} failed: ${err.message}`);
-      });
+      await run('mount', ['-t', 'tmpfs', '-o', `size=${size},mode=0755`, 'aerie-fault-disk', dataDir]).catch(
+        (err: Error) => {
+          throw new Error(
+            `the disk-full case mounts a small tmpfs and needs root (CAP_SYS_ADMIN); mount ${dataDir} failed: ${err.message}`,
+          );
+        },
+      );
       return async () => {
         // Only this mount, by the path this case created; lazily if something still holds it.
         await run('umount', [dataDir]).catch(() => run('umount', ['-l', dataDir]));
@@ -241,11 +286,15 @@ const diskFull = (env: SuiteEnv): FaultCase => {
       // The fault is the refused write; Temporal recorded when that attempt failed.
       await markFault(await env.ledgerNow(workdir, runId), full.failedAtMs);
       detected();
-      expect(full.lastFailure).toMatch(/no space left on device \(ENOSPC\) writing \S+\/data\/\S* on local( \(\d+ bytes\))?: .* \(\d+ bytes\) free there\. Fix: free space/);
+      expect(full.lastFailure).toMatch(
+        /no space left on device \(ENOSPC\) writing \S+\/data\/\S* on local( \(\d+ bytes\))?: .* \(\d+ bytes\) free there\. Fix: free space/,
+      );
       expect(full.lastFailure).toContain(dataDir);
       await checkNoPartialShard(join(dataDir, 'shards'));
       // Some shards were saved before the disk filled: the resume has whole shards to keep.
-      expect((await readdir(join(dataDir, 'shards'))).filter((n) => /^ok-\d+\.jsonl$/.test(n)).length).toBeGreaterThan(0);
+      expect((await readdir(join(dataDir, 'shards'))).filter((n) => /^ok-\d+\.jsonl$/.test(n)).length).toBeGreaterThan(
+        0,
+      );
       // Space freed by an operator: the next retry resumes from the shards on disk.
       await run('mount', ['-o', 'remount,size=256m', dataDir]);
     },
@@ -284,8 +333,18 @@ export function faultCases(env: SuiteEnv): FaultCase[] {
     killWorkerDuring({ stage: 'generate', activity: 'generateData', ready: (d) => Number(d.done ?? 0) > 0 }),
     // prepare_hidden_states.py runs detached: launched, then followed from its log.
     // The capture server launched before the kill is re-attached, never launched again.
-    killWorkerDuring({ stage: 'extract', activity: 'extractHiddenStates', ready: (d) => d.phase === 'extracting' && Number(d.ok ?? 0) > 0, detached: 'server-extract.0' }),
-    killWorkerDuring({ stage: 'train', activity: 'trainDrafter', ready: (d) => Number(d.step ?? 0) > 0, detached: 'train.0' }),
+    killWorkerDuring({
+      stage: 'extract',
+      activity: 'extractHiddenStates',
+      ready: (d) => d.phase === 'extracting' && Number(d.ok ?? 0) > 0,
+      detached: 'server-extract.0',
+    }),
+    killWorkerDuring({
+      stage: 'train',
+      activity: 'trainDrafter',
+      ready: (d) => Number(d.step ?? 0) > 0,
+      detached: 'train.0',
+    }),
     killWorkerDuring({ stage: 'deploy', activity: 'awaitServerReady' }),
     killWorkerDuring({ stage: 'benchmark', activity: 'benchmarkSweep', ready: (d) => d.concurrency !== undefined }),
     {
@@ -315,8 +374,22 @@ export function faultCases(env: SuiteEnv): FaultCase[] {
     sshCutDuringExtract(env, 'SSH session cut during extract', 'cli'),
     diskFull(env),
     // The legacy drivers (prepare_hidden_states v0.2.0, the v0.2 scripts' trainer) stay in CI.
-    killWorkerDuring({ name: 'legacy: worker SIGKILL during offline extract', stage: 'extract', activity: 'extractOffline', ready: (d) => d.phase === 'extracting' && Number(d.pid ?? 0) > 0, detached: 'extract.0', variant: 'legacy' }),
-    killWorkerDuring({ name: 'legacy: worker SIGKILL during v0.2 train', stage: 'train', activity: 'trainDrafter', ready: (d) => Number(d.step ?? 0) > 0, variant: 'legacy', detached: 'train.0' }),
+    killWorkerDuring({
+      name: 'legacy: worker SIGKILL during offline extract',
+      stage: 'extract',
+      activity: 'extractOffline',
+      ready: (d) => d.phase === 'extracting' && Number(d.pid ?? 0) > 0,
+      detached: 'extract.0',
+      variant: 'legacy',
+    }),
+    killWorkerDuring({
+      name: 'legacy: worker SIGKILL during v0.2 train',
+      stage: 'train',
+      activity: 'trainDrafter',
+      ready: (d) => Number(d.step ?? 0) > 0,
+      variant: 'legacy',
+      detached: 'train.0',
+    }),
     trainerCrash(env, 'legacy: v0.2 trainer crash mid-epoch', 'legacy'),
   ];
 }
@@ -331,20 +404,31 @@ function sshCutDuringExtract(env: SuiteEnv, name: string, variant: 'cli' | 'lega
       // The same pipeline, but the GPU host is reached through a real sshd on loopback.
       const ssh = env.ssh();
       const workdir = c.hosts.local!.workdir;
-      c.hosts = { gpu: { kind: 'ssh', ssh: { host: ssh.alias, 'config-file': ssh.sshConfig, 'strict-host-key-checking': 'yes' }, workdir } } as unknown as Config['hosts'];
+      c.hosts = {
+        gpu: {
+          kind: 'ssh',
+          ssh: { host: ssh.alias, 'config-file': ssh.sshConfig, 'strict-host-key-checking': 'yes' },
+          workdir,
+        },
+      } as unknown as Config['hosts'];
       c.target.host = 'gpu';
       slowExtract(c);
       activity = extractActivity(c);
     },
     async inject({ handle, markFault, detected }) {
-      const done = async () => Number(((await pendingActivities(handle)).find((a) => a.activityType === activity)?.details as { done?: number })?.done ?? 0);
+      const done = async () =>
+        Number(
+          ((await pendingActivities(handle)).find((a) => a.activityType === activity)?.details as { done?: number })
+            ?.done ?? 0,
+        );
       await activityRunning(handle, activity, (d) => Number(d.done ?? 0) > 0);
       const doneBefore = await done();
       await markFault();
       expect((await env.ssh().sshd.dropConnections()).length).toBeGreaterThan(0);
       // Detected and recovered when progress moves again over the new connection (or the job's end is read there).
       await waitUntil(
-        async () => !(await pendingActivities(handle)).some((x) => x.activityType === activity) || (await done()) > doneBefore,
+        async () =>
+          !(await pendingActivities(handle)).some((x) => x.activityType === activity) || (await done()) > doneBefore,
         'extraction to progress over a new SSH connection',
         120_000,
         100,
@@ -358,7 +442,15 @@ function sshCutDuringExtract(env: SuiteEnv, name: string, variant: 'cli' | 'lega
  * AERIE_FAULTS=ci runs the reduced matrix CI can afford; a comma list of name fragments picks
  * cases by hand; unset runs them all.
  */
-const CI_CASES = ['worker SIGKILL during train', 'trainer crash', 'model server crash during load', 'crash on first decode', 'cancelled by the user', 'disk full', 'legacy: v0.2 trainer crash'];
+const CI_CASES = [
+  'worker SIGKILL during train',
+  'trainer crash',
+  'model server crash during load',
+  'crash on first decode',
+  'cancelled by the user',
+  'disk full',
+  'legacy: v0.2 trainer crash',
+];
 export function selectedCases(all: FaultCase[]): FaultCase[] {
   const want = process.env.AERIE_FAULTS;
   if (!want) return all;

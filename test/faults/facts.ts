@@ -34,7 +34,10 @@ async function walk(dir: string): Promise<string[]> {
   return out;
 }
 
-const sha = async (p: string) => createHash('sha256').update(await readFile(p)).digest('hex');
+const sha = async (p: string) =>
+  createHash('sha256')
+    .update(await readFile(p))
+    .digest('hex');
 
 /**
  * A torch.save zip by its members, without the archive's own name: SpecForge names the vocab
@@ -77,11 +80,16 @@ export async function gatherFacts(client: Client, workdir: string, runId: string
     .sort();
   const ledger: RunFacts['ledger'] = {};
   for (const f of await readdir(join(root, '.aerie', 'ledger')).catch(() => [] as string[])) {
-    const r = JSON.parse(await readFile(join(root, '.aerie', 'ledger', f), 'utf8')) as { finishedAt: string; inputsHash: string };
+    const r = JSON.parse(await readFile(join(root, '.aerie', 'ledger', f), 'utf8')) as {
+      finishedAt: string;
+      inputsHash: string;
+    };
     ledger[f.replace(/\.json$/, '')] = { finishedAt: r.finishedAt, inputsHash: r.inputsHash };
   }
   const outputs: Record<string, string> = {};
-  const data = ['train.jsonl', 'train_error.jsonl', 'train_skipped.jsonl', 'train_rejected.jsonl'].map((f) => join(root, 'data', f));
+  const data = ['train.jsonl', 'train_error.jsonl', 'train_skipped.jsonl', 'train_rejected.jsonl'].map((f) =>
+    join(root, 'data', f),
+  );
   for (const p of data) {
     if (await stat(p).catch(() => null)) outputs[relative(root, p)] = await sha(p);
   }
@@ -96,7 +104,8 @@ export async function gatherFacts(client: Client, workdir: string, runId: string
       if (g) outputs[`hidden_states/<id ${id}>.ckpt`] = await torchZipDigest(g);
     }
   } else {
-    for (const p of (await walk(join(root, 'hidden_states'))).filter((f) => /\.ckpt$/.test(f))) outputs[relative(root, p)] = await sha(p);
+    for (const p of (await walk(join(root, 'hidden_states'))).filter((f) => /\.ckpt$/.test(f)))
+      outputs[relative(root, p)] = await sha(p);
   }
   const vocab = join(root, 'hidden_states', 'vocab_mapping', 'vocab_mapping.pt');
   if (await stat(vocab).catch(() => null)) outputs[relative(root, vocab)] = await torchZipDigest(vocab);
@@ -114,7 +123,15 @@ export async function gatherFacts(client: Client, workdir: string, runId: string
     if (ms > 0) (heartbeatTimeouts[name] ??= []).push(ms);
   }
   const desc = await handle.describe();
-  return { launches, ledger, outputs, scheduled, heartbeatTimeouts, historyJson: JSON.stringify(history), status: desc.status.name };
+  return {
+    launches,
+    ledger,
+    outputs,
+    scheduled,
+    heartbeatTimeouts,
+    historyJson: JSON.stringify(history),
+    status: desc.status.name,
+  };
 }
 
 /** Launch ids (without the run prefix) that name a role more than once for the same generation: never allowed. */

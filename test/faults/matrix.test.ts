@@ -16,7 +16,15 @@ import { freePort } from '../../src/temporal/dev-server.js';
 import { demoConfig, legacyDemoConfig } from '../support/demo-config.js';
 import { startSshFixture, type SshFixture } from '../support/ssh-fixture.js';
 import { waitUntil } from '../support/temporal.js';
-import { bytesDiffering, duplicateLaunches, gatherFacts, liveInGroups, recordedGroups, stagesRedone, type RunFacts } from './facts.js';
+import {
+  bytesDiffering,
+  duplicateLaunches,
+  gatherFacts,
+  liveInGroups,
+  recordedGroups,
+  stagesRedone,
+  type RunFacts,
+} from './facts.js';
 import { faultCases, HEARTBEAT_TIMEOUT_MS, selectedCases, type FaultCase } from './cases.js';
 import { FaultRig } from './rig.js';
 
@@ -85,8 +93,16 @@ afterAll(async () => {
 });
 
 function renderTable(r: Row[]): string {
-  const head = '| case | outcome | time to detect (s) | time to recover (s) | stages redone | duplicate launches | outputs differing |';
-  return [head, '|---|---|---|---|---|---|---|', ...r.map((x) => `| ${x.case} | ${x.outcome} | ${x.detectS} | ${x.recoverS} | ${x.redone} | ${x.duplicates} | ${x.differing} |`)].join('\n');
+  const head =
+    '| case | outcome | time to detect (s) | time to recover (s) | stages redone | duplicate launches | outputs differing |';
+  return [
+    head,
+    '|---|---|---|---|---|---|---|',
+    ...r.map(
+      (x) =>
+        `| ${x.case} | ${x.outcome} | ${x.detectS} | ${x.recoverS} | ${x.redone} | ${x.duplicates} | ${x.differing} |`,
+    ),
+  ].join('\n');
 }
 
 async function runPipeline(name: string, variant: Variant, tweak: (c: Config) => void, prepare?: FaultCase['prepare']) {
@@ -107,7 +123,11 @@ async function runPipeline(name: string, variant: Variant, tweak: (c: Config) =>
   const runId = `fault-${slug}-${Date.now()}`.slice(0, 120);
   const undo = prepare ? await prepare({ workdir, runId }) : async () => undefined;
   const handle = await rig.client.workflow
-    .start(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [{ runId, config, configPath: 'fault-matrix' }] })
+    .start(pipeline, {
+      taskQueue: TASK_QUEUE,
+      workflowId: runId,
+      args: [{ runId, config, configPath: 'fault-matrix' }],
+    })
     .catch(async (err: unknown) => {
       await undo();
       throw err;
@@ -122,11 +142,20 @@ describe('fault matrix', () => {
     await handle.result();
     const reference = (references.cli = await gatherFacts(rig.client, workdir, runId));
     const shards = join(workdir, 'runs', runId, 'data', 'shards');
-    for (const f of (await readdir(shards)).filter((n) => n.endsWith('.jsonl') && n !== 'index.jsonl')) referenceShardBytes += (await stat(join(shards, f))).size;
+    for (const f of (await readdir(shards)).filter((n) => n.endsWith('.jsonl') && n !== 'index.jsonl'))
+      referenceShardBytes += (await stat(join(shards, f))).size;
     // The four data files and one SpecForge feature file per sample from aerie's capture, by sample id.
     expect(Object.keys(reference.outputs).filter((k) => /^hidden_states\/<id .*>\.ckpt$/.test(k))).toHaveLength(96);
     expect(reference.historyJson).not.toContain(SECRET);
-    rows.push({ case: 'reference (no fault)', outcome: 'completed', detectS: '—', recoverS: `${((Date.now() - started) / 1000).toFixed(1)} total`, redone: '—', duplicates: 0, differing: 0 });
+    rows.push({
+      case: 'reference (no fault)',
+      outcome: 'completed',
+      detectS: '—',
+      recoverS: `${((Date.now() - started) / 1000).toFixed(1)} total`,
+      redone: '—',
+      duplicates: 0,
+      differing: 0,
+    });
   }, 300_000);
 
   const selected = selectedCases(CASES);
@@ -140,20 +169,37 @@ describe('fault matrix', () => {
       expect(Object.keys(reference.outputs).filter((k) => /\/data_\d+\.ckpt$/.test(k)).length).toBeGreaterThan(80);
       expect(reference.outputs).not.toHaveProperty(['hidden_states/vocab_mapping/vocab_mapping.pt']);
       expect(reference.historyJson).not.toContain(SECRET);
-      rows.push({ case: 'reference, legacy drivers (no fault)', outcome: 'completed', detectS: '—', recoverS: `${((Date.now() - started) / 1000).toFixed(1)} total`, redone: '—', duplicates: 0, differing: 0 });
+      rows.push({
+        case: 'reference, legacy drivers (no fault)',
+        outcome: 'completed',
+        detectS: '—',
+        recoverS: `${((Date.now() - started) / 1000).toFixed(1)} total`,
+        redone: '—',
+        duplicates: 0,
+        differing: 0,
+      });
     }, 300_000);
   }
 
   for (const fc of selected) {
-    it(fc.name, async () => {
-      expect(references[fc.variant ?? 'cli'], 'the reference run must pass first').toBeDefined();
-      await runCase(fc);
-    }, 420_000);
+    it(
+      fc.name,
+      async () => {
+        expect(references[fc.variant ?? 'cli'], 'the reference run must pass first').toBeDefined();
+        await runCase(fc);
+      },
+      420_000,
+    );
   }
 });
 
 async function runCase(fc: FaultCase): Promise<void> {
-  const { handle, runId, workdir, undo } = await runPipeline(fc.name, fc.variant ?? 'cli', fc.tweak ?? (() => undefined), fc.prepare);
+  const { handle, runId, workdir, undo } = await runPipeline(
+    fc.name,
+    fc.variant ?? 'cli',
+    fc.tweak ?? (() => undefined),
+    fc.prepare,
+  );
   try {
     await checkCase(fc, handle, runId, workdir);
   } finally {
@@ -204,16 +250,22 @@ async function checkCase(fc: FaultCase, handle: WorkflowHandle, runId: string, w
   // Finished stages are not redone.
   const redone = stagesRedone(before, facts.ledger);
   expect(redone).toEqual([]);
-  for (const type of ['generateData', 'extractHiddenStates', 'extractOffline', 'trainDrafter']) expect(facts.scheduled[type] ?? 0).toBeLessThanOrEqual(1);
+  for (const type of ['generateData', 'extractHiddenStates', 'extractOffline', 'trainDrafter'])
+    expect(facts.scheduled[type] ?? 0).toBeLessThanOrEqual(1);
   // The configured heartbeat timeout reached every long activity (checkExtractSpace keeps its own 2 min).
   const { checkExtractSpace: _, ...beating } = facts.heartbeatTimeouts;
   expect(Object.keys(beating)).toEqual(expect.arrayContaining(['launchServer', 'awaitServerReady']));
-  for (const [type, ms] of Object.entries(beating)) expect([type, ...new Set(ms)]).toEqual([type, HEARTBEAT_TIMEOUT_MS]);
+  for (const [type, ms] of Object.entries(beating))
+    expect([type, ...new Set(ms)]).toEqual([type, HEARTBEAT_TIMEOUT_MS]);
   // Same bytes as the uninterrupted run.
   const differing = fc.expectFailure ? [] : bytesDiffering(reference.outputs, facts.outputs);
   expect(differing).toEqual([]);
   // No orphans, nothing else signalled, no secrets in history.
-  await waitUntil(async () => (await liveInGroups(await recordedGroups(workdir, runId))).length === 0 || undefined, 'the run to leave no live process', 60_000);
+  await waitUntil(
+    async () => (await liveInGroups(await recordedGroups(workdir, runId))).length === 0 || undefined,
+    'the run to leave no live process',
+    60_000,
+  );
   expect(() => process.kill(decoy, 0)).not.toThrow();
   expect(facts.historyJson).not.toContain(SECRET);
 

@@ -8,7 +8,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { ensureSearchAttributes } from '../../src/temporal/connect.js';
-import { ensureDevServer, freePort, portOpen, procStartTime, stopDevServer, type DevServerRecord } from '../../src/temporal/dev-server.js';
+import {
+  ensureDevServer,
+  freePort,
+  portOpen,
+  procStartTime,
+  stopDevServer,
+  type DevServerRecord,
+} from '../../src/temporal/dev-server.js';
 import { stopRecordedLaunches } from '../support/cleanup.js';
 import { waitUntil } from '../support/temporal.js';
 import { signalGroup, spawnAerieWorker } from '../support/worker-process.js';
@@ -23,7 +30,12 @@ export class FaultRig {
 
   static async start(): Promise<FaultRig> {
     const rig = new FaultRig(await mkdtemp(join(tmpdir(), 'aerie-faults-')));
-    rig.server = await ensureDevServer({ dir: rig.dir, port: await freePort(), uiPort: await freePort(), headless: true });
+    rig.server = await ensureDevServer({
+      dir: rig.dir,
+      port: await freePort(),
+      uiPort: await freePort(),
+      headless: true,
+    });
     await rig.connect();
     return rig;
   }
@@ -53,7 +65,12 @@ export class FaultRig {
     const old = this.server;
     await this.connection.close().catch(() => undefined);
     signalGroup(old.pid, 'SIGKILL');
-    await waitUntil(async () => (await procStartTime(old.pid)) !== old.startTime && !(await portOpen(old.port)), 'the dev server to die and free its port', 30_000, 100);
+    await waitUntil(
+      async () => (await procStartTime(old.pid)) !== old.startTime && !(await portOpen(old.port)),
+      'the dev server to die and free its port',
+      30_000,
+      100,
+    );
     this.server = await ensureDevServer({ dir: this.dir, port: old.port, uiPort: old.uiPort, headless: true });
     await this.connect();
   }

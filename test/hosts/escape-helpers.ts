@@ -52,8 +52,13 @@ export async function writeLauncher(dir: string): Promise<string> {
 }
 
 /** The launcher's and worker's pids from its log, and the worker's child from <dir>/worker. */
-export async function launchedPids(logPath: string, dir: string): Promise<{ launcher: number; worker: number; child: number }> {
-  const line = await until('the launcher to report its worker', async () => /launcher (\d+) worker (\d+)/.exec(await readFile(logPath, 'utf8').catch(() => '')));
+export async function launchedPids(
+  logPath: string,
+  dir: string,
+): Promise<{ launcher: number; worker: number; child: number }> {
+  const line = await until('the launcher to report its worker', async () =>
+    /launcher (\d+) worker (\d+)/.exec(await readFile(logPath, 'utf8').catch(() => '')),
+  );
   const [worker, child] = (await readFile(join(dir, 'worker'), 'utf8')).trim().split(' ').map(Number);
   if (worker !== Number(line[2])) throw new Error(`worker file says ${worker}, the log ${line[2]}`);
   return { launcher: Number(line[1]), worker, child };
@@ -61,7 +66,11 @@ export async function launchedPids(logPath: string, dir: string): Promise<{ laun
 
 /** A process the test starts itself with the given environment, in a group of its own. */
 export async function startDecoy(argv: string[], env: Record<string, string>): Promise<ProcRecord> {
-  const child = spawn(argv[0], argv.slice(1), { detached: true, stdio: 'ignore', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env } });
+  const child = spawn(argv[0], argv.slice(1), {
+    detached: true,
+    stdio: 'ignore',
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env },
+  });
   await new Promise<void>((resolve, reject) => {
     child.once('spawn', resolve);
     child.once('error', reject);

@@ -73,7 +73,9 @@ describe('a launch whose worker starts its own session (torchrun)', () => {
     expect(await isLive(worker)).toBe(true);
 
     expect(await host.killGroup(record, { graceMs: 5000 })).toEqual({
-      signals: ['TERM'], groupEmpty: true, escaped: { found: 2, stopped: 2 },
+      signals: ['TERM'],
+      groupEmpty: true,
+      escaped: { found: 2, stopped: 2 },
     });
     expect(await isLive(worker)).toBe(false);
     expect(await isLive(child)).toBe(false);
@@ -85,7 +87,9 @@ describe('a launch whose worker starts its own session (torchrun)', () => {
     const { record, launcher: torchrun, worker } = await launch('r.train.1', 'wait');
     expect(await host.procStatus(record)).toEqual({ state: 'alive' });
     expect(await host.killGroup(record, { graceMs: 5000 })).toEqual({
-      signals: ['TERM'], groupEmpty: true, escaped: { found: 2, stopped: 2 },
+      signals: ['TERM'],
+      groupEmpty: true,
+      escaped: { found: 2, stopped: 2 },
     });
     expect(await isLive(torchrun)).toBe(false);
     expect(await isLive(worker)).toBe(false);
@@ -96,7 +100,9 @@ describe('a launch whose worker starts its own session (torchrun)', () => {
     process.kill(torchrun, 'SIGKILL');
     await orphaned(record);
     expect(await host.killGroup(record, { graceMs: 400 })).toEqual({
-      signals: ['TERM', 'KILL'], groupEmpty: true, escaped: { found: 2, stopped: 2 },
+      signals: ['TERM', 'KILL'],
+      groupEmpty: true,
+      escaped: { found: 2, stopped: 2 },
     });
     expect(await isLive(worker)).toBe(false);
     expect(await isLive(child)).toBe(false);
@@ -111,7 +117,9 @@ describe('a launch whose worker starts its own session (torchrun)', () => {
     const scan = await scanLaunchProcs(record.token!);
     expect(scan.marked.map((m) => m.pid)).toEqual([child]);
     expect(await host.killGroup(record, { graceMs: 5000 })).toEqual({
-      signals: ['TERM'], groupEmpty: true, escaped: { found: 1, stopped: 1 },
+      signals: ['TERM'],
+      groupEmpty: true,
+      escaped: { found: 1, stopped: 1 },
     });
     expect(await isLive(child)).toBe(false);
   });

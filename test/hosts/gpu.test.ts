@@ -8,7 +8,12 @@ import { LocalHost } from '../../src/hosts/local/local-host.js';
 import { groupMembers, startUnrelated, stopAll, until } from './proc-helpers.js';
 import { writeFakeNvidiaSmi } from '../support/fake-nvidia-smi.js';
 
-const UUID = ['GPU-0a1b2c3d-0000-4000-8000-000000000000', 'GPU-0a1b2c3d-1111-4000-8000-000000000001', 'GPU-0a1b2c3d-2222-4000-8000-000000000002', 'GPU-0a1b2c3d-3333-4000-8000-000000000003'];
+const UUID = [
+  'GPU-0a1b2c3d-0000-4000-8000-000000000000',
+  'GPU-0a1b2c3d-1111-4000-8000-000000000001',
+  'GPU-0a1b2c3d-2222-4000-8000-000000000002',
+  'GPU-0a1b2c3d-3333-4000-8000-000000000003',
+];
 const GPUS = `0, ${UUID[0]}, NVIDIA H100 80GB HBM3, 75431, 81559
 1, ${UUID[1]}, NVIDIA H100 80GB HBM3, 4, 81559
 2, ${UUID[2]}, NVIDIA GB10, [N/A], [N/A]
@@ -48,13 +53,19 @@ describe('gpuInventoryFrom', () => {
   it('reports a missing nvidia-smi by host name', () => {
     const notFound: ExecResult = { code: 127, signal: null, stdout: '', stderr: 'nvidia-smi: command not found\n' };
     expect(gpuInventoryFrom('gpu-a', notFound, null, () => false)).toEqual({
-      available: false, reason: 'nvidia-smi not found on gpu-a', gpus: [], processes: [],
+      available: false,
+      reason: 'nvidia-smi not found on gpu-a',
+      gpus: [],
+      processes: [],
     });
   });
   it('reports a driver failure with nvidia-smi’s own words', () => {
     const failed: ExecResult = {
-      code: 9, signal: null, stderr: '',
-      stdout: "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.\n\n",
+      code: 9,
+      signal: null,
+      stderr: '',
+      stdout:
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.\n\n",
     };
     expect(gpuInventoryFrom('gpu-a', failed, null, () => false).reason).toBe(
       "nvidia-smi failed on gpu-a: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.",
@@ -94,11 +105,18 @@ describe('LocalHost.gpuInventory', () => {
 
   it('says nvidia-smi is not found when it is not on PATH', async () => {
     process.env.PATH = join(dir, 'bin'); // empty directory
-    expect(await host.gpuInventory()).toEqual({ available: false, reason: 'nvidia-smi not found on box', gpus: [], processes: [] });
+    expect(await host.gpuInventory()).toEqual({
+      available: false,
+      reason: 'nvidia-smi not found on box',
+      gpus: [],
+      processes: [],
+    });
   });
 
   it('marks a process in a recorded launch group as ours and any other as foreign', async () => {
-    const { record } = await host.spawnDetached('r.server.0', ['sh', '-c', 'sleep 60 & wait'], { logPath: join(dir, 's.log') });
+    const { record } = await host.spawnDetached('r.server.0', ['sh', '-c', 'sleep 60 & wait'], {
+      logPath: join(dir, 's.log'),
+    });
     const members = await until('the sleep child', async () => {
       const m = await groupMembers(record.pgid);
       return m.length === 3 ? m : null;
@@ -107,12 +125,18 @@ describe('LocalHost.gpuInventory', () => {
     const foreign = await startUnrelated(['sleep', '60']);
     unrelated.push(foreign);
 
-    await writeFakeNvidiaSmi(join(dir, 'bin'), [`0, ${UUID[0]}, NVIDIA H100 80GB HBM3, 75431, 81559`], [`${child.pid}, ${UUID[0]}, 70000`, `${foreign.pid}, ${UUID[0]}, 5000`]);
+    await writeFakeNvidiaSmi(
+      join(dir, 'bin'),
+      [`0, ${UUID[0]}, NVIDIA H100 80GB HBM3, 75431, 81559`],
+      [`${child.pid}, ${UUID[0]}, 70000`, `${foreign.pid}, ${UUID[0]}, 5000`],
+    );
     process.env.PATH = `${join(dir, 'bin')}:${savedPath}`;
 
     const inv = await host.gpuInventory();
     expect(inv.available).toBe(true);
-    expect(inv.gpus).toEqual([{ index: 0, uuid: UUID[0], name: 'NVIDIA H100 80GB HBM3', memoryUsedMiB: 75431, memoryTotalMiB: 81559 }]);
+    expect(inv.gpus).toEqual([
+      { index: 0, uuid: UUID[0], name: 'NVIDIA H100 80GB HBM3', memoryUsedMiB: 75431, memoryTotalMiB: 81559 },
+    ]);
     expect(inv.processes).toEqual([
       { pid: child.pid, usedMemoryMiB: 70000, gpuIndex: 0, ours: true },
       { pid: foreign.pid, usedMemoryMiB: 5000, gpuIndex: 0, ours: false },

@@ -4,12 +4,28 @@ import { killGroupWith, type GroupOps, type GroupSignal } from '../../src/hosts/
 import type { ProcStat } from '../../src/hosts/protocol/proc-stat.js';
 
 const rec: ProcRecord = {
-  launchId: 'r.server.0', pid: 500, pgid: 500, startTime: '1000', argvHash: '', argv: ['x'], logPath: '/l',
-  exitPath: '/e', startedAt: '', host: 'local',
+  launchId: 'r.server.0',
+  pid: 500,
+  pgid: 500,
+  startTime: '1000',
+  argvHash: '',
+  argv: ['x'],
+  logPath: '/l',
+  exitPath: '/e',
+  startedAt: '',
+  host: 'local',
 };
 type FakeProc = ProcStat & { ignoresTerm: boolean; token?: string };
 const st = (pid: number, pgrp: number, startTime: string, ignoresTerm = false, token?: string): FakeProc => ({
-  pid, comm: 'x', state: 'S', ppid: 1, pgrp, session: pgrp, startTime, ignoresTerm, token,
+  pid,
+  comm: 'x',
+  state: 'S',
+  ppid: 1,
+  pgrp,
+  session: pgrp,
+  startTime,
+  ignoresTerm,
+  token,
 });
 const strip = ({ ignoresTerm: _i, token: _t, ...s }: FakeProc): ProcStat => s;
 
@@ -23,7 +39,10 @@ function fakeHost(procs: FakeProc[]) {
   };
   const ops: GroupOps = {
     scan: async () => procs.map(strip),
-    scanLaunch: async (token) => ({ stats: procs.map(strip), marked: procs.filter((p) => p.token === token).map(strip) }),
+    scanLaunch: async (token) => ({
+      stats: procs.map(strip),
+      marked: procs.filter((p) => p.token === token).map(strip),
+    }),
     signalGroup: async (pgid, signal) => {
       const members = procs.filter((p) => p.pgrp === pgid);
       if (members.length === 0) return false;
@@ -55,9 +74,15 @@ describe('killGroupWith', () => {
   });
   it('KILL after the grace period when a member ignores TERM', async () => {
     const h = fakeHost([st(500, 500, '1000'), st(501, 500, '1001', true)]);
-    expect(await killGroupWith(h.ops, rec, { graceMs: 1000, pollMs: 100 })).toEqual({ signals: ['TERM', 'KILL'], groupEmpty: true });
+    expect(await killGroupWith(h.ops, rec, { graceMs: 1000, pollMs: 100 })).toEqual({
+      signals: ['TERM', 'KILL'],
+      groupEmpty: true,
+    });
     expect(h.elapsed()).toBeGreaterThanOrEqual(1000);
-    expect(h.sent).toEqual([[500, 'TERM'], [500, 'KILL']]);
+    expect(h.sent).toEqual([
+      [500, 'TERM'],
+      [500, 'KILL'],
+    ]);
   });
   it('signals a group whose leader exited but whose children remain', async () => {
     const h = fakeHost([st(501, 500, '1001')]);
@@ -80,7 +105,10 @@ describe('killGroupWith', () => {
       h.sent.push([500, signal]);
       return true; // an unkillable (D-state) process
     };
-    expect(await killGroupWith(h.ops, rec, { graceMs: 200, verifyMs: 300 })).toEqual({ signals: ['TERM', 'KILL'], groupEmpty: false });
+    expect(await killGroupWith(h.ops, rec, { graceMs: 200, verifyMs: 300 })).toEqual({
+      signals: ['TERM', 'KILL'],
+      groupEmpty: false,
+    });
   });
   it('refuses to signal group 0 or 1', async () => {
     const h = fakeHost([]);
@@ -98,9 +126,15 @@ describe('killGroupWith, marked launch', () => {
   });
   it("signals an escapee's own group when its leader is marked, and reports it", async () => {
     // torchrun (501) died; its worker 600 leads a session of its own, with a dataloader child 601.
-    const h = fakeHost([st(600, 600, '2000', false, 'r.train.0-00ff'), st(601, 600, '2001', false, 'r.train.0-00ff'), st(900, 900, '5')]);
+    const h = fakeHost([
+      st(600, 600, '2000', false, 'r.train.0-00ff'),
+      st(601, 600, '2001', false, 'r.train.0-00ff'),
+      st(900, 900, '5'),
+    ]);
     expect(await killGroupWith(h.ops, marked, { graceMs: 1000 })).toEqual({
-      signals: ['TERM'], groupEmpty: true, escaped: { found: 2, stopped: 2 },
+      signals: ['TERM'],
+      groupEmpty: true,
+      escaped: { found: 2, stopped: 2 },
     });
     expect(h.sent).toEqual([[600, 'TERM']]);
     expect(h.procs.map((p) => p.pid)).toEqual([900]);
@@ -109,13 +143,18 @@ describe('killGroupWith, marked launch', () => {
     // 700 sits in group 900, whose leader carries no token: group 900 is not ours to signal.
     const h = fakeHost([st(700, 900, '3000', true, 'r.train.0-00ff'), st(900, 900, '5')]);
     expect(await killGroupWith(h.ops, marked, { graceMs: 300, pollMs: 100 })).toEqual({
-      signals: ['TERM', 'KILL'], groupEmpty: true, escaped: { found: 1, stopped: 1 },
+      signals: ['TERM', 'KILL'],
+      groupEmpty: true,
+      escaped: { found: 1, stopped: 1 },
     });
     expect(h.sent).toEqual([]);
-    expect(h.sentTo).toEqual([[700, 'TERM'], [700, 'KILL']]);
+    expect(h.sentTo).toEqual([
+      [700, 'TERM'],
+      [700, 'KILL'],
+    ]);
     expect(h.procs.map((p) => p.pid)).toEqual([900]);
   });
-  it('ignores a process carrying another launch\'s token', async () => {
+  it("ignores a process carrying another launch's token", async () => {
     const h = fakeHost([st(600, 600, '2000', false, 'r.train.0-aaaa')]);
     expect(await killGroupWith(h.ops, marked)).toEqual({ signals: [], groupEmpty: true });
     expect(h.procs).toHaveLength(1);
@@ -134,7 +173,9 @@ describe('killGroupWith, marked launch', () => {
       return true; // D state
     };
     expect(await killGroupWith(h.ops, marked, { graceMs: 200, verifyMs: 300 })).toEqual({
-      signals: ['TERM', 'KILL'], groupEmpty: false, escaped: { found: 1, stopped: 0 },
+      signals: ['TERM', 'KILL'],
+      groupEmpty: false,
+      escaped: { found: 1, stopped: 0 },
     });
   });
 });

@@ -4,7 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { PROC_STAT_SCAN, renderDetachedLaunch, renderGroupSignal, renderLaunchScript, wrapperArgv, type LaunchSpec } from '../../src/hosts/protocol/launch-script.js';
+import {
+  PROC_STAT_SCAN,
+  renderDetachedLaunch,
+  renderGroupSignal,
+  renderLaunchScript,
+  wrapperArgv,
+  type LaunchSpec,
+} from '../../src/hosts/protocol/launch-script.js';
 import { LocalHost } from '../../src/hosts/local/local-host.js';
 import { parseProcStats } from '../../src/hosts/protocol/proc-stat.js';
 import { launchPaths, parseExitFile, parsePidFile } from '../../src/hosts/protocol/records.js';
@@ -14,7 +21,15 @@ const run = promisify(execFile);
 
 const spec: LaunchSpec = {
   launchId: 'r1.server.0',
-  argv: ['python3', '-m', 'sglang.launch_server', '--model-path', "/models/it's here", '--served-model-name', '$(reboot)'],
+  argv: [
+    'python3',
+    '-m',
+    'sglang.launch_server',
+    '--model-path',
+    "/models/it's here",
+    '--served-model-name',
+    '$(reboot)',
+  ],
   env: { SGLANG_HS_DUMP_DIR: '/dev/shm/sglang_hs', HF_TOKEN: 'hf_`x`' },
   cwd: '/work dir',
   logPath: '/w/runs/r1/server.log',
@@ -49,7 +64,9 @@ describe('renderLaunchScript golden', () => {
     expect(lines[8]).toMatch(/^\{ cd '\/work dir' && HF_TOKEN=/);
   });
   it('refuses an env that sets AERIE_LAUNCH itself, and a token that is not one', () => {
-    expect(() => renderLaunchScript({ ...spec, token: 't-1', env: { AERIE_LAUNCH: 'x' } })).toThrow(/env sets AERIE_LAUNCH.*remove it/);
+    expect(() => renderLaunchScript({ ...spec, token: 't-1', env: { AERIE_LAUNCH: 'x' } })).toThrow(
+      /env sets AERIE_LAUNCH.*remove it/,
+    );
     expect(() => renderLaunchScript({ ...spec, token: '$(x)' })).toThrow(/invalid launch token/);
   });
   it('runs in the wrapper directory when no cwd is given', () => {
@@ -68,8 +85,12 @@ describe('renderLaunchScript golden', () => {
 describe('shell commands for remote hosts (golden)', () => {
   it('starts the written wrapper under setsid, detached from the caller', () => {
     expect(wrapperArgv(spec.paths)).toEqual(['/bin/sh', '/w/.aerie/procs/r1.server.0.sh']);
-    expect(renderDetachedLaunch(spec.paths)).toBe('setsid /bin/sh /w/.aerie/procs/r1.server.0.sh < /dev/null > /dev/null 2>&1 &');
-    expect(renderDetachedLaunch(launchPaths('/my work', 'a'))).toBe("setsid /bin/sh '/my work/.aerie/procs/a.sh' < /dev/null > /dev/null 2>&1 &");
+    expect(renderDetachedLaunch(spec.paths)).toBe(
+      'setsid /bin/sh /w/.aerie/procs/r1.server.0.sh < /dev/null > /dev/null 2>&1 &',
+    );
+    expect(renderDetachedLaunch(launchPaths('/my work', 'a'))).toBe(
+      "setsid /bin/sh '/my work/.aerie/procs/a.sh' < /dev/null > /dev/null 2>&1 &",
+    );
   });
   it('signals a group, never 0, 1 or a negative number', () => {
     expect(renderGroupSignal(4242, 'TERM')).toBe('kill -s TERM -- -4242');
@@ -98,7 +119,9 @@ describe('the wrapper started the way SshHost starts it', () => {
     await writeFile(paths.script, renderLaunchScript({ launchId: 'w.1', argv, env, logPath, paths }), { mode: 0o600 });
 
     await run('/bin/sh', ['-c', renderDetachedLaunch(paths)]);
-    const pidInfo = await until('pid file', async () => parsePidFile(await readFile(paths.pid, 'utf8').catch(() => '')));
+    const pidInfo = await until('pid file', async () =>
+      parsePidFile(await readFile(paths.pid, 'utf8').catch(() => '')),
+    );
     try {
       const code = await until('exit file', async () => {
         const t = await readFile(paths.exit, 'utf8').catch(() => null);
@@ -118,9 +141,14 @@ describe('the wrapper started the way SshHost starts it', () => {
   it('leads its own session and process group while it runs', async () => {
     const paths = launchPaths(dir, 'w.2');
     await mkdir(paths.dir, { recursive: true });
-    await writeFile(paths.script, renderLaunchScript({ launchId: 'w.2', argv: ['sleep', '60'], logPath: join(dir, 'l'), paths }));
+    await writeFile(
+      paths.script,
+      renderLaunchScript({ launchId: 'w.2', argv: ['sleep', '60'], logPath: join(dir, 'l'), paths }),
+    );
     await run('/bin/sh', ['-c', renderDetachedLaunch(paths)]);
-    const { pid, startTime } = await until('pid file', async () => parsePidFile(await readFile(paths.pid, 'utf8').catch(() => '')));
+    const { pid, startTime } = await until('pid file', async () =>
+      parsePidFile(await readFile(paths.pid, 'utf8').catch(() => '')),
+    );
     const record = recordOf(pid, startTime);
     try {
       const { stdout } = await run('/bin/sh', ['-c', PROC_STAT_SCAN], { maxBuffer: 64 << 20 });

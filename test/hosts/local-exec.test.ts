@@ -31,7 +31,8 @@ describe('exec', () => {
 
   it('merges env over the worker environment and runs in cwd', async () => {
     const r = await host.exec(['sh', '-c', 'echo "$AERIE_X"; pwd; command -v sh >/dev/null && echo path-kept'], {
-      env: { AERIE_X: 'x y' }, cwd: dir,
+      env: { AERIE_X: 'x y' },
+      cwd: dir,
     });
     expect(r.stdout).toBe(`x y\n${dir}\npath-kept\n`);
   });
@@ -64,9 +65,18 @@ describe('exec', () => {
   it('on abort stops the whole process group', async () => {
     const ac = new AbortController();
     const ready = join(dir, 'ready');
-    const argv = ['sh', '-c', `read -r s < /proc/$$/stat; set -- $s; sleep 60 & echo "$$ \${22} $!"; touch ${ready}; wait`];
+    const argv = [
+      'sh',
+      '-c',
+      `read -r s < /proc/$$/stat; set -- $s; sleep 60 & echo "$$ \${22} $!"; touch ${ready}; wait`,
+    ];
     const pending = host.exec(argv, { signal: ac.signal });
-    await until('the tree to start', () => stat(ready).then(() => true, () => false));
+    await until('the tree to start', () =>
+      stat(ready).then(
+        () => true,
+        () => false,
+      ),
+    );
     ac.abort();
     const err = await pending.catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ExecAbortedError);
@@ -85,7 +95,11 @@ describe('exec', () => {
   });
 
   it('keeps only the last bytes of a large output', async () => {
-    const r = await execLocal(['sh', '-c', 'i=0; while [ $i -lt 300 ]; do echo "line $i"; i=$((i+1)); done'], {}, { outputCap: 100 });
+    const r = await execLocal(
+      ['sh', '-c', 'i=0; while [ $i -lt 300 ]; do echo "line $i"; i=$((i+1)); done'],
+      {},
+      { outputCap: 100 },
+    );
     expect(r.stdout).toHaveLength(100);
     expect(r.stdout.endsWith('line 299\n')).toBe(true);
   });

@@ -95,7 +95,11 @@ describe('other file operations', () => {
     expect(await host.stat(join(dir, 'nope', 'deeper'))).toBeNull();
     await host.mkdirp(join(dir, 'a', 'b'));
     await host.writeFileAtomic(join(dir, 'z.txt'), '12345');
-    expect(await host.stat(join(dir, 'z.txt'))).toMatchObject({ path: join(dir, 'z.txt'), size: 5, isDirectory: false });
+    expect(await host.stat(join(dir, 'z.txt'))).toMatchObject({
+      path: join(dir, 'z.txt'),
+      size: 5,
+      isDirectory: false,
+    });
     const listed = await host.list(dir);
     expect(listed.map((s) => [s.path, s.isDirectory])).toEqual([
       [join(dir, 'a'), true],

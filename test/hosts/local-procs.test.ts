@@ -40,8 +40,13 @@ describe('spawnDetached', () => {
     const leader = await statOf(record.pid);
     expect(leader).toMatchObject({ pgrp: record.pid, session: record.pid, startTime: record.startTime });
     expect(record).toMatchObject({
-      launchId: 'r.server.0', pgid: record.pid, argvHash: argvHash(tree), argv: tree, logPath,
-      exitPath: launchPaths(dir, 'r.server.0').exit, host: 'local',
+      launchId: 'r.server.0',
+      pgid: record.pid,
+      argvHash: argvHash(tree),
+      argv: tree,
+      logPath,
+      exitPath: launchPaths(dir, 'r.server.0').exit,
+      host: 'local',
     });
     expect(Date.parse(record.startedAt)).toBeGreaterThanOrEqual(before - 1000);
     const onDisk = parseProcRecord(await readFile(join(dir, '.aerie/procs/r.server.0.json'), 'utf8'));
@@ -49,7 +54,10 @@ describe('spawnDetached', () => {
     expect((await stat(launchPaths(dir, 'r.server.0').script)).mode & 0o777).toBe(0o600);
 
     await until('the tree (wrapper, sh, 2 sleeps)', async () => (await groupMembers(record.pgid)).length === 4);
-    await until('stdout and stderr in the log', async () => (await logContains(logPath, 'started')) && logContains(logPath, 'to-stderr'));
+    await until(
+      'stdout and stderr in the log',
+      async () => (await logContains(logPath, 'started')) && logContains(logPath, 'to-stderr'),
+    );
     expect(await host.procStatus(record)).toEqual({ state: 'alive' });
   });
 
@@ -57,7 +65,9 @@ describe('spawnDetached', () => {
     const logPath = join(dir, 'env.log');
     const value = `it's $(touch ${dir}/pwned) \`x\``;
     const { record } = await host.spawnDetached('r.env.0', ['sh', '-c', 'printf "%s|" "$AERIE_T"; pwd'], {
-      logPath, env: { AERIE_T: value }, cwd: dir,
+      logPath,
+      env: { AERIE_T: value },
+      cwd: dir,
     });
     await until('exit', async () => (await host.procStatus(record)).state === 'exited');
     expect(await readFile(logPath, 'utf8')).toBe(`${value}|${dir}\n`);
@@ -77,10 +87,12 @@ describe('spawnDetached', () => {
   it('reports a program that cannot run as exited 127 with the reason in the log', async () => {
     const logPath = join(dir, 'missing.log');
     const { record } = await host.spawnDetached('r.missing.0', ['/nonexistent/python3', '-m', 'x'], { logPath });
-    expect(await until('exited', async () => {
-      const s = await host.procStatus(record);
-      return s.state === 'exited' ? s : null;
-    })).toEqual({ state: 'exited', code: 127 });
+    expect(
+      await until('exited', async () => {
+        const s = await host.procStatus(record);
+        return s.state === 'exited' ? s : null;
+      }),
+    ).toEqual({ state: 'exited', code: 127 });
     expect(await readFile(logPath, 'utf8')).toMatch(/nonexistent\/python3/);
   });
 
@@ -108,7 +120,10 @@ describe('spawnDetached', () => {
 
   it('starts one process for two concurrent launches with one launchId', async () => {
     const opts = { logPath: join(dir, 'c.log') };
-    const [a, b] = await Promise.all([host.spawnDetached('r.c.0', tree, opts), host.spawnDetached('r.c.0', tree, opts)]);
+    const [a, b] = await Promise.all([
+      host.spawnDetached('r.c.0', tree, opts),
+      host.spawnDetached('r.c.0', tree, opts),
+    ]);
     expect(a.record).toEqual(b.record);
     expect([a.reattached, b.reattached].sort()).toEqual([false, true]);
     await until('the tree', async () => (await groupMembers(a.record.pgid)).length === 4);
@@ -123,7 +138,11 @@ describe('spawnDetached', () => {
     const fresh = new LocalHost({ name: 'local', workdir: dir }); // a new worker process
     const recovered = await fresh.spawnDetached('r.server.2', tree, { logPath: join(dir, 'b.log') });
     expect(recovered.reattached).toBe(true);
-    expect(recovered.record).toMatchObject({ pid: first.record.pid, pgid: first.record.pgid, startTime: first.record.startTime });
+    expect(recovered.record).toMatchObject({
+      pid: first.record.pid,
+      pgid: first.record.pgid,
+      startTime: first.record.startTime,
+    });
     // The wrapper's pid file carries the launch's token, so the adopted record still finds escaped processes.
     expect(first.record.token).toMatch(/^r\.server\.2-[0-9a-f]{16}$/);
     expect(recovered.record.token).toBe(first.record.token);
@@ -134,7 +153,9 @@ describe('spawnDetached', () => {
 
   it('refuses unsafe launch ids before touching anything', async () => {
     for (const id of ['../escape', 'a/b', '', 'a b']) {
-      await expect(host.spawnDetached(id, ['true'], { logPath: join(dir, 'x.log') })).rejects.toThrow(/invalid launch id/);
+      await expect(host.spawnDetached(id, ['true'], { logPath: join(dir, 'x.log') })).rejects.toThrow(
+        /invalid launch id/,
+      );
     }
     expect(await host.listLaunches()).toEqual([]);
   });
@@ -153,7 +174,10 @@ describe('procStatus identity', () => {
     const { record } = await host.spawnDetached('r.id.0', ['sleep', '60'], { logPath: join(dir, 'i.log') });
     // The record of an earlier launch whose leader pid the live one now holds: another start time, another token.
     const impostor: ProcRecord = {
-      ...record, startTime: String(Number(record.startTime) + 1), exitPath: join(dir, 'no-exit'), token: 'r.id.0-0123456789abcdef',
+      ...record,
+      startTime: String(Number(record.startTime) + 1),
+      exitPath: join(dir, 'no-exit'),
+      token: 'r.id.0-0123456789abcdef',
     };
     expect(await host.procStatus(impostor)).toEqual({ state: 'gone' });
     // and killGroup refuses to touch the live process behind that pid
@@ -170,10 +194,12 @@ describe('killGroup', () => {
     const result = await host.killGroup(record, { graceMs: 5000 });
     expect(result).toEqual({ signals: ['TERM'], groupEmpty: true });
     expect(await groupMembers(record.pgid)).toEqual([]);
-    expect(await until('exit status', async () => {
-      const s = await host.procStatus(record);
-      return s.state === 'exited' ? s : null;
-    })).toEqual({ state: 'exited', code: 143 });
+    expect(
+      await until('exit status', async () => {
+        const s = await host.procStatus(record);
+        return s.state === 'exited' ? s : null;
+      }),
+    ).toEqual({ state: 'exited', code: 143 });
   });
 
   it('uses KILL for a child that ignores TERM, and spares a process outside the group', async () => {
@@ -198,10 +224,12 @@ describe('killGroup', () => {
     // The command backgrounds a sleep and exits; the wrapper then writes the exit file and ends.
     const { record } = await host.spawnDetached('r.k.2', ['sh', '-c', 'sleep 60 & echo $!'], { logPath });
     // Not 'exited' while the sleep runs: the launch still has a process (in its group, so not escaped).
-    expect(await until('leader exit', async () => {
-      const s = await host.procStatus(record);
-      return s.state === 'orphans' ? s : null;
-    })).toEqual({ state: 'orphans', code: 0, processes: 1, escaped: 0 });
+    expect(
+      await until('leader exit', async () => {
+        const s = await host.procStatus(record);
+        return s.state === 'orphans' ? s : null;
+      }),
+    ).toEqual({ state: 'orphans', code: 0, processes: 1, escaped: 0 });
     const orphan = Number((await readFile(logPath, 'utf8')).trim());
     expect((await statOf(orphan))?.pgrp).toBe(record.pgid);
 

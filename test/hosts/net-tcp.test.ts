@@ -1,7 +1,12 @@
 import { createServer, type Server } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LocalHost } from '../../src/hosts/local/local-host.js';
-import { decodeProcAddress, listenersOnPort, parseProcNetTcp, parseProcNetTcpScan } from '../../src/hosts/util/net-tcp.js';
+import {
+  decodeProcAddress,
+  listenersOnPort,
+  parseProcNetTcp,
+  parseProcNetTcpScan,
+} from '../../src/hosts/util/net-tcp.js';
 
 const TCP = `  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
    0: 0100007F:7530 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 4711 1 0000000000000000 100 0 0 10 0

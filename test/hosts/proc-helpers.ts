@@ -8,7 +8,11 @@ import type { Host, ProcRecord } from '../../src/hosts/host.js';
 import { isDead, parseProcStat, type ProcStat } from '../../src/hosts/protocol/proc-stat.js';
 import { scanProcStats } from '../../src/hosts/local/proc.js';
 
-export async function until<T>(what: string, probe: () => Promise<T | undefined | null | false>, timeoutMs = 10_000): Promise<T> {
+export async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined | null | false>,
+  timeoutMs = 10_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await probe();
@@ -53,8 +57,16 @@ export async function processesMentioning(needle: string): Promise<number[]> {
 /** A record for a group leader the test started itself, identified by pid and start time. */
 export function recordOf(pid: number, startTime: string, launchId = 'test-helper'): ProcRecord {
   return {
-    launchId, pid, pgid: pid, startTime, argvHash: '', argv: [], logPath: '/dev/null',
-    exitPath: '/nonexistent/exit', startedAt: new Date().toISOString(), host: 'test',
+    launchId,
+    pid,
+    pgid: pid,
+    startTime,
+    argvHash: '',
+    argv: [],
+    logPath: '/dev/null',
+    exitPath: '/nonexistent/exit',
+    startedAt: new Date().toISOString(),
+    host: 'test',
   };
 }
 

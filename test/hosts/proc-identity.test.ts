@@ -1,14 +1,37 @@
 import { describe, expect, it } from 'vitest';
 import type { ProcRecord } from '../../src/hosts/host.js';
-import { groupView, isRecordedProcess, launchView, liveRecordedGroups, parseLaunchScan, remnantStatus, statusFrom } from '../../src/hosts/protocol/proc-identity.js';
+import {
+  groupView,
+  isRecordedProcess,
+  launchView,
+  liveRecordedGroups,
+  parseLaunchScan,
+  remnantStatus,
+  statusFrom,
+} from '../../src/hosts/protocol/proc-identity.js';
 import type { ProcStat } from '../../src/hosts/protocol/proc-stat.js';
 
 const rec = (over: Partial<ProcRecord> = {}): ProcRecord => ({
-  launchId: 'r.server.0', pid: 500, pgid: 500, startTime: '1000', argvHash: '', argv: ['x'], logPath: '/l',
-  exitPath: '/e', startedAt: '', host: 'local', ...over,
+  launchId: 'r.server.0',
+  pid: 500,
+  pgid: 500,
+  startTime: '1000',
+  argvHash: '',
+  argv: ['x'],
+  logPath: '/l',
+  exitPath: '/e',
+  startedAt: '',
+  host: 'local',
+  ...over,
 });
 const st = (pid: number, pgrp: number, startTime: string, state = 'S'): ProcStat => ({
-  pid, comm: 'x', state, ppid: 1, pgrp, session: pgrp, startTime,
+  pid,
+  comm: 'x',
+  state,
+  ppid: 1,
+  pgrp,
+  session: pgrp,
+  startTime,
 });
 
 describe('statusFrom', () => {
@@ -49,7 +72,11 @@ describe('groupView', () => {
   });
   it('liveRecordedGroups keeps only groups with members', () => {
     const stats = [st(501, 500, '1001'), st(700, 700, '9')];
-    const groups = liveRecordedGroups(stats, [rec(), rec({ pid: 800, pgid: 800 }), rec({ pid: 700, pgid: 700, startTime: '8' })]);
+    const groups = liveRecordedGroups(stats, [
+      rec(),
+      rec({ pid: 800, pgid: 800 }),
+      rec({ pid: 700, pgid: 700, startTime: '8' }),
+    ]);
     expect([...groups]).toEqual([500]);
   });
 });
@@ -74,13 +101,19 @@ describe('launchView and remnantStatus', () => {
   });
   it('a group member left behind by the leader makes the launch orphaned, not escaped', () => {
     const v = launchView({ stats: [st(501, 500, '2')], marked: [st(501, 500, '2')] }, marked);
-    expect(remnantStatus({ state: 'exited', code: 137 }, v)).toEqual({ state: 'orphans', code: 137, processes: 1, escaped: 0 });
+    expect(remnantStatus({ state: 'exited', code: 137 }, v)).toEqual({
+      state: 'orphans',
+      code: 137,
+      processes: 1,
+      escaped: 0,
+    });
   });
 });
 
 describe('parseLaunchScan', () => {
-  const line = (pid: number, comm: string) => `${pid} (${comm}) S 1 ${pid} ${pid} 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 77 0 0`;
-  it('splits at the marker with this scan\'s nonce, never at a look-alike in a command name', () => {
+  const line = (pid: number, comm: string) =>
+    `${pid} (${comm}) S 1 ${pid} ${pid} 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 77 0 0`;
+  it("splits at the marker with this scan's nonce, never at a look-alike in a command name", () => {
     const text = `${line(10, '\n#marked-x\n')}\n${line(11, 'a')}\n\n#marked-n1\n${line(12, 'w')}\n`;
     const scan = parseLaunchScan(text, 'n1');
     expect(scan.stats.map((s) => s.pid)).toEqual([10, 11]);

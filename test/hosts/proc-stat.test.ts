@@ -3,13 +3,20 @@ import { describe, expect, it } from 'vitest';
 import { isDead, parseProcStat, parseProcStats } from '../../src/hosts/protocol/proc-stat.js';
 
 // A real-shaped stat line: 52 fields, field 22 (start time) = 39622.
-const tail = '6005 6005 3014 0 -1 4194304 101 0 0 0 0 0 0 0 20 0 1 0 39622 3133440 378 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0';
+const tail =
+  '6005 6005 3014 0 -1 4194304 101 0 0 0 0 0 0 0 20 0 1 0 39622 3133440 378 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0';
 const line = (pid: number, comm: string, state = 'S') => `${pid} (${comm}) ${state} ${tail}\n`;
 
 describe('parseProcStat', () => {
   it('reads pid, state, ppid, pgrp, session and field 22', () => {
     expect(parseProcStat(line(6009, 'cat', 'R'))).toEqual({
-      pid: 6009, comm: 'cat', state: 'R', ppid: 6005, pgrp: 6005, session: 3014, startTime: '39622',
+      pid: 6009,
+      comm: 'cat',
+      state: 'R',
+      ppid: 6005,
+      pgrp: 6005,
+      session: 3014,
+      startTime: '39622',
     });
   });
   it.each(['my proc', 'a) S 1 2 3 (b', ')(', 'x)))', '((', ' '])('survives a command name of %j', (comm) => {
@@ -34,7 +41,8 @@ describe('parseProcStat', () => {
 
 describe('parseProcStats (a concatenated scan)', () => {
   it('splits records, keeps a newline inside a command name, drops junk', () => {
-    const text = line(10, 'sh') + line(11, 'evil\n12 x') + 'cat: /proc/13/stat: No such file\n' + line(14, 'python3 -m');
+    const text =
+      line(10, 'sh') + line(11, 'evil\n12 x') + 'cat: /proc/13/stat: No such file\n' + line(14, 'python3 -m');
     const stats = parseProcStats(text);
     expect(stats.map((s) => [s.pid, s.comm])).toEqual([
       [10, 'sh'],

@@ -1,7 +1,18 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { ProcRecord } from '../../src/hosts/host.js';
-import { argvHash, assertLaunchId, newLaunchToken, launchIdOfRecordFile, launchPaths, parseExitFile, parsePidFile, parseProcRecord, procsDir, renderProcRecord } from '../../src/hosts/protocol/records.js';
+import {
+  argvHash,
+  assertLaunchId,
+  newLaunchToken,
+  launchIdOfRecordFile,
+  launchPaths,
+  parseExitFile,
+  parsePidFile,
+  parseProcRecord,
+  procsDir,
+  renderProcRecord,
+} from '../../src/hosts/protocol/records.js';
 
 const record: ProcRecord = {
   launchId: 'run-20240501.server.0',
@@ -20,9 +31,12 @@ describe('launch ids', () => {
   it.each(['run-1.server.0', 'a', 'R_2.train.3', 'x'.repeat(200)])('accepts %s', (id) => {
     expect(() => assertLaunchId(id)).not.toThrow();
   });
-  it.each(['', '..', '../etc/passwd', 'a/b', '.hidden', 'a b', "a'b", '$(x)', 'a\nb', '-rf', 'x'.repeat(201)])('rejects %j', (id) => {
-    expect(() => assertLaunchId(id)).toThrow(/invalid launch id/);
-  });
+  it.each(['', '..', '../etc/passwd', 'a/b', '.hidden', 'a b', "a'b", '$(x)', 'a\nb', '-rf', 'x'.repeat(201)])(
+    'rejects %j',
+    (id) => {
+      expect(() => assertLaunchId(id)).toThrow(/invalid launch id/);
+    },
+  );
 });
 
 describe('paths', () => {
@@ -58,7 +72,11 @@ describe('file contents', () => {
     expect(parsePidFile('abc')).toBeNull();
   });
   it('reads the token a marking wrapper adds to the pid file (also without a start time)', () => {
-    expect(parsePidFile('4242 99887766 r.train.0-00ff00ff00ff00ff\n')).toEqual({ pid: 4242, startTime: '99887766', token: 'r.train.0-00ff00ff00ff00ff' });
+    expect(parsePidFile('4242 99887766 r.train.0-00ff00ff00ff00ff\n')).toEqual({
+      pid: 4242,
+      startTime: '99887766',
+      token: 'r.train.0-00ff00ff00ff00ff',
+    });
     expect(parsePidFile('4242  0abc-1\n')).toEqual({ pid: 4242, startTime: '', token: '0abc-1' });
   });
   it('makes a fresh token per launch, of the launch id and 64 random bits', () => {

@@ -74,7 +74,7 @@ describe('quoted words in a real shell', () => {
       `| touch ${marker}`,
       `&& touch ${marker} &`,
       `> ${marker}`,
-      "it's \"quoted\"",
+      'it\'s "quoted"',
       'new\nline',
       '  spaces  ',
       '*',
@@ -90,7 +90,9 @@ describe('quoted words in a real shell', () => {
   it('pass env values unchanged and execute nothing', async () => {
     const marker = join(dir, 'pwned');
     const value = `$(touch ${marker})'; touch ${marker}; '\n`;
-    const { stdout } = await run('/bin/sh', ['-c', `${shAssignments({ AERIE_V: value }).join(' ')} printenv AERIE_V`], { cwd: dir });
+    const { stdout } = await run('/bin/sh', ['-c', `${shAssignments({ AERIE_V: value }).join(' ')} printenv AERIE_V`], {
+      cwd: dir,
+    });
     expect(stdout).toBe(`${value}\n`);
     expect(await readdir(dir)).toEqual([]);
   });

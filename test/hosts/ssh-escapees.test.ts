@@ -50,13 +50,17 @@ describe('escaped processes over SSH', () => {
 
     expect(await host.procStatus(record)).toEqual({ state: 'alive' });
     process.kill(torchrun, 'SIGKILL');
-    expect(await until('orphans', async () => {
-      const s = await host.procStatus(record);
-      return s.state === 'orphans' ? s : null;
-    })).toEqual({ state: 'orphans', code: 137, processes: 2, escaped: 2 });
+    expect(
+      await until('orphans', async () => {
+        const s = await host.procStatus(record);
+        return s.state === 'orphans' ? s : null;
+      }),
+    ).toEqual({ state: 'orphans', code: 137, processes: 2, escaped: 2 });
 
     expect(await host.killGroup(record, { graceMs: 5000 })).toEqual({
-      signals: ['TERM'], groupEmpty: true, escaped: { found: 2, stopped: 2 },
+      signals: ['TERM'],
+      groupEmpty: true,
+      escaped: { found: 2, stopped: 2 },
     });
     expect(await isLive(worker)).toBe(false);
     expect(await isLive(child)).toBe(false);
@@ -73,12 +77,16 @@ describe('escaped processes over SSH', () => {
     strays.push({ pid: child, startTime: (await statOf(child))!.startTime });
     await until('the worker to exit', async () => !(await isLive(worker)));
     process.kill(torchrun, 'SIGKILL');
-    expect(await until('orphans', async () => {
-      const s = await host.procStatus(record);
-      return s.state === 'orphans' ? s : null;
-    })).toEqual({ state: 'orphans', code: 137, processes: 1, escaped: 1 });
+    expect(
+      await until('orphans', async () => {
+        const s = await host.procStatus(record);
+        return s.state === 'orphans' ? s : null;
+      }),
+    ).toEqual({ state: 'orphans', code: 137, processes: 1, escaped: 1 });
     expect(await host.killGroup(record, { graceMs: 5000 })).toEqual({
-      signals: ['TERM'], groupEmpty: true, escaped: { found: 1, stopped: 1 },
+      signals: ['TERM'],
+      groupEmpty: true,
+      escaped: { found: 1, stopped: 1 },
     });
     expect(await isLive(child)).toBe(false);
   });
@@ -86,7 +94,8 @@ describe('escaped processes over SSH', () => {
   it('the remote single-process signal refuses a pid whose start time differs (recycled), and signals the right one', async () => {
     const d = await startDecoy(['sleep', '300'], {});
     decoys.push(d);
-    const run = (startTime: string) => host.exec(['/bin/sh', '-c', PROCESS_SIGNAL, 'sh', String(d.pid), startTime, 'TERM']);
+    const run = (startTime: string) =>
+      host.exec(['/bin/sh', '-c', PROCESS_SIGNAL, 'sh', String(d.pid), startTime, 'TERM']);
     expect((await run(String(Number(d.startTime) + 1))).code).toBe(3);
     expect(await isLive(d.pid)).toBe(true);
     expect((await run(d.startTime)).code).toBe(0);

@@ -29,7 +29,11 @@ afterAll(async () => {
 
 describe('exec', () => {
   it('runs argv with env, cwd and stdin, and reports exit codes like LocalHost', async () => {
-    const r = await host.exec(['sh', '-c', 'printf "%s|" "$X" "$(pwd)"; cat; exit 3', 'sh'], { env: { X: 'x y' }, cwd: '/tmp', stdin: 'input' });
+    const r = await host.exec(['sh', '-c', 'printf "%s|" "$X" "$(pwd)"; cat; exit 3', 'sh'], {
+      env: { X: 'x y' },
+      cwd: '/tmp',
+      stdin: 'input',
+    });
     expect(r).toEqual({ code: 3, signal: null, stdout: 'x y|/tmp|input', stderr: '' });
     expect((await host.exec(['no-such-program-aerie'])).code).toBe(127);
     await expect(host.exec(['true'], { cwd: '/no/such/dir' })).rejects.toThrow(/working directory does not exist/);
@@ -46,7 +50,10 @@ describe('exec', () => {
     await host.writeFileAtomic(`${dir}/config.json`, '{}');
     expect((await host.stat(`${dir}/config.json`))?.size).toBe(2);
     expect((await host.list(dir)).map((f) => f.path)).toEqual([`${dir}/config.json`]);
-    const { record } = await host.spawnDetached('inject-1', ['printf', '%s', hostile], { logPath: `${fx.dir}/work/inject.log`, env: { MODEL: hostile } });
+    const { record } = await host.spawnDetached('inject-1', ['printf', '%s', hostile], {
+      logPath: `${fx.dir}/work/inject.log`,
+      env: { MODEL: hostile },
+    });
     await until('the launch to end', async () => (await host.procStatus(record)).state === 'exited');
     expect((await host.readFile(`${fx.dir}/work/inject.log`)).toString()).toBe(hostile);
     expect(existsSync(marker)).toBe(false);
@@ -55,7 +62,9 @@ describe('exec', () => {
   it('stops a command that outlives its timeout, with its whole process group', async () => {
     const started = Date.now();
     const pidFile = `${fx.dir}/timeout.pid`;
-    const err = await host.exec(['sh', '-c', 'echo $$ > "$1"; sleep 60 & sleep 61; wait', 'sh', pidFile], { timeoutMs: 1000 }).catch((e: unknown) => e);
+    const err = await host
+      .exec(['sh', '-c', 'echo $$ > "$1"; sleep 60 & sleep 61; wait', 'sh', pidFile], { timeoutMs: 1000 })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ExecTimeoutError);
     expect(Date.now() - started).toBeLessThan(15_000);
     const pgid = Number((await host.readFile(pidFile)).toString().trim());
@@ -115,7 +124,10 @@ describe('process protocol', () => {
       const first = await host.spawnDetached('sleeper-1', ['sh', '-c', 'sleep 300 & sleep 300'], { logPath: log });
       expect(first.reattached).toBe(false);
       const again = await host.spawnDetached('sleeper-1', ['sh', '-c', 'sleep 300 & sleep 300'], { logPath: log });
-      expect(again).toMatchObject({ reattached: true, record: { pid: first.record.pid, startTime: first.record.startTime } });
+      expect(again).toMatchObject({
+        reattached: true,
+        record: { pid: first.record.pid, startTime: first.record.startTime },
+      });
       expect((await host.listLaunches()).map((r) => r.launchId)).toContain('sleeper-1');
       expect(await host.procStatus(first.record)).toEqual({ state: 'alive' });
       await until('the group to have its sleepers', async () => (await groupMembers(first.record.pgid)).length >= 3);

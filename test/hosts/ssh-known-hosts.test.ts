@@ -1,7 +1,16 @@
 /** known_hosts decisions: known, unknown, changed, revoked; hashed names; algorithm order. */
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { fingerprintSha256, hostFieldMatches, judgeHostKey, keyTypeOf, knownHostName, knownHostsLine, parseKnownHosts, preferredHostKeyAlgorithms } from '../../src/hosts/ssh/known-hosts.js';
+import {
+  fingerprintSha256,
+  hostFieldMatches,
+  judgeHostKey,
+  keyTypeOf,
+  knownHostName,
+  knownHostsLine,
+  parseKnownHosts,
+  preferredHostKeyAlgorithms,
+} from '../../src/hosts/ssh/known-hosts.js';
 
 /** A wire-format public key blob: string type, then some bytes. */
 function blob(type: string, body: string): Buffer {
@@ -35,14 +44,22 @@ describe('known_hosts', () => {
   });
 
   it('judges a key known, unknown, changed or revoked', () => {
-    const text = [`gpu ssh-ed25519 ${A.toString('base64')}`, '# comment', `@revoked * ssh-ed25519 ${blob('ssh-ed25519', 'stolen').toString('base64')}`].join('\n');
+    const text = [
+      `gpu ssh-ed25519 ${A.toString('base64')}`,
+      '# comment',
+      `@revoked * ssh-ed25519 ${blob('ssh-ed25519', 'stolen').toString('base64')}`,
+    ].join('\n');
     const entries = parseKnownHosts(text, '/kh');
     expect(judgeHostKey(entries, 'gpu', A)).toEqual({ kind: 'known' });
     expect(judgeHostKey(entries, 'gpu', B)).toEqual({ kind: 'changed', file: '/kh', line: 1 });
     expect(judgeHostKey(entries, 'other', B)).toEqual({ kind: 'unknown' });
     // A key of a type not recorded for the host is new, not changed (as in OpenSSH).
     expect(judgeHostKey(entries, 'gpu', R)).toEqual({ kind: 'unknown' });
-    expect(judgeHostKey(entries, 'anything', blob('ssh-ed25519', 'stolen'))).toEqual({ kind: 'revoked', file: '/kh', line: 3 });
+    expect(judgeHostKey(entries, 'anything', blob('ssh-ed25519', 'stolen'))).toEqual({
+      kind: 'revoked',
+      file: '/kh',
+      line: 3,
+    });
   });
 
   it('asks first for the key types already known for the host', () => {

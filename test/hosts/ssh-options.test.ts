@@ -1,8 +1,19 @@
 /** Resolving an ssh host entry against an ssh config, the way OpenSSH does. */
 import { describe, expect, it } from 'vitest';
-import { describeEndpoint, inlineIncludes, parseJumpSpec, resolveEndpoint, SshConfigProblem } from '../../src/hosts/ssh/options.js';
+import {
+  describeEndpoint,
+  inlineIncludes,
+  parseJumpSpec,
+  resolveEndpoint,
+  SshConfigProblem,
+} from '../../src/hosts/ssh/options.js';
 
-const ctx = (text: string | null, env: Record<string, string> = {}) => ({ sshConfigText: text, home: '/home/ana', localUser: 'ana', env });
+const ctx = (text: string | null, env: Record<string, string> = {}) => ({
+  sshConfigText: text,
+  home: '/home/ana',
+  localUser: 'ana',
+  env,
+});
 
 const CONFIG = `
 Host gpu-a
@@ -47,16 +58,39 @@ describe('resolveEndpoint', () => {
   });
 
   it('lets the aerie config override the ssh config, and works without one', () => {
-    const e = resolveEndpoint({ host: 'gpu-a', user: 'root', port: 22, 'identity-file': '~/keys/k', 'proxy-jump': 'none', 'known-hosts-file': '/etc/aerie/kh' }, ctx(CONFIG));
-    expect(e).toMatchObject({ user: 'root', port: 22, identityFiles: ['/home/ana/keys/k'], knownHostsFiles: ['/etc/aerie/kh'], jumps: [] });
+    const e = resolveEndpoint(
+      {
+        host: 'gpu-a',
+        user: 'root',
+        port: 22,
+        'identity-file': '~/keys/k',
+        'proxy-jump': 'none',
+        'known-hosts-file': '/etc/aerie/kh',
+      },
+      ctx(CONFIG),
+    );
+    expect(e).toMatchObject({
+      user: 'root',
+      port: 22,
+      identityFiles: ['/home/ana/keys/k'],
+      knownHostsFiles: ['/etc/aerie/kh'],
+      jumps: [],
+    });
     const plain = resolveEndpoint({ host: '198.51.100.7' }, ctx(null, { SSH_AUTH_SOCK: '/run/a' }));
     expect(plain).toMatchObject({ hostname: '198.51.100.7', port: 22, user: 'ana', agent: '/run/a' });
-    expect(plain.identityFiles).toEqual(['/home/ana/.ssh/id_ed25519', '/home/ana/.ssh/id_ecdsa', '/home/ana/.ssh/id_rsa']);
+    expect(plain.identityFiles).toEqual([
+      '/home/ana/.ssh/id_ed25519',
+      '/home/ana/.ssh/id_ecdsa',
+      '/home/ana/.ssh/id_rsa',
+    ]);
   });
 
   it('chains jump hosts given inline, and refuses ProxyCommand', () => {
     const e = resolveEndpoint({ host: '10.1.1.40', 'proxy-jump': 'ops@gw1:2200,bastion' }, ctx(CONFIG));
-    expect(e.jumps.map((j) => `${j.user}@${j.hostname}:${j.port}`)).toEqual(['ops@gw1:2200', 'jump@bastion.example.org:22']);
+    expect(e.jumps.map((j) => `${j.user}@${j.hostname}:${j.port}`)).toEqual([
+      'ops@gw1:2200',
+      'jump@bastion.example.org:22',
+    ]);
     expect(() => resolveEndpoint({ host: 'hidden' }, ctx(CONFIG))).toThrow(SshConfigProblem);
     expect(resolveEndpoint({ host: 'hidden', 'proxy-jump': 'bastion' }, ctx(CONFIG)).hostKeyName).toBe('hidden-key');
   });
@@ -70,7 +104,9 @@ describe('resolveEndpoint', () => {
 
   it('inlines Include files so aliases kept in config.d resolve', async () => {
     const files: Record<string, string> = { '/home/ana/.ssh/config.d/*': 'Host inc\n  HostName 203.0.113.5\n' };
-    const text = await inlineIncludes('Include config.d/*\nHost other\n  Port 1\n', '/home/ana', async (p) => (files[p] ? [files[p]!] : []));
+    const text = await inlineIncludes('Include config.d/*\nHost other\n  Port 1\n', '/home/ana', async (p) =>
+      files[p] ? [files[p]!] : [],
+    );
     expect(resolveEndpoint({ host: 'inc' }, ctx(text)).hostname).toBe('203.0.113.5');
   });
 });
@@ -89,15 +125,33 @@ stages:
 
   it('parses an ssh host with strict host key checking by default', async () => {
     const { parseConfigText } = await import('../../src/config/load.js');
-    const cfg = parseConfigText(doc('    kind: ssh\n    ssh: { host: gpu-a }\n    exec-prefix: [pct, exec, "129", "--"]\n    workdir: /data/aerie'), 'x.yaml', {});
-    expect(cfg.hosts.gpu).toEqual({ kind: 'ssh', ssh: { host: 'gpu-a', 'strict-host-key-checking': 'yes' }, 'exec-prefix': ['pct', 'exec', '129', '--'], 'http-address': '127.0.0.1', workdir: '/data/aerie' });
+    const cfg = parseConfigText(
+      doc(
+        '    kind: ssh\n    ssh: { host: gpu-a }\n    exec-prefix: [pct, exec, "129", "--"]\n    workdir: /data/aerie',
+      ),
+      'x.yaml',
+      {},
+    );
+    expect(cfg.hosts.gpu).toEqual({
+      kind: 'ssh',
+      ssh: { host: 'gpu-a', 'strict-host-key-checking': 'yes' },
+      'exec-prefix': ['pct', 'exec', '129', '--'],
+      'http-address': '127.0.0.1',
+      workdir: '/data/aerie',
+    });
   });
 
   it('refuses a relative work dir, an exec prefix written as one string, and unknown ssh keys', async () => {
     const { parseConfigText, ConfigError } = await import('../../src/config/load.js');
     let err: unknown;
     try {
-      parseConfigText(doc('    kind: ssh\n    ssh: { host: gpu-a, strict-host-key-checking: "no", passphrase: x }\n    exec-prefix: ["pct exec 129 --"]\n    workdir: ~/aerie'), 'x.yaml', {});
+      parseConfigText(
+        doc(
+          '    kind: ssh\n    ssh: { host: gpu-a, strict-host-key-checking: "no", passphrase: x }\n    exec-prefix: ["pct exec 129 --"]\n    workdir: ~/aerie',
+        ),
+        'x.yaml',
+        {},
+      );
     } catch (e) {
       err = e;
     }

@@ -42,7 +42,11 @@ describe('dropped connections', () => {
 
   it('polling a launched process keeps working across drops', async () => {
     const log = `${host.workdir}/poll.log`;
-    const { record } = await host.spawnDetached('poll-1', ['sh', '-c', 'for i in 1 2 3 4 5 6 7 8 9 10; do echo line $i; sleep 0.5; done'], { logPath: log });
+    const { record } = await host.spawnDetached(
+      'poll-1',
+      ['sh', '-c', 'for i in 1 2 3 4 5 6 7 8 9 10; do echo line $i; sleep 0.5; done'],
+      { logPath: log },
+    );
     const connectsBefore = host.link.stats.connects;
     let offset = 0;
     let text = '';
@@ -71,7 +75,15 @@ describe('dropped connections', () => {
       const base = await host.httpBase((server.address() as { port: number }).port);
       expect(await (await fetch(`${base}/`)).text()).toBe('ok');
       await dropWhenConnected();
-      const again = await until('the forward to answer again', async () => fetch(`${base}/`, { headers: { connection: 'close' } }).then((r) => r.text(), () => false), 20_000);
+      const again = await until(
+        'the forward to answer again',
+        async () =>
+          fetch(`${base}/`, { headers: { connection: 'close' } }).then(
+            (r) => r.text(),
+            () => false,
+          ),
+        20_000,
+      );
       expect(again).toBe('ok');
       expect(await host.httpBase((server.address() as { port: number }).port)).toBe(base);
     } finally {

@@ -1,7 +1,18 @@
 /** The remote command line and the parsers of the scripts' output (golden). */
 import { describe, expect, it } from 'vitest';
 import { parseFetch } from '../../src/hosts/ssh/exec.js';
-import { envWords, parseCatIfPresent, parseFreeBytes, parseListing, parseProcStatus, parseRecords, parseSocketOwner, parseStatLine, parseTail, remoteCommand } from '../../src/hosts/ssh/script.js';
+import {
+  envWords,
+  parseCatIfPresent,
+  parseFreeBytes,
+  parseListing,
+  parseProcStatus,
+  parseRecords,
+  parseSocketOwner,
+  parseStatLine,
+  parseTail,
+  remoteCommand,
+} from '../../src/hosts/ssh/script.js';
 
 describe('remoteCommand', () => {
   it('passes values as quoted positional arguments, after the exec prefix', () => {
@@ -17,7 +28,12 @@ describe('remoteCommand', () => {
 
 describe('parsers', () => {
   it('reads stat and listing output', () => {
-    expect(parseStatLine('/a', '12 f 1700000000.250000\n')).toEqual({ path: '/a', size: 12, isDirectory: false, mtimeMs: 1700000000250 });
+    expect(parseStatLine('/a', '12 f 1700000000.250000\n')).toEqual({
+      path: '/a',
+      size: 12,
+      isDirectory: false,
+      mtimeMs: 1700000000250,
+    });
     expect(parseStatLine('/a', '7 l 1.0')).toBeNull();
     const listing = Buffer.from('4096 d 1.5 sub\0' + '3 f 2.0 name with spaces\0' + '0 l 3.0 dangling\0');
     expect(parseListing('/d', listing).map((f) => [f.path, f.isDirectory])).toEqual([
@@ -33,7 +49,10 @@ describe('parsers', () => {
     expect(parseProcStatus('1 (sh) S 0\n#exit\n0\n\n#present\n')).toEqual({ statLine: '1 (sh) S 0', exitText: '0\n' });
     expect(parseProcStatus('\n#exit\n')).toEqual({ statLine: null, exitText: null });
     expect(parseRecords(Buffer.from('/p/a.json\0{"x":1}\0'))).toEqual([{ path: '/p/a.json', text: '{"x":1}' }]);
-    expect(parseSocketOwner('42\npython3 -m sglang.launch_server ')).toEqual({ pid: 42, command: 'python3 -m sglang.launch_server' });
+    expect(parseSocketOwner('42\npython3 -m sglang.launch_server ')).toEqual({
+      pid: 42,
+      command: 'python3 -m sglang.launch_server',
+    });
     expect(parseSocketOwner('')).toBeNull();
     expect(parseCatIfPresent(Buffer.from('absent'))).toBeNull();
     expect(parseCatIfPresent(Buffer.from('present\n123 456\n'))?.toString()).toBe('123 456\n');

@@ -28,16 +28,32 @@ afterAll(async () => {
 
 let n = 0;
 /** A host whose ssh config is `blocks` (the first block is the one connected to). */
-async function hostWith(blocks: Record<string, Record<string, string | number>>, ssh: Partial<SshHostOptions['ssh']> = {}): Promise<SshHost> {
+async function hostWith(
+  blocks: Record<string, Record<string, string | number>>,
+  ssh: Partial<SshHostOptions['ssh']> = {},
+): Promise<SshHost> {
   const path = join(fx.dir, `case-${++n}.ssh_config`);
   await writeFile(path, sshConfigText(blocks));
-  const h = new SshHost({ name: `case-${n}`, workdir: join(fx.dir, 'work'), ssh: { host: Object.keys(blocks)[0]!, 'config-file': path, ...ssh }, tuning: { retryBudgetMs: 3_000 } });
+  const h = new SshHost({
+    name: `case-${n}`,
+    workdir: join(fx.dir, 'work'),
+    ssh: { host: Object.keys(blocks)[0]!, 'config-file': path, ...ssh },
+    tuning: { retryBudgetMs: 3_000 },
+  });
   opened.push(h);
   return h;
 }
 
 function target(knownHosts: string, more: Record<string, string | number> = {}): Record<string, string | number> {
-  return { HostName: '127.0.0.1', Port: fx.sshd.port, User: 'root', IdentityFile: fx.clientKey.path, IdentitiesOnly: 'yes', UserKnownHostsFile: knownHosts, ...more };
+  return {
+    HostName: '127.0.0.1',
+    Port: fx.sshd.port,
+    User: 'root',
+    IdentityFile: fx.clientKey.path,
+    IdentitiesOnly: 'yes',
+    UserKnownHostsFile: knownHosts,
+    ...more,
+  };
 }
 
 describe('host keys', () => {
@@ -45,7 +61,10 @@ describe('host keys', () => {
     const empty = join(fx.dir, 'empty_known_hosts');
     await writeFile(empty, '');
     const h = await hostWith({ gpu: target(empty) });
-    const err = (await h.exec(['true']).then(() => new Error('connected'), (e: unknown) => e)) as Error;
+    const err = (await h.exec(['true']).then(
+      () => new Error('connected'),
+      (e: unknown) => e,
+    )) as Error;
     expect(err).toBeInstanceOf(SshTrustError);
     expect(err.message).toContain(`[127.0.0.1]:${fx.sshd.port}`);
     expect(err.message).toContain(fx.sshd.hostKey.fingerprint);
@@ -59,7 +78,10 @@ describe('host keys', () => {
     await writeFile(stale, `[127.0.0.1]:${fx.sshd.port} ${other.publicLine.split(' ').slice(0, 2).join(' ')}\n`);
     for (const strict of ['yes', 'accept-new'] as const) {
       const h = await hostWith({ gpu: target(stale) }, { 'strict-host-key-checking': strict });
-      const err = (await h.exec(['true']).then(() => new Error('connected'), (e: unknown) => e)) as Error;
+      const err = (await h.exec(['true']).then(
+        () => new Error('connected'),
+        (e: unknown) => e,
+      )) as Error;
       expect(err).toBeInstanceOf(SshTrustError);
       expect(err.message).toMatch(/CHANGED/);
       expect(err.message).toContain(fx.sshd.hostKey.fingerprint);
@@ -71,7 +93,9 @@ describe('host keys', () => {
     const fresh = join(fx.dir, 'tofu_known_hosts');
     const h = await hostWith({ gpu: target(fresh) }, { 'strict-host-key-checking': 'accept-new' });
     expect((await h.exec(['echo', 'hi'])).stdout).toBe('hi\n');
-    expect(h.link.lastKeys).toEqual([expect.objectContaining({ fingerprint: fx.sshd.hostKey.fingerprint, added: true })]);
+    expect(h.link.lastKeys).toEqual([
+      expect.objectContaining({ fingerprint: fx.sshd.hostKey.fingerprint, added: true }),
+    ]);
     expect((await readFile(fresh, 'utf8')).trim()).toBe(fx.sshd.knownHostsLine);
     // The recorded key now passes strict checking.
     const strict = await hostWith({ gpu: target(fresh) });
@@ -84,11 +108,17 @@ describe('login', () => {
   it('says which keys were refused without printing any key material', async () => {
     const stranger = await makeKey(fx.dir, 'stranger');
     const h = await hostWith({ gpu: target(fx.knownHosts, { IdentityFile: stranger.path }) });
-    const err = (await h.exec(['true']).then(() => new Error('connected'), (e: unknown) => e)) as Error;
+    const err = (await h.exec(['true']).then(
+      () => new Error('connected'),
+      (e: unknown) => e,
+    )) as Error;
     expect(err).toBeInstanceOf(SshTrustError);
     expect(err.message).toContain(stranger.path);
     const privateKey = await readFile(stranger.path, 'utf8');
-    const body = privateKey.split('\n').filter((l) => l && !l.startsWith('-----')).join('');
+    const body = privateKey
+      .split('\n')
+      .filter((l) => l && !l.startsWith('-----'))
+      .join('');
     expect(err.message).not.toContain(body.slice(0, 40));
   });
 });
@@ -99,7 +129,14 @@ describe('ProxyJump', () => {
     await writeFile(knownBoth, `${fx.sshd.knownHostsLine}\n${jump.knownHostsLine}\n`);
     const h = await hostWith({
       gpu: target(knownBoth, { ProxyJump: 'bastion' }),
-      bastion: { HostName: '127.0.0.1', Port: jump.port, User: 'root', IdentityFile: fx.clientKey.path, IdentitiesOnly: 'yes', UserKnownHostsFile: knownBoth },
+      bastion: {
+        HostName: '127.0.0.1',
+        Port: jump.port,
+        User: 'root',
+        IdentityFile: fx.clientKey.path,
+        IdentitiesOnly: 'yes',
+        UserKnownHostsFile: knownBoth,
+      },
     });
     expect(await h.describe()).toBe(`root@127.0.0.1:${fx.sshd.port} via root@127.0.0.1:${jump.port}`);
     expect((await h.exec(['echo', 'via the bastion'])).stdout).toBe('via the bastion\n');

@@ -8,7 +8,13 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
-import { FAILURES, NON_RETRYABLE, SERVER_RELAUNCHABLE, type FailureKind, type FailureType } from '../../src/failures.js';
+import {
+  FAILURES,
+  NON_RETRYABLE,
+  SERVER_RELAUNCHABLE,
+  type FailureKind,
+  type FailureType,
+} from '../../src/failures.js';
 import { NON_RETRYABLE as POLICY } from '../../src/workflows/activities.js';
 import { SERVER_RELAUNCHABLE as READINESS_RELAUNCHABLE } from '../../src/sglang/readiness.js';
 
@@ -28,7 +34,8 @@ function sourceFiles(dir: string): string[] {
 function literals(e: ts.Expression | undefined): string[] {
   if (!e) return [];
   if (ts.isStringLiteral(e) || ts.isNoSubstitutionTemplateLiteral(e)) return [e.text];
-  if (ts.isParenthesizedExpression(e) || ts.isSatisfiesExpression(e) || ts.isAsExpression(e)) return literals(e.expression);
+  if (ts.isParenthesizedExpression(e) || ts.isSatisfiesExpression(e) || ts.isAsExpression(e))
+    return literals(e.expression);
   if (ts.isConditionalExpression(e)) return [...literals(e.whenTrue), ...literals(e.whenFalse)];
   return [];
 }
@@ -69,15 +76,22 @@ function raisedTypes(): { sites: Site[]; creates: string[] } {
     const sf = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
     const rel = relative(SRC, file);
     const add = (e: ts.Expression | undefined, node: ts.Node) => {
-      for (const type of literals(e)) sites.push({ type, where: `${rel}:${sf.getLineAndCharacterOfPosition(node.getStart()).line + 1}` });
+      for (const type of literals(e))
+        sites.push({ type, where: `${rel}:${sf.getLineAndCharacterOfPosition(node.getStart()).line + 1}` });
     };
     const visit = (n: ts.Node): void => {
-      if ((ts.isCallExpression(n) || ts.isNewExpression(n)) && ts.isIdentifier(n.expression) && RAISERS.has(n.expression.text)) add(n.arguments?.[0], n);
+      if (
+        (ts.isCallExpression(n) || ts.isNewExpression(n)) &&
+        ts.isIdentifier(n.expression) &&
+        RAISERS.has(n.expression.text)
+      )
+        add(n.arguments?.[0], n);
       if (ts.isCallExpression(n) && n.expression.getText(sf).startsWith('ApplicationFailure.')) {
         creates.push(`${rel}:${sf.getLineAndCharacterOfPosition(n.getStart()).line + 1}`);
         const arg = n.arguments[0];
         if (arg && ts.isObjectLiteralExpression(arg)) {
-          for (const p of arg.properties) if (ts.isPropertyAssignment(p) && p.name.getText(sf) === 'type') add(p.initializer, p);
+          for (const p of arg.properties)
+            if (ts.isPropertyAssignment(p) && p.name.getText(sf) === 'type') add(p.initializer, p);
         }
       }
       if (ts.isPropertyAssignment(n) && TYPE_PROPS.has(n.name.getText(sf))) {
@@ -88,7 +102,8 @@ function raisedTypes(): { sites: Site[]; creates: string[] } {
       if (ts.isFunctionLike(n) && n.type && /\b(Fatal|Transient|Failure)Type\b/.test(n.type.getText(sf))) {
         for (const r of returned(n as ts.SignatureDeclaration & { body?: ts.Node })) {
           if (ts.isObjectLiteralExpression(r)) {
-            for (const p of r.properties) if (ts.isPropertyAssignment(p) && p.name.getText(sf) === 'type') add(p.initializer, p);
+            for (const p of r.properties)
+              if (ts.isPropertyAssignment(p) && p.name.getText(sf) === 'type') add(p.initializer, p);
           } else add(r, r);
         }
       }
@@ -106,8 +121,14 @@ function errorNames(): Site[] {
     const sf = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
     const visit = (n: ts.Node): void => {
       const own = ts.isPropertyDeclaration(n) && n.name.getText(sf) === 'name' ? n.initializer : undefined;
-      const set = ts.isBinaryExpression(n) && n.operatorToken.kind === ts.SyntaxKind.EqualsToken && n.left.getText(sf) === 'this.name' ? n.right : undefined;
-      for (const type of literals(own ?? set)) out.push({ type, where: `${relative(SRC, file)}:${sf.getLineAndCharacterOfPosition(n.getStart()).line + 1}` });
+      const set =
+        ts.isBinaryExpression(n) &&
+        n.operatorToken.kind === ts.SyntaxKind.EqualsToken &&
+        n.left.getText(sf) === 'this.name'
+          ? n.right
+          : undefined;
+      for (const type of literals(own ?? set))
+        out.push({ type, where: `${relative(SRC, file)}:${sf.getLineAndCharacterOfPosition(n.getStart()).line + 1}` });
       n.forEachChild(visit);
     };
     visit(sf);
@@ -130,17 +151,32 @@ describe('src/failures.ts, the one list of failure types', () => {
 
   it('finds the raising sites it looks for (the scan is not vacuous)', () => {
     expect(raised.size).toBeGreaterThan(20);
-    for (const t of ['ServerCrashed', 'SmokeTestFailed', 'DiskFull', 'TrainerFailed', 'ExportFailed', 'ExtractCrashed', 'StageFailed'] as const) expect(raised).toContain(t);
+    for (const t of [
+      'ServerCrashed',
+      'SmokeTestFailed',
+      'DiskFull',
+      'TrainerFailed',
+      'ExportFailed',
+      'ExtractCrashed',
+      'StageFailed',
+    ] as const)
+      expect(raised).toContain(t);
   });
 
   it('creates ApplicationFailures only through the activities helpers and the workflow end', () => {
-    expect(creates.map((c) => c.split(':')[0]).sort()).toEqual(['activities/context.ts', 'activities/context.ts', 'workflows/pipeline.ts']);
+    expect(creates.map((c) => c.split(':')[0]).sort()).toEqual([
+      'activities/context.ts',
+      'activities/context.ts',
+      'workflows/pipeline.ts',
+    ]);
   });
 
   it('lets no Error class take a declared type by its name, but ConfigError, which means the same', () => {
     const names = errorNames();
     expect(names.length).toBeGreaterThan(10);
-    expect(names.filter((n) => n.type in FAILURES).map((n) => `${n.where.split(':')[0]}: ${n.type}`)).toEqual(['config/load.ts: ConfigError']);
+    expect(names.filter((n) => n.type in FAILURES).map((n) => `${n.where.split(':')[0]}: ${n.type}`)).toEqual([
+      'config/load.ts: ConfigError',
+    ]);
   });
 
   it('keeps NON_RETRYABLE, part of every scheduled activity retry policy, exactly as recorded histories have it', () => {
@@ -171,7 +207,8 @@ describe('src/failures.ts, the one list of failure types', () => {
     for (const t of declared) {
       const k = kinds[t];
       // A person is needed exactly where nothing tries again on its own (StageFailed is the run's end, not a cause).
-      if (t !== 'StageFailed') expect({ t, operator: k.operator }).toEqual({ t, operator: k.retry === 'never' && !k.relaunch });
+      if (t !== 'StageFailed')
+        expect({ t, operator: k.operator }).toEqual({ t, operator: k.retry === 'never' && !k.relaunch });
       if (k.relaunch) expect({ t, retry: k.retry }).toEqual({ t, retry: 'never' });
       if (k.inRetryPolicy) expect({ t, retry: k.retry }).toEqual({ t, retry: 'never' });
       expect(k.fix.length, t).toBeGreaterThan(10);

@@ -48,7 +48,11 @@ function importGraph(): Map<string, Edge[]> {
     const info = ts.preProcessFile(readFileSync(file, 'utf8'), true, true);
     graph.set(
       from,
-      info.importedFiles.map(({ fileName: spec }) => ({ from, spec, to: spec.startsWith('.') ? resolveImport(file, spec) : undefined })),
+      info.importedFiles.map(({ fileName: spec }) => ({
+        from,
+        spec,
+        to: spec.startsWith('.') ? resolveImport(file, spec) : undefined,
+      })),
     );
   }
   return graph;
@@ -91,7 +95,12 @@ function cycles(graph: Map<string, Edge[]>): string[][] {
 /** One line per cycle: each member with the members it imports, so the misplaced item is easy to see. */
 function describeCycle(graph: Map<string, Edge[]>, scc: string[]): string {
   const members = new Set(scc);
-  return scc.map((f) => `${f} -> ${[...new Set((graph.get(f) ?? []).filter((e) => e.to && members.has(e.to)).map((e) => e.to))].join(', ')}`).join('; ');
+  return scc
+    .map(
+      (f) =>
+        `${f} -> ${[...new Set((graph.get(f) ?? []).filter((e) => e.to && members.has(e.to)).map((e) => e.to))].join(', ')}`,
+    )
+    .join('; ');
 }
 
 const topOf = (file: string): string => file.split('/')[0]!;
@@ -142,12 +151,17 @@ describe('src/ import layout', () => {
       ['d.ts', [{ from: 'd.ts', spec: './a.js', to: 'a.ts' }]],
     ]);
     expect(cycles(g)).toEqual([['a.ts', 'b.ts'], ['c.ts']]);
-    const types = ts.preProcessFile("import type { Run } from './context.js';\n// import { x } from './not-an-import.js'", true, true);
+    const types = ts.preProcessFile(
+      "import type { Run } from './context.js';\n// import { x } from './not-an-import.js'",
+      true,
+      true,
+    );
     expect(types.importedFiles.map((f) => f.fileName)).toEqual(['./context.js']);
   });
 
   it('sees the whole tree (the walk found the layers it checks)', () => {
-    for (const layer of [...LOWER, 'activities', 'workflows', 'cli']) expect([...graph.keys()].some((f) => topOf(f) === layer)).toBe(true);
+    for (const layer of [...LOWER, 'activities', 'workflows', 'cli'])
+      expect([...graph.keys()].some((f) => topOf(f) === layer)).toBe(true);
     expect(edges.length).toBeGreaterThan(500);
   });
 });

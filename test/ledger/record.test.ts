@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../src/config/load.js';
-import { canonicalJson, inputsHash, judgeLedger, parseLedgerRecord, type LedgerRecord } from '../../src/ledger/record.js';
+import {
+  canonicalJson,
+  inputsHash,
+  judgeLedger,
+  parseLedgerRecord,
+  type LedgerRecord,
+} from '../../src/ledger/record.js';
 
 const yaml = (extra = '') => `
 hosts: { gpu: { kind: local, workdir: /srv/aerie } }
@@ -27,7 +33,9 @@ const record = (over: Partial<LedgerRecord> = {}): LedgerRecord => ({
 
 describe('stage ledger', () => {
   it('canonical JSON does not depend on key order', () => {
-    expect(canonicalJson({ b: 1, a: { d: [1, { z: 1, y: 2 }], c: null } })).toBe('{"a":{"c":null,"d":[1,{"y":2,"z":1}]},"b":1}');
+    expect(canonicalJson({ b: 1, a: { d: [1, { z: 1, y: 2 }], c: null } })).toBe(
+      '{"a":{"c":null,"d":[1,{"y":2,"z":1}]},"b":1}',
+    );
     expect(canonicalJson({ a: 1, b: undefined })).toBe('{"a":1}');
   });
 
@@ -47,22 +55,34 @@ describe('stage ledger', () => {
     ]);
     expect(judgeLedger(record(), 'h1', ok)).toEqual({ valid: true });
     expect(judgeLedger(null, 'h1', ok)).toEqual({ valid: false, reason: 'not done yet' });
-    expect(judgeLedger(record(), 'h2', ok)).toEqual({ valid: false, reason: 'config or upstream changed since it was done' });
+    expect(judgeLedger(record(), 'h2', ok)).toEqual({
+      valid: false,
+      reason: 'config or upstream changed since it was done',
+    });
   });
 
   it('treats a deleted, truncated or thinned output as not done', () => {
     const missing = new Map([['/r/hidden', { bytes: 5000, count: 10 }]]);
-    expect(judgeLedger(record(), 'h1', missing)).toEqual({ valid: false, reason: 'output /r/data/train.jsonl is missing' });
+    expect(judgeLedger(record(), 'h1', missing)).toEqual({
+      valid: false,
+      reason: 'output /r/data/train.jsonl is missing',
+    });
     const truncated = new Map([
       ['/r/data/train.jsonl', { bytes: 60 }],
       ['/r/hidden', { bytes: 5000, count: 10 }],
     ]);
-    expect(judgeLedger(record(), 'h1', truncated)).toMatchObject({ valid: false, reason: expect.stringContaining('60 bytes, recorded 100') });
+    expect(judgeLedger(record(), 'h1', truncated)).toMatchObject({
+      valid: false,
+      reason: expect.stringContaining('60 bytes, recorded 100'),
+    });
     const fewer = new Map([
       ['/r/data/train.jsonl', { bytes: 100 }],
       ['/r/hidden', { bytes: 5000, count: 9 }],
     ]);
-    expect(judgeLedger(record(), 'h1', fewer)).toMatchObject({ valid: false, reason: expect.stringContaining('holds 9 files, recorded 10') });
+    expect(judgeLedger(record(), 'h1', fewer)).toMatchObject({
+      valid: false,
+      reason: expect.stringContaining('holds 9 files, recorded 10'),
+    });
   });
 
   it('reads back a record and refuses garbage', () => {

@@ -32,22 +32,45 @@ afterAll(async () => {
 
 describe('launcher analysis and the disk estimate', () => {
   it('tells module launchers from script launchers', () => {
-    expect(moduleLaunch(['/opt/venv/bin/python', '-m', 'sglang.launch_server'])).toEqual({ interpreter: '/opt/venv/bin/python', module: 'sglang.launch_server' });
-    expect(launcherScript(['torchrun', '--standalone', '--nproc_per_node', '8', 'scripts/train_eagle3.py'])).toBe('scripts/train_eagle3.py');
+    expect(moduleLaunch(['/opt/venv/bin/python', '-m', 'sglang.launch_server'])).toEqual({
+      interpreter: '/opt/venv/bin/python',
+      module: 'sglang.launch_server',
+    });
+    expect(launcherScript(['torchrun', '--standalone', '--nproc_per_node', '8', 'scripts/train_eagle3.py'])).toBe(
+      'scripts/train_eagle3.py',
+    );
     expect(launcherScript(['python3', '{run_dir}/train.py'])).toBeNull();
     expect(launcherScript(['specforge'])).toBeNull();
   });
 
   it('estimates hidden states as tokens × 8 × hidden bytes, tokens from the input size', () => {
     // 4 MB of JSONL ≈ 1M tokens; Llama-3.1-8B (H 4096) keeps 32 KiB per token.
-    const e = estimateDisk({ inputBytes: 4_000_000, inputLines: 1000, maxLength: 2048, hiddenSize: 4096, extractConcurrency: 8 });
+    const e = estimateDisk({
+      inputBytes: 4_000_000,
+      inputLines: 1000,
+      maxLength: 2048,
+      hiddenSize: 4096,
+      extractConcurrency: 8,
+    });
     expect(e.tokens).toBe(1_000_000);
     expect(e.hiddenBytes).toBe(1_000_000 * 32 * 1024);
     // The capture's dump holds aux 3H + final H in bf16: 8·H bytes a token, max-length tokens each.
     expect(e.dumpBytes).toBe(8 * 2048 * 8 * 4096);
     // num-samples takes a share of the file; max-length caps each sample.
-    expect(estimateDisk({ inputBytes: 4_000_000, inputLines: 1000, numSamples: 100, maxLength: 2048, hiddenSize: 4096, extractConcurrency: 1 }).tokens).toBe(100_000);
-    expect(estimateDisk({ inputBytes: 4_000_000, inputLines: 1000, maxLength: 16, hiddenSize: 4096, extractConcurrency: 1 }).tokens).toBe(16_000);
+    expect(
+      estimateDisk({
+        inputBytes: 4_000_000,
+        inputLines: 1000,
+        numSamples: 100,
+        maxLength: 2048,
+        hiddenSize: 4096,
+        extractConcurrency: 1,
+      }).tokens,
+    ).toBe(100_000);
+    expect(
+      estimateDisk({ inputBytes: 4_000_000, inputLines: 1000, maxLength: 16, hiddenSize: 4096, extractConcurrency: 1 })
+        .tokens,
+    ).toBe(16_000);
   });
 });
 
@@ -75,7 +98,9 @@ describe('preflight on a LocalHost', () => {
       const report = await runPreflight(new LocalHost({ name: 'local', workdir: join(work, 'bad') }), config, 'pf-bad');
       const text = report.problems.join('\n');
       expect(text).toMatch(/server\.launcher: .*python3 cannot import sglang\.launch_server .*Fix:/);
-      expect(text).toMatch(/stages\.train\.launcher: "torchrun" is not an executable|stages\.train\.launcher: the entry point scripts\/train_eagle3\.py does not exist/);
+      expect(text).toMatch(
+        /stages\.train\.launcher: "torchrun" is not an executable|stages\.train\.launcher: the entry point scripts\/train_eagle3\.py does not exist/,
+      );
       expect(text).toMatch(/target\.model-path: .*no-such-model\/config\.json does not exist.*Fix:/);
       expect(text).toMatch(/stages\.deploy\.speculative-algorithm: .*EAGLE3/);
       expect(text).toMatch(new RegExp(`server\\.port: ${port} on local is held by pid ${process.pid}.*Fix:`));
@@ -91,7 +116,13 @@ describe('preflight on a LocalHost', () => {
 describe('preflight and doctor over SSH', () => {
   function sshConfigDoc(workdir: string, port: number, knownHosts = fx.knownHosts) {
     const c = demoConfig(workdir, port) as unknown as Record<string, any>;
-    c.hosts = { gpu: { kind: 'ssh', ssh: { host: fx.alias, 'config-file': fx.sshConfig, 'known-hosts-file': knownHosts }, workdir } };
+    c.hosts = {
+      gpu: {
+        kind: 'ssh',
+        ssh: { host: fx.alias, 'config-file': fx.sshConfig, 'known-hosts-file': knownHosts },
+        workdir,
+      },
+    };
     c.target.host = 'gpu';
     return c;
   }

@@ -16,7 +16,10 @@ function pyJson(src: string): unknown {
   return JSON.parse(execFileSync('python3', ['-c', full], { encoding: 'utf8' }));
 }
 
-const declared = pyJson('from aerie_hs.sglang_hook import TARGETS\nprint(json.dumps(TARGETS))') as Record<string, Target[]>;
+const declared = pyJson('from aerie_hs.sglang_hook import TARGETS\nprint(json.dumps(TARGETS))') as Record<
+  string,
+  Target[]
+>;
 
 describe('sglang_hook.py declared capture points', () => {
   it('covers exactly the pinned versions with fixtures', () => {
@@ -24,7 +27,9 @@ describe('sglang_hook.py declared capture points', () => {
   });
 
   for (const version of Object.keys(declared)) {
-    const rec = JSON.parse(readFileSync(join(ROOT, `test/fixtures/real/sglang-${version}/capture-points.json`), 'utf8'));
+    const rec = JSON.parse(
+      readFileSync(join(ROOT, `test/fixtures/real/sglang-${version}/capture-points.json`), 'utf8'),
+    );
     it(`match sglang==${version}'s source`, () => {
       expect(rec.sglang).toBe(version);
       for (const [kind, module, qualname, names] of declared[version]!) {
@@ -34,7 +39,10 @@ describe('sglang_hook.py declared capture points', () => {
           expect(rec.functions[key]?.params, `${key} parameters as recorded from the wheel`).toEqual(names);
         } else {
           expect(names.length, `${key} declares the attributes it relies on`).toBeGreaterThan(0);
-          for (const attr of names) expect(rec.fields[key]?.attrs?.[attr], `${key}.${attr} is defined in the wheel (its line)`).toBeTypeOf('number');
+          for (const attr of names)
+            expect(rec.fields[key]?.attrs?.[attr], `${key}.${attr} is defined in the wheel (its line)`).toBeTypeOf(
+              'number',
+            );
         }
       }
     });
@@ -63,7 +71,9 @@ print(json.dumps([plugin(), any(m.startswith("sglang") for m in sys.modules)]))`
 print(json.dumps([check_launch_args("0.5.23", ["--model-path", "m", "--tp", "8"]),
   check_launch_args("0.5.23", ["--disable-radix-cache", "--enable-return-aux-hidden-states", "--speculative-algorithm", "EAGLE3"]),
   check_launch_args("0.5.12", ["--disable-radix-cache", "--pp-size=2"])]))`) as string[][];
-    expect(r[0]!.join('\n')).toMatch(/--disable-radix-cache[\s\S]*--enable-return-aux-hidden-states[\s\S]*--speculative-algorithm EAGLE3/);
+    expect(r[0]!.join('\n')).toMatch(
+      /--disable-radix-cache[\s\S]*--enable-return-aux-hidden-states[\s\S]*--speculative-algorithm EAGLE3/,
+    );
     expect(r[1]).toEqual([]);
     expect(r[2]).toEqual([expect.stringMatching(/--pp-size 1/)]);
   });

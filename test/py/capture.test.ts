@@ -12,7 +12,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const dirs: string[] = [];
-afterAll(() => { for (const d of dirs) rmSync(d, { recursive: true, force: true }); });
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
 
 /** Runs `body` with `buf`, `H`, `piece(n, seed)` and `out` defined; prints what it returns as JSON. */
 function py(body: string, tpRank = 0): { out: string; result: unknown } {
@@ -30,7 +32,10 @@ def piece(n, first, width):
     vals = [float((first + r) * 16 + c) for r in range(n) for c in range(width)]
     return b"".join(struct.pack("<f", v)[2:] for v in vals)
 def run():
-${body.split('\n').map((l) => '    ' + l).join('\n')}
+${body
+  .split('\n')
+  .map((l) => '    ' + l)
+  .join('\n')}
 try:
     r = run()
 except CaptureError as e:
@@ -50,10 +55,18 @@ function readDump(path: string) {
     const t = header[name];
     const raw = b.subarray(base + t.data_offsets[0], base + t.data_offsets[1]);
     const vals: number[] = [];
-    for (let i = 0; i < raw.length; i += 2) vals.push(new Float32Array(new Uint32Array([raw.readUInt16LE(i) << 16]).buffer)[0]!);
+    for (let i = 0; i < raw.length; i += 2)
+      vals.push(new Float32Array(new Uint32Array([raw.readUInt16LE(i) << 16]).buffer)[0]!);
     return { dtype: t.dtype, shape: t.shape, vals };
   };
-  return { header, meta: header.__metadata__, aux: tensor('aux_hidden_state'), hidden: tensor('hidden_state'), size: b.length, end: base + Math.max(header.aux_hidden_state.data_offsets[1], header.hidden_state.data_offsets[1]) };
+  return {
+    header,
+    meta: header.__metadata__,
+    aux: tensor('aux_hidden_state'),
+    hidden: tensor('hidden_state'),
+    size: b.length,
+    end: base + Math.max(header.aux_hidden_state.data_offsets[1], header.hidden_state.data_offsets[1]),
+  };
 }
 
 const ids = [5, 6, 7, 8, 9];
@@ -79,7 +92,14 @@ return [a, b, buf.pending()]`);
     const sha = createHash('sha256');
     const le = Buffer.alloc(8 * ids.length);
     ids.forEach((v, i) => le.writeBigInt64LE(BigInt(v), 8 * i));
-    expect(d.meta).toEqual({ format: 'aerie-hs/1', rid: 's-1', tokens: '5', aux_layers: '[2, 4, 5]', tp_rank: '0', input_ids_sha256: sha.update(le).digest('hex') });
+    expect(d.meta).toEqual({
+      format: 'aerie-hs/1',
+      rid: 's-1',
+      tokens: '5',
+      aux_layers: '[2, 4, 5]',
+      tp_rank: '0',
+      input_ids_sha256: sha.update(le).digest('hex'),
+    });
   });
 
   it('refuses a piece out of order (a gap) and one that overlaps, and writes nothing', () => {
@@ -132,8 +152,14 @@ except CaptureError as e:
 return out`);
     const [a, b, c, err] = r.result as [number[][], number[][], number[][], string];
     expect(a[0]).toEqual(a[1]);
-    expect(b).toEqual([[2, 16, 29], [2, 16, 29]]);
-    expect(c).toEqual([[2, 30, 58], [2, 30, 58]]);
+    expect(b).toEqual([
+      [2, 16, 29],
+      [2, 16, 29],
+    ]);
+    expect(c).toEqual([
+      [2, 30, 58],
+      [2, 30, 58],
+    ]);
     expect(err).toMatch(/aux layer ids \[3\] cannot be captured on a 4-layer target/);
   });
 });

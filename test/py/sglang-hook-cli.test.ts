@@ -4,7 +4,16 @@
  * run from that folder with the machine's python3, no SGLang and no torch importable.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -32,26 +41,37 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 function cli(...args: string[]): { code: number; stdout: string; stderr: string } {
   const r = spawnSync('python3', ['-m', 'aerie_hs.sglang_hook', ...args], {
-    cwd: staged, encoding: 'utf8', env: { ...process.env, PYTHONPATH: poison },
+    cwd: staged,
+    encoding: 'utf8',
+    env: { ...process.env, PYTHONPATH: poison },
   });
   return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
 }
 
 describe('python -m aerie_hs.sglang_hook plugin-dist', () => {
-  it('writes the dist-info in the staged folder, prints its path, and SGLang\'s entry-point lookup then loads the plugin', () => {
+  it("writes the dist-info in the staged folder, prints its path, and SGLang's entry-point lookup then loads the plugin", () => {
     const r = cli('plugin-dist', staged);
     expect(r).toMatchObject({ code: 0, stderr: '' });
     const dist = join(staged, 'aerie_hs_capture-1.dist-info');
     expect(r.stdout).toBe(dist + '\n');
-    expect(readFileSync(join(dist, 'entry_points.txt'), 'utf8')).toBe('[sglang.srt.plugins]\naerie_hs_capture = aerie_hs.sglang_hook:plugin\n');
+    expect(readFileSync(join(dist, 'entry_points.txt'), 'utf8')).toBe(
+      '[sglang.srt.plugins]\naerie_hs_capture = aerie_hs.sglang_hook:plugin\n',
+    );
     // What sglang/srt/plugins/__init__.py does (entry_points(group=...) then .load()), from
     // another folder with only the staged one on PYTHONPATH, as the extraction server is launched.
-    const loaded = execFileSync('python3', ['-c', String.raw`
+    const loaded = execFileSync(
+      'python3',
+      [
+        '-c',
+        String.raw`
 import importlib.metadata as md, json
 eps = [e for e in md.entry_points(group="sglang.srt.plugins") if e.name == "aerie_hs_capture"]
 f = eps[0].load()
 print(json.dumps([len(eps), f.__module__, f.__name__]))
-`], { cwd: work, encoding: 'utf8', env: { ...process.env, PYTHONPATH: staged } });
+`,
+      ],
+      { cwd: work, encoding: 'utf8', env: { ...process.env, PYTHONPATH: staged } },
+    );
     expect(JSON.parse(loaded)).toEqual([1, 'aerie_hs.sglang_hook', 'plugin']);
   });
 
@@ -67,8 +87,20 @@ print(json.dumps([len(eps), f.__module__, f.__name__]))
 });
 
 describe('python -m aerie_hs.sglang_hook check', () => {
-  const fit023 = ['--model-path', '/m', '--tp', '8', '--disable-radix-cache', '--enable-return-aux-hidden-states',
-    '--speculative-algorithm', 'EAGLE3', '--return-aux-hidden-state-layer-ids', '1', '7', '13'];
+  const fit023 = [
+    '--model-path',
+    '/m',
+    '--tp',
+    '8',
+    '--disable-radix-cache',
+    '--enable-return-aux-hidden-states',
+    '--speculative-algorithm',
+    'EAGLE3',
+    '--return-aux-hidden-state-layer-ids',
+    '1',
+    '7',
+    '13',
+  ];
 
   it('says ok with exit 0 for the contract launch on 0.5.23, and for a fit 0.5.12 launch', () => {
     const ok = cli('check', '--version', '0.5.23', '--', ...fit023);
@@ -78,21 +110,49 @@ describe('python -m aerie_hs.sglang_hook check', () => {
     expect(JSON.parse(r.stdout)).toEqual({ ok: true, version: '0.5.12', fixes: [] });
   });
 
-  it('lists each fix with exit 1, server flags after `--` taken as the server\'s, not the CLI\'s', () => {
-    const r = cli('check', '--version', '0.5.23', '--', '--model-path', '/m', '--version', '9', '--enable-dp-attention', '--pp-size=2');
+  it("lists each fix with exit 1, server flags after `--` taken as the server's, not the CLI's", () => {
+    const r = cli(
+      'check',
+      '--version',
+      '0.5.23',
+      '--',
+      '--model-path',
+      '/m',
+      '--version',
+      '9',
+      '--enable-dp-attention',
+      '--pp-size=2',
+    );
     expect(r.code).toBe(1);
     const out = JSON.parse(r.stdout) as { ok: boolean; version: string; fixes: string[] };
     expect(out).toMatchObject({ ok: false, version: '0.5.23' });
     expect(out.fixes.map((f) => f.split(' ').slice(0, 2).join(' '))).toEqual([
-      'add --disable-radix-cache:', 'drop --enable-dp-attention:', 'use --pp-size', 'add --enable-return-aux-hidden-states', 'add --speculative-algorithm']);
-    const drafted = cli('check', '--version', '0.5.12', '--', '--disable-radix-cache', '--speculative-algorithm', 'EAGLE3');
-    expect([drafted.code, (JSON.parse(drafted.stdout) as { fixes: string[] }).fixes]).toEqual([1, [expect.stringMatching(/^drop --speculative-algorithm/)]]);
+      'add --disable-radix-cache:',
+      'drop --enable-dp-attention:',
+      'use --pp-size',
+      'add --enable-return-aux-hidden-states',
+      'add --speculative-algorithm',
+    ]);
+    const drafted = cli(
+      'check',
+      '--version',
+      '0.5.12',
+      '--',
+      '--disable-radix-cache',
+      '--speculative-algorithm',
+      'EAGLE3',
+    );
+    expect([drafted.code, (JSON.parse(drafted.stdout) as { fixes: string[] }).fixes]).toEqual([
+      1,
+      [expect.stringMatching(/^drop --speculative-algorithm/)],
+    ]);
   });
 
   it("refuses an unsupported version with exit 2 and check_version's message, on stderr and in the JSON", () => {
     const r = cli('check', '--version', '0.5.14', '--', ...fit023);
     expect(r.code).toBe(2);
-    const msg = "aerie's hidden-state capture supports SGLang 0.5.12, 0.5.23; this server runs SGLang 0.5.14. Pin the extraction launcher's SGLang to a supported release, or use the stock producer (extract.producer: stock) on 0.5.23.";
+    const msg =
+      "aerie's hidden-state capture supports SGLang 0.5.12, 0.5.23; this server runs SGLang 0.5.14. Pin the extraction launcher's SGLang to a supported release, or use the stock producer (extract.producer: stock) on 0.5.23.";
     expect(JSON.parse(r.stdout)).toEqual({ ok: false, version: '0.5.14', fixes: [], error: msg });
     expect(r.stderr).toBe(msg + '\n');
   });

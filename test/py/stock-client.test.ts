@@ -9,7 +9,16 @@
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -77,7 +86,10 @@ async function fake(mode: 'aux' | 'final' | 'off'): Promise<number> {
 }
 
 async function record(port: number): Promise<{ max_inflight: number; bodies: Record<string, unknown>[] }> {
-  return (await fetch(`http://127.0.0.1:${port}/`)).json() as Promise<{ max_inflight: number; bodies: Record<string, unknown>[] }>;
+  return (await fetch(`http://127.0.0.1:${port}/`)).json() as Promise<{
+    max_inflight: number;
+    bodies: Record<string, unknown>[];
+  }>;
 }
 
 async function client(...args: string[]): Promise<{ code: number; lines: string[] }> {
@@ -90,11 +102,18 @@ async function client(...args: string[]): Promise<{ code: number; lines: string[
   }
 }
 
-function setup(name: string, samples: [string, number][]): { dir: string; dumps: string; ids: string; rows: { id: string; input_ids: number[] }[] } {
+function setup(
+  name: string,
+  samples: [string, number][],
+): { dir: string; dumps: string; ids: string; rows: { id: string; input_ids: number[] }[] } {
   const dir = join(work, name);
   const dumps = join(dir, 'dumps');
   mkdirSync(dumps, { recursive: true });
-  const rows = samples.map(([id, t]) => ({ id, input_ids: Array.from({ length: t }, (_, k) => 1000 + 17 * k + id.length), loss_mask: Array(t).fill(1) }));
+  const rows = samples.map(([id, t]) => ({
+    id,
+    input_ids: Array.from({ length: t }, (_, k) => 1000 + 17 * k + id.length),
+    loss_mask: Array(t).fill(1),
+  }));
   writeFileSync(join(dir, 'ids.jsonl'), rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
   return { dir, dumps, ids: join(dir, 'ids.jsonl'), rows };
 }
@@ -108,15 +127,24 @@ function readDump(path: string) {
     const t = header[name];
     const raw = b.subarray(8 + n + t.data_offsets[0], 8 + n + t.data_offsets[1]);
     const vals: number[] = [];
-    for (let i = 0; i < raw.length; i += 2) vals.push(new Float32Array(new Uint32Array([raw.readUInt16LE(i) << 16]).buffer)[0]!);
+    for (let i = 0; i < raw.length; i += 2)
+      vals.push(new Float32Array(new Uint32Array([raw.readUInt16LE(i) << 16]).buffer)[0]!);
     return { dtype: t.dtype as string, shape: t.shape as number[], vals };
   };
-  return { meta: header.__metadata__ as Record<string, string>, aux: tensor('aux_hidden_state'), hidden: tensor('hidden_state') };
+  return {
+    meta: header.__metadata__ as Record<string, string>,
+    aux: tensor('aux_hidden_state'),
+    hidden: tensor('hidden_state'),
+  };
 }
 
 const expected = (which: 'aux' | 'final', ids: number[]) => {
   const width = which === 'aux' ? 3 * H : H;
-  return ids.flatMap((i) => Array.from({ length: width }, (_, c) => (which === 'aux' ? ((i * 7 + c) % 251) / 4 : -(((i + 3 * c) % 251) + 1) / 4)));
+  return ids.flatMap((i) =>
+    Array.from({ length: width }, (_, c) =>
+      which === 'aux' ? ((i * 7 + c) % 251) / 4 : -(((i + 3 * c) % 251) + 1) / 4,
+    ),
+  );
 };
 
 function sha(ids: number[]): string {
@@ -127,45 +155,163 @@ function sha(ids: number[]): string {
 
 describe('stock_client: two passes, one per 0.5.23 server launch, merged into aerie-hs/1 dumps', () => {
   it('writes a partial per pass, then the dump the converter takes; a rerun sends nothing', async () => {
-    const s = setup('two-pass', [['a', 5], ['b', 1], ['c', 12], ['d', 7], ['e', 3]]);
+    const s = setup('two-pass', [
+      ['a', 5],
+      ['b', 1],
+      ['c', 12],
+      ['d', 7],
+      ['e', 3],
+    ]);
     const aux = await fake('aux');
-    const first = await client('--port', String(aux), '--ids', s.ids, '--dumps', s.dumps, '--pass', 'aux', '--aux-layers', '[2, 8, 14]', '--concurrency', '2', '--hidden-size', String(H));
-    expect(first).toEqual({ code: 0, lines: ['PART a aux 5', 'PART b aux 1', 'PART c aux 12', 'PART d aux 7', 'PART e aux 3', 'END parts=5 dumps=0 skipped=0 failed=0 rejected=0'] });
-    expect(readdirSync(s.dumps).sort()).toEqual(['a.aux.partial', 'b.aux.partial', 'c.aux.partial', 'd.aux.partial', 'e.aux.partial']);
+    const first = await client(
+      '--port',
+      String(aux),
+      '--ids',
+      s.ids,
+      '--dumps',
+      s.dumps,
+      '--pass',
+      'aux',
+      '--aux-layers',
+      '[2, 8, 14]',
+      '--concurrency',
+      '2',
+      '--hidden-size',
+      String(H),
+    );
+    expect(first).toEqual({
+      code: 0,
+      lines: [
+        'PART a aux 5',
+        'PART b aux 1',
+        'PART c aux 12',
+        'PART d aux 7',
+        'PART e aux 3',
+        'END parts=5 dumps=0 skipped=0 failed=0 rejected=0',
+      ],
+    });
+    expect(readdirSync(s.dumps).sort()).toEqual([
+      'a.aux.partial',
+      'b.aux.partial',
+      'c.aux.partial',
+      'd.aux.partial',
+      'e.aux.partial',
+    ]);
     const rec = await record(aux);
     // requests arrive in any order (two in flight); each is exactly the stock request
     expect([...rec.bodies].sort((x, y) => String(x.rid).localeCompare(String(y.rid)))).toEqual(
-      s.rows.map((r) => ({ input_ids: r.input_ids, rid: r.id, return_hidden_states: true, sampling_params: { max_new_tokens: 1, temperature: 0 } })));
+      s.rows.map((r) => ({
+        input_ids: r.input_ids,
+        rid: r.id,
+        return_hidden_states: true,
+        sampling_params: { max_new_tokens: 1, temperature: 0 },
+      })),
+    );
     expect(rec.max_inflight).toBeLessThanOrEqual(2);
 
     const fin = await fake('final');
     const greedy = join(s.dir, 'greedy.jsonl');
-    const second = await client('--port', String(fin), '--ids', s.ids, '--dumps', s.dumps, '--pass', 'final', '--greedy', greedy);
-    expect(second).toEqual({ code: 0, lines: ['OK a 5', 'OK b 1', 'OK c 12', 'OK d 7', 'OK e 3', 'END parts=0 dumps=5 skipped=0 failed=0 rejected=0'] });
-    expect(readdirSync(s.dumps).sort()).toEqual(['a.safetensors', 'b.safetensors', 'c.safetensors', 'd.safetensors', 'e.safetensors']);
+    const second = await client(
+      '--port',
+      String(fin),
+      '--ids',
+      s.ids,
+      '--dumps',
+      s.dumps,
+      '--pass',
+      'final',
+      '--greedy',
+      greedy,
+    );
+    expect(second).toEqual({
+      code: 0,
+      lines: ['OK a 5', 'OK b 1', 'OK c 12', 'OK d 7', 'OK e 3', 'END parts=0 dumps=5 skipped=0 failed=0 rejected=0'],
+    });
+    expect(readdirSync(s.dumps).sort()).toEqual([
+      'a.safetensors',
+      'b.safetensors',
+      'c.safetensors',
+      'd.safetensors',
+      'e.safetensors',
+    ]);
     for (const r of s.rows) {
       const d = readDump(join(s.dumps, `${r.id}.safetensors`));
       const t = r.input_ids.length;
-      expect(d.meta).toEqual({ format: 'aerie-hs/1', rid: r.id, tokens: String(t), aux_layers: '[2, 8, 14]', tp_rank: '0', input_ids_sha256: sha(r.input_ids) });
+      expect(d.meta).toEqual({
+        format: 'aerie-hs/1',
+        rid: r.id,
+        tokens: String(t),
+        aux_layers: '[2, 8, 14]',
+        tp_rank: '0',
+        input_ids_sha256: sha(r.input_ids),
+      });
       expect([d.aux.dtype, d.aux.shape, d.hidden.dtype, d.hidden.shape]).toEqual(['BF16', [t, 3 * H], 'BF16', [t, H]]);
       expect(d.aux.vals).toEqual(expected('aux', r.input_ids));
       expect(d.hidden.vals).toEqual(expected('final', r.input_ids));
     }
-    expect(readFileSync(greedy, 'utf8').trim().split('\n').map((l) => JSON.parse(l))).toEqual(s.rows.map((r) => ({ id: r.id, greedy_next: r.input_ids.at(-1)! + 1 })));
+    expect(
+      readFileSync(greedy, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l)),
+    ).toEqual(s.rows.map((r) => ({ id: r.id, greedy_next: r.input_ids.at(-1)! + 1 })));
 
     const sent = (await record(fin)).bodies.length;
     const again = await client('--port', String(fin), '--ids', s.ids, '--dumps', s.dumps, '--pass', 'final');
-    expect(again.lines).toEqual(['SKIP a', 'SKIP b', 'SKIP c', 'SKIP d', 'SKIP e', 'END parts=0 dumps=0 skipped=5 failed=0 rejected=0']);
+    expect(again.lines).toEqual([
+      'SKIP a',
+      'SKIP b',
+      'SKIP c',
+      'SKIP d',
+      'SKIP e',
+      'END parts=0 dumps=0 skipped=5 failed=0 rejected=0',
+    ]);
     expect((await record(fin)).bodies.length).toBe(sent);
 
-    const conv = await exec('python3', ['-m', 'aerie_hs.ckpt', 'convert', '--dumps', s.dumps, '--ids', join(s.dir, 'ids.jsonl'), '--out', join(s.dir, 'out'), '--file-group-size', '4', '--hidden-size', String(H)], { env: ENV });
+    const conv = await exec(
+      'python3',
+      [
+        '-m',
+        'aerie_hs.ckpt',
+        'convert',
+        '--dumps',
+        s.dumps,
+        '--ids',
+        join(s.dir, 'ids.jsonl'),
+        '--out',
+        join(s.dir, 'out'),
+        '--file-group-size',
+        '4',
+        '--hidden-size',
+        String(H),
+      ],
+      { env: ENV },
+    );
     expect(conv.stdout.trim().split('\n').at(-1)).toBe('END written=5 skipped=0 missing=0 rejected=0 failed=0');
   });
 
   it('merges in whichever pass comes second', async () => {
     const s = setup('final-first', [['x', 4]]);
-    expect((await client('--port', String(await fake('final')), '--ids', s.ids, '--dumps', s.dumps, '--pass', 'final')).lines[0]).toBe('PART x final 4');
-    expect((await client('--port', String(await fake('aux')), '--ids', s.ids, '--dumps', s.dumps, '--pass', 'aux', '--aux-layers', '[2,8,14]')).lines[0]).toBe('OK x 4');
+    expect(
+      (await client('--port', String(await fake('final')), '--ids', s.ids, '--dumps', s.dumps, '--pass', 'final'))
+        .lines[0],
+    ).toBe('PART x final 4');
+    expect(
+      (
+        await client(
+          '--port',
+          String(await fake('aux')),
+          '--ids',
+          s.ids,
+          '--dumps',
+          s.dumps,
+          '--pass',
+          'aux',
+          '--aux-layers',
+          '[2,8,14]',
+        )
+      ).lines[0],
+    ).toBe('OK x 4');
     expect(readDump(join(s.dumps, 'x.safetensors')).hidden.vals).toEqual(expected('final', s.rows[0]!.input_ids));
   });
 
@@ -174,25 +320,72 @@ describe('stock_client: two passes, one per 0.5.23 server launch, merged into ae
     const b = setup('merge-b', [['x', 4]]);
     const auxPort = await fake('aux');
     const finPort = await fake('final');
-    await client('--port', String(auxPort), '--ids', a.ids, '--dumps', a.dumps, '--pass', 'aux', '--aux-layers', '[2, 8, 14]');
+    await client(
+      '--port',
+      String(auxPort),
+      '--ids',
+      a.ids,
+      '--dumps',
+      a.dumps,
+      '--pass',
+      'aux',
+      '--aux-layers',
+      '[2, 8, 14]',
+    );
     await client('--port', String(finPort), '--ids', b.ids, '--dumps', b.dumps, '--pass', 'final');
     copyFileSync(join(b.dumps, 'x.final.partial'), join(a.dumps, 'x.final.partial'));
     const sent = (await record(finPort)).bodies.length;
-    expect((await client('--port', String(finPort), '--ids', a.ids, '--dumps', a.dumps, '--pass', 'final')).lines[0]).toBe('OK x 4');
+    expect(
+      (await client('--port', String(finPort), '--ids', a.ids, '--dumps', a.dumps, '--pass', 'final')).lines[0],
+    ).toBe('OK x 4');
     expect((await record(finPort)).bodies.length).toBe(sent);
     expect(readdirSync(a.dumps)).toEqual(['x.safetensors']);
     copyFileSync(join(b.dumps, 'x.final.partial'), join(a.dumps, 'x.final.partial'));
-    expect((await client('--port', String(auxPort), '--ids', a.ids, '--dumps', a.dumps, '--pass', 'aux', '--aux-layers', '[2, 8, 14]')).lines[0]).toBe('SKIP x');
+    expect(
+      (
+        await client(
+          '--port',
+          String(auxPort),
+          '--ids',
+          a.ids,
+          '--dumps',
+          a.dumps,
+          '--pass',
+          'aux',
+          '--aux-layers',
+          '[2, 8, 14]',
+        )
+      ).lines[0],
+    ).toBe('SKIP x');
     expect(readdirSync(a.dumps)).toEqual(['x.safetensors']);
   });
 
   it('fails a sample whose rows are short, miscounted or last-only, naming the fix, writes its error file, and goes on', async () => {
-    const s = setup('faults', [['ok1', 6], ['f-short', 6], ['f-count', 6], ['f-last', 6], ['ok2', 2]]);
+    const s = setup('faults', [
+      ['ok1', 6],
+      ['f-short', 6],
+      ['f-count', 6],
+      ['f-last', 6],
+      ['ok2', 2],
+    ]);
     writeFileSync(s.ids, readFileSync(s.ids, 'utf8') + '{"id": "bad-tok", "error": "no assistant turn"}\n');
-    const r = await client('--port', String(await fake('aux')), '--ids', s.ids, '--dumps', s.dumps, '--pass', 'aux', '--aux-layers', '[2, 8, 14]');
+    const r = await client(
+      '--port',
+      String(await fake('aux')),
+      '--ids',
+      s.ids,
+      '--dumps',
+      s.dumps,
+      '--pass',
+      'aux',
+      '--aux-layers',
+      '[2, 8, 14]',
+    );
     expect(r.code).toBe(1);
     const fail = (id: string) => r.lines.find((l) => l.startsWith(`FAIL ${id}\t`)) ?? '';
-    expect(fail('f-short')).toMatch(/5 prefill rows for 6 prompt tokens: launch with --chunked-prefill-size -1 .* --disable-radix-cache/);
+    expect(fail('f-short')).toMatch(
+      /5 prefill rows for 6 prompt tokens: launch with --chunked-prefill-size -1 .* --disable-radix-cache/,
+    );
     expect(fail('f-count')).toMatch(/the server counted 7 prompt tokens, the sample has 6/);
     expect(fail('f-last')).toMatch(/only the last token's state/);
     expect(r.lines).toContain(`REJECTED bad-tok\ttokenization failed (${s.ids} line 6): no assistant turn`);
@@ -200,20 +393,53 @@ describe('stock_client: two passes, one per 0.5.23 server launch, merged into ae
     expect(r.lines.at(-1)).toBe('END parts=2 dumps=0 skipped=0 failed=3 rejected=1');
     const err = JSON.parse(readFileSync(join(s.dumps, 'f-short.error.json'), 'utf8'));
     expect(err).toEqual({ format: 'aerie-hs/1', rid: 'f-short', error: expect.stringMatching(/5 prefill rows for 6/) });
-    expect(readdirSync(s.dumps).sort()).toEqual(['f-count.error.json', 'f-last.error.json', 'f-short.error.json', 'ok1.aux.partial', 'ok2.aux.partial']);
+    expect(readdirSync(s.dumps).sort()).toEqual([
+      'f-count.error.json',
+      'f-last.error.json',
+      'f-short.error.json',
+      'ok1.aux.partial',
+      'ok2.aux.partial',
+    ]);
   });
 
   it("reports a server without the flags (SGLang's 400) and a pass run against the other server", async () => {
     const s = setup('wrong-server', [['w', 3]]);
-    const off = await client('--port', String(await fake('off')), '--ids', s.ids, '--dumps', s.dumps, '--pass', 'aux', '--aux-layers', '[2, 8, 14]');
-    expect(off.lines[0]).toBe('FAIL w\tthe server refused the request (HTTP 400): The server is not configured to return hidden states.');
-    const swapped = await client('--port', String(await fake('aux')), '--ids', s.ids, '--dumps', s.dumps, '--pass', 'final', '--hidden-size', String(H));
+    const off = await client(
+      '--port',
+      String(await fake('off')),
+      '--ids',
+      s.ids,
+      '--dumps',
+      s.dumps,
+      '--pass',
+      'aux',
+      '--aux-layers',
+      '[2, 8, 14]',
+    );
+    expect(off.lines[0]).toBe(
+      'FAIL w\tthe server refused the request (HTTP 400): The server is not configured to return hidden states.',
+    );
+    const swapped = await client(
+      '--port',
+      String(await fake('aux')),
+      '--ids',
+      s.ids,
+      '--dumps',
+      s.dumps,
+      '--pass',
+      'final',
+      '--hidden-size',
+      String(H),
+    );
     expect(swapped.lines[0]).toMatch(/^FAIL w\tfinal rows are 24 wide, hidden size is 8 \(is this server the aux one/);
     expect(existsSync(join(s.dumps, 'w.error.json'))).toBe(true);
   });
 
   it('stops with exit 3 and no error files when nothing answers on the port', async () => {
-    const s = setup('unreachable', [['u1', 3], ['u2', 3]]);
+    const s = setup('unreachable', [
+      ['u1', 3],
+      ['u2', 3],
+    ]);
     const port = await new Promise<number>((res) => {
       const srv = createServer();
       srv.listen(0, '127.0.0.1', () => {
@@ -221,9 +447,22 @@ describe('stock_client: two passes, one per 0.5.23 server launch, merged into ae
         srv.close(() => res(p));
       });
     });
-    const r = await client('--port', String(port), '--ids', s.ids, '--dumps', s.dumps, '--pass', 'aux', '--aux-layers', '[2, 8, 14]');
+    const r = await client(
+      '--port',
+      String(port),
+      '--ids',
+      s.ids,
+      '--dumps',
+      s.dumps,
+      '--pass',
+      'aux',
+      '--aux-layers',
+      '[2, 8, 14]',
+    );
     expect(r.code).toBe(3);
-    expect(r.lines.find((l) => l.startsWith('ABORT\t'))).toMatch(/the server stopped answering: http:\/\/127\.0\.0\.1:\d+\/generate/);
+    expect(r.lines.find((l) => l.startsWith('ABORT\t'))).toMatch(
+      /the server stopped answering: http:\/\/127\.0\.0\.1:\d+\/generate/,
+    );
     expect(readdirSync(s.dumps)).toEqual([]);
   });
 
@@ -237,12 +476,19 @@ describe('stock_client: two passes, one per 0.5.23 server launch, merged into ae
 
 describe('stock_client.bf16_bytes', () => {
   it('keeps bf16 values exact and rounds others to nearest even (hand-derived bit patterns)', async () => {
-    const out = await exec('python3', ['-c', String.raw`
+    const out = await exec(
+      'python3',
+      [
+        '-c',
+        String.raw`
 import struct
 from aerie_hs.stock_client import bf16_bytes
 vals = [1.5, -2.25, 0.1, 1 / 3, 1.00390625, 1.01171875, 0.0]
 print(" ".join("%04x" % x for x in struct.unpack("<%dH" % len(vals), bf16_bytes(vals))))
-`], { env: ENV });
+`,
+      ],
+      { env: ENV },
+    );
     // 0.1 = f32 3dcccccd -> 3dcd; 1/3 = 3eaaaaab -> 3eab; 1+2^-8 = 3f808000 (a tie) -> even 3f80; 1+3*2^-8 = 3f818000 -> even 3f82
     expect(out.stdout.trim()).toBe('3fc0 c010 3dcd 3eab 3f80 3f82 0000');
   });

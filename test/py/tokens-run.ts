@@ -27,7 +27,8 @@ export const CASES: FixtureCase[] = readFileSync(join(FIXTURE, 'cases.jsonl'), '
   .trim()
   .split('\n')
   .map((l) => JSON.parse(l) as FixtureCase);
-export const EXPECTED = (JSON.parse(readFileSync(join(FIXTURE, 'expected.json'), 'utf8')) as { cases: Expected[] }).cases;
+export const EXPECTED = (JSON.parse(readFileSync(join(FIXTURE, 'expected.json'), 'utf8')) as { cases: Expected[] })
+  .cases;
 
 export interface TokensRun {
   code: number | null;
@@ -40,7 +41,12 @@ export interface TokensRun {
 /** extraPath goes before aerie's py/ on PYTHONPATH (a stand-in `specforge`, say). */
 export function runTokens(python: string, args: string[], stdin: string, extraPath: string[] = []): Promise<TokensRun> {
   return new Promise((resolve, reject) => {
-    const env = { ...process.env, PYTHONPATH: [...extraPath, join(AERIE_HOME, 'py')].join(':'), PYTHONDONTWRITEBYTECODE: '1', HF_HUB_OFFLINE: '1' };
+    const env = {
+      ...process.env,
+      PYTHONPATH: [...extraPath, join(AERIE_HOME, 'py')].join(':'),
+      PYTHONDONTWRITEBYTECODE: '1',
+      HF_HUB_OFFLINE: '1',
+    };
     const child = spawn(python, ['-m', 'aerie_hs.tokens', ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
@@ -48,7 +54,10 @@ export function runTokens(python: string, args: string[], stdin: string, extraPa
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     child.on('error', reject);
     child.on('close', (code) => {
-      const lines = stdout.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
+      const lines = stdout
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
       const last = stderr.trim().split('\n').pop() ?? '';
       let summary: Record<string, unknown> | undefined;
       try {
@@ -68,7 +77,9 @@ export function jsonl(rows: unknown[]): string {
 
 /** The fixture's cases for one max_length, as tokens.py reads them. */
 export function casesAt(maxLength: number): string {
-  return jsonl(CASES.filter((c) => c.max_length === maxLength).map((c) => ({ id: c.id, conversations: c.conversations })));
+  return jsonl(
+    CASES.filter((c) => c.max_length === maxLength).map((c) => ({ id: c.id, conversations: c.conversations })),
+  );
 }
 
 export const MAX_LENGTHS = [...new Set(CASES.map((c) => c.max_length))];

@@ -17,7 +17,15 @@ import { CASES, EXPECTED, MAX_LENGTHS, TOKENIZER, casesAt, jsonl, runTokens } fr
 const scratch = mkdtempSync(join(tmpdir(), 'aerie-tokens-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
-const args = (maxLength: number, ...more: string[]) => ['--model', TOKENIZER, '--chat-template', 'llama3', '--max-length', String(maxLength), ...more];
+const args = (maxLength: number, ...more: string[]) => [
+  '--model',
+  TOKENIZER,
+  '--chat-template',
+  'llama3',
+  '--max-length',
+  String(maxLength),
+  ...more,
+];
 
 it("reproduces real SpecForge's input_ids and loss_mask exactly for every fixture conversation", async () => {
   const seen = new Map<string, Record<string, unknown>>();
@@ -41,17 +49,24 @@ it("reproduces real SpecForge's input_ids and loss_mask exactly for every fixtur
 });
 
 it('writes one line per input line, in order; lines that are no sample are counted, copied to --rejects and never dropped', async () => {
-  const ok = { id: 'good', conversations: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }] };
-  const input = [
-    JSON.stringify(ok),
-    '{not json',
-    '',
-    JSON.stringify({ conversations: ok.conversations }),
-    JSON.stringify({ id: 'no-list', conversations: 'hi' }),
-    JSON.stringify({ id: 'empty', conversations: [] }),
-    JSON.stringify({ id: 'bad-content', conversations: [{ role: 'user', content: ['a'] }] }),
-    JSON.stringify({ ...ok, id: 7 }),
-  ].join('\n') + '\n';
+  const ok = {
+    id: 'good',
+    conversations: [
+      { role: 'user', content: 'hi' },
+      { role: 'assistant', content: 'hello' },
+    ],
+  };
+  const input =
+    [
+      JSON.stringify(ok),
+      '{not json',
+      '',
+      JSON.stringify({ conversations: ok.conversations }),
+      JSON.stringify({ id: 'no-list', conversations: 'hi' }),
+      JSON.stringify({ id: 'empty', conversations: [] }),
+      JSON.stringify({ id: 'bad-content', conversations: [{ role: 'user', content: ['a'] }] }),
+      JSON.stringify({ ...ok, id: 7 }),
+    ].join('\n') + '\n';
   const rejects = join(scratch, 'rejects.jsonl');
   const r = await runTokens(SPECFORGE_PYTHON, args(2048, '--rejects', rejects, '--batch', '3'), input);
   expect(r.code, r.stderr).toBe(0);
@@ -68,18 +83,46 @@ it('writes one line per input line, in order; lines that are no sample are count
   expect(r.lines[7].input_ids).toEqual(r.lines[0].input_ids);
   expect(r.summary).toMatchObject({ lines: 8, ok: 2, errors: 2, malformed: 4 });
   // aerie's reader (src/stages/common/sample-tokens.ts) takes the script's own output as it is
-  expect(r.stdout.trim().split('\n').map((l) => parseTokensLine(l).kind)).toEqual(['tokens', 'malformed', 'malformed', 'malformed', 'malformed', 'error', 'error', 'tokens']);
-  expect(parseTokensSummary(r.stderr)).toEqual({ lines: 8, ok: 2, errors: 2, malformed: 4, method: 'aerie', chatTemplate: 'llama3', maxLength: 2048 });
-  expect(readFileSync(rejects, 'utf8')).toBe(['{not json', '', JSON.stringify({ conversations: ok.conversations }), JSON.stringify({ id: 'no-list', conversations: 'hi' })].join('\n') + '\n');
+  expect(
+    r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => parseTokensLine(l).kind),
+  ).toEqual(['tokens', 'malformed', 'malformed', 'malformed', 'malformed', 'error', 'error', 'tokens']);
+  expect(parseTokensSummary(r.stderr)).toEqual({
+    lines: 8,
+    ok: 2,
+    errors: 2,
+    malformed: 4,
+    method: 'aerie',
+    chatTemplate: 'llama3',
+    maxLength: 2048,
+  });
+  expect(readFileSync(rejects, 'utf8')).toBe(
+    [
+      '{not json',
+      '',
+      JSON.stringify({ conversations: ok.conversations }),
+      JSON.stringify({ id: 'no-list', conversations: 'hi' }),
+    ].join('\n') + '\n',
+  );
 });
 
 it('refuses a template it does not carry, and a required cross-check where SpecForge is not importable', async () => {
-  const unknown = await runTokens(SPECFORGE_PYTHON, ['--model', TOKENIZER, '--chat-template', 'qwen3-thinking', '--max-length', '64'], '');
+  const unknown = await runTokens(
+    SPECFORGE_PYTHON,
+    ['--model', TOKENIZER, '--chat-template', 'qwen3-thinking', '--max-length', '64'],
+    '',
+  );
   expect(unknown.code).toBe(2);
-  expect(unknown.stderr).toMatch(/--chat-template: chat template 'qwen3-thinking' is not one aerie tokenizes \(supported: deepseek-v3, kimi-k2-instruct, llama3, qwen, qwen3-instruct\)/);
+  expect(unknown.stderr).toMatch(
+    /--chat-template: chat template 'qwen3-thinking' is not one aerie tokenizes \(supported: deepseek-v3, kimi-k2-instruct, llama3, qwen, qwen3-instruct\)/,
+  );
   const required = await runTokens(SPECFORGE_PYTHON, args(64, '--cross-check', 'require'), '');
   expect(required.code).toBe(2);
-  expect(required.stderr).toMatch(/--cross-check require: SpecForge is not importable here \((ModuleNotFoundError|ImportError): /);
+  expect(required.stderr).toMatch(
+    /--cross-check require: SpecForge is not importable here \((ModuleNotFoundError|ImportError): /,
+  );
 });
 
 /**
@@ -92,9 +135,13 @@ function standIn(mode: { flip?: string; systemPrompt?: string }): string {
   mkdirSync(join(root, 'specforge', 'data'), { recursive: true });
   writeFileSync(join(root, 'specforge', '__init__.py'), '');
   writeFileSync(join(root, 'specforge', 'data', '__init__.py'), '');
-  const answers = Object.fromEntries(CASES.map((c, i) => [JSON.stringify(c.conversations), [EXPECTED[i].input_ids, EXPECTED[i].loss_mask]]));
+  const answers = Object.fromEntries(
+    CASES.map((c, i) => [JSON.stringify(c.conversations), [EXPECTED[i].input_ids, EXPECTED[i].loss_mask]]),
+  );
   writeFileSync(join(root, 'answers.json'), JSON.stringify(answers));
-  writeFileSync(join(root, 'specforge', 'data', 'preprocessing.py'), `
+  writeFileSync(
+    join(root, 'specforge', 'data', 'preprocessing.py'),
+    `
 import json, os
 ANSWERS = json.load(open(os.path.join(os.path.dirname(__file__), "..", "..", "answers.json")))
 FLIP = json.loads(${JSON.stringify(JSON.stringify(mode.flip ?? null))})
@@ -111,8 +158,11 @@ def preprocess_conversations(tokenizer, conversations, chat_template, max_length
         out["input_ids"].append([Vec(ids)])
         out["loss_mask"].append([Vec(mask)])
     return out
-`);
-  writeFileSync(join(root, 'specforge', 'data', 'template.py'), `
+`,
+  );
+  writeFileSync(
+    join(root, 'specforge', 'data', 'template.py'),
+    `
 import json
 from types import SimpleNamespace
 SP = json.loads(${JSON.stringify(JSON.stringify(mode.systemPrompt ?? null))})
@@ -125,31 +175,43 @@ class Registry:
             system_prompt=SP if SP is not None else t.system_prompt, end_of_turn_token=t.end_of_turn,
             ignore_token=None, parser_type="general", assistant_pattern_type="general")
 TEMPLATE_REGISTRY = Registry()
-`);
+`,
+  );
   return root;
 }
 
 describe('with SpecForge importable (a stand-in)', () => {
-  const input = jsonl(CASES.filter((c) => c.max_length === 2048).map((c) => ({ id: c.id, conversations: c.conversations })));
+  const input = jsonl(
+    CASES.filter((c) => c.max_length === 2048).map((c) => ({ id: c.id, conversations: c.conversations })),
+  );
 
   it("uses SpecForge's preprocessing beside its own and writes when they agree", async () => {
     const r = await runTokens(SPECFORGE_PYTHON, args(2048), input, [standIn({})]);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.summary).toMatchObject({ method: 'aerie+specforge', ok: CASES.filter((c) => c.max_length === 2048).length });
+    expect(r.summary).toMatchObject({
+      method: 'aerie+specforge',
+      ok: CASES.filter((c) => c.max_length === 2048).length,
+    });
   });
 
   it('fails loudly on a mask that differs, naming the sample and the position, and writes nothing of that batch', async () => {
     const r = await runTokens(SPECFORGE_PYTHON, args(2048), input, [standIn({ flip: 'count to five' })]);
     expect(r.code).toBe(3);
     const len = EXPECTED.find((e) => e.id === 'multi-turn')!.loss_mask.length;
-    expect(r.stderr).toContain(`sample 'multi-turn': loss_mask differs from SpecForge's at position ${len - 1}: aerie 1, SpecForge 0`);
+    expect(r.stderr).toContain(
+      `sample 'multi-turn': loss_mask differs from SpecForge's at position ${len - 1}: aerie 1, SpecForge 0`,
+    );
     expect(r.stdout).toBe('');
   });
 
   it("fails loudly when the host's SpecForge carries other template data than aerie", async () => {
-    const r = await runTokens(SPECFORGE_PYTHON, args(2048), input, [standIn({ systemPrompt: 'You are a helpful assistant.' })]);
+    const r = await runTokens(SPECFORGE_PYTHON, args(2048), input, [
+      standIn({ systemPrompt: 'You are a helpful assistant.' }),
+    ]);
     expect(r.code).toBe(3);
-    expect(r.stderr).toMatch(/chat template 'llama3': the host's SpecForge has system_prompt='You are a helpful assistant.', aerie has ["']You are a helpful, respectful/);
+    expect(r.stderr).toMatch(
+      /chat template 'llama3': the host's SpecForge has system_prompt='You are a helpful assistant.', aerie has ["']You are a helpful, respectful/,
+    );
     expect(r.stdout).toBe('');
   });
 });

@@ -20,9 +20,15 @@ let dir: string;
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'aerie-real-capture-'));
-  await run(PY, [join(ROOT, 'scripts/real/make_tiny_target.py'), join(dir, 'target'), '--draft-config', join(dir, 'draft.json')], { cwd: dir });
+  await run(
+    PY,
+    [join(ROOT, 'scripts/real/make_tiny_target.py'), join(dir, 'target'), '--draft-config', join(dir, 'draft.json')],
+    { cwd: dir },
+  );
 });
-afterAll(async () => { await rm(dir, { recursive: true, force: true }); });
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
 
 const CHECK = String.raw`
 import json, sys, torch
@@ -72,7 +78,9 @@ print(json.dumps(res))
 it('capture_from_hf equals transformers hidden_states at the mapped layers and the post-norm output', async () => {
   const script = join(dir, 'check.py');
   await writeFile(script, CHECK);
-  const { stdout } = await run(PY, [script, join(ROOT, 'py'), join(dir, 'target'), dir, join(dir, 'draft.json')], { cwd: dir });
+  const { stdout } = await run(PY, [script, join(ROOT, 'py'), join(dir, 'target'), dir, join(dir, 'draft.json')], {
+    cwd: dir,
+  });
   const res = JSON.parse(stdout);
   for (const key of ['float32', 'bfloat16']) {
     const r = res[key];
@@ -83,6 +91,17 @@ it('capture_from_hf equals transformers hidden_states at the mapped layers and t
     expect(r.final_differs_from_last_layer_input).toBe(true);
     expect(r.logits_from_final, `${key}: lm_head(final) == logits`).toBe(true);
   }
-  expect(res.dump).toMatchObject({ aux_equal: true, hidden_equal: true, dtypes: ['torch.bfloat16', 'torch.bfloat16'], sha_ok: true });
-  expect(res.dump.meta).toMatchObject({ format: 'aerie-hs/1', rid: 'r-0', tokens: String(res.bfloat16.T), tp_rank: '0', aux_layers: JSON.stringify(res.bfloat16.capture_ids).replace(/,/g, ', ') });
+  expect(res.dump).toMatchObject({
+    aux_equal: true,
+    hidden_equal: true,
+    dtypes: ['torch.bfloat16', 'torch.bfloat16'],
+    sha_ok: true,
+  });
+  expect(res.dump.meta).toMatchObject({
+    format: 'aerie-hs/1',
+    rid: 'r-0',
+    tokens: String(res.bfloat16.T),
+    tp_rank: '0',
+    aux_layers: JSON.stringify(res.bfloat16.capture_ids).replace(/,/g, ', '),
+  });
 });

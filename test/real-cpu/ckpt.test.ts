@@ -28,11 +28,20 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const SPECS: [string, number, number][] = [['conv-a', 37, 64], ['conv-b', 1, 64], ['conv-c', 300, 64], ['conv-d', 129, 64]];
+const SPECS: [string, number, number][] = [
+  ['conv-a', 37, 64],
+  ['conv-b', 1, 64],
+  ['conv-c', 300, 64],
+  ['conv-d', 129, 64],
+];
 
 it("gives real torch.load(weights_only=True) the exact tensors, torch.save's own bytes, and SpecForge's dataset its samples", async () => {
   // States from torch (random normals in bf16, with the specials bf16 can hold), through the capture's writer.
-  await exec(PY, ['-c', String.raw`
+  await exec(
+    PY,
+    [
+      '-c',
+      String.raw`
 import json, os, sys, torch
 from aerie_hs.capture import write_safetensors, input_ids_sha256, bf16_bytes
 d, specs = sys.argv[1], json.loads(sys.argv[2])
@@ -50,13 +59,38 @@ with open(d + "/ids.jsonl", "w") as f:
             {"format": "aerie-hs/1", "rid": sid, "tokens": str(t), "aux_layers": "[1, 3, 5]", "tp_rank": "0", "input_ids_sha256": input_ids_sha256(ids)})
         torch.save({"ids": torch.tensor(ids), "mask": torch.tensor(mask), "aux": aux, "last": last}, d + "/ref/" + sid + ".pt")
         f.write(json.dumps({"id": sid, "input_ids": ids, "loss_mask": mask}) + "\n")
-`, dir, JSON.stringify(SPECS)], { env: ENV });
+`,
+      dir,
+      JSON.stringify(SPECS),
+    ],
+    { env: ENV },
+  );
 
   // The worker's converter has no torch: the system python3.
-  const conv = await exec('python3', ['-m', 'aerie_hs.ckpt', 'convert', '--dumps', join(dir, 'dumps'), '--ids', join(dir, 'ids.jsonl'), '--out', join(dir, 'out'), '--file-group-size', '3'], { env: ENV });
+  const conv = await exec(
+    'python3',
+    [
+      '-m',
+      'aerie_hs.ckpt',
+      'convert',
+      '--dumps',
+      join(dir, 'dumps'),
+      '--ids',
+      join(dir, 'ids.jsonl'),
+      '--out',
+      join(dir, 'out'),
+      '--file-group-size',
+      '3',
+    ],
+    { env: ENV },
+  );
   expect(conv.stdout.trim().split('\n').at(-1)).toBe('END written=4 skipped=0 missing=0 rejected=0 failed=0');
 
-  const judged = await exec(PY, ['-c', String.raw`
+  const judged = await exec(
+    PY,
+    [
+      '-c',
+      String.raw`
 import io, json, os, sys, contextlib, torch
 from specforge.data.preprocessing import build_offline_eagle3_dataset
 d = sys.argv[1]
@@ -85,7 +119,11 @@ with contextlib.redirect_stdout(out):
 res["specforge"] = {"files": len(ds), "printed": out.getvalue(), "tokens": sorted(int(x["input_ids"].shape[1]) for x in items),
                     "target_dtype": str(items[0]["target"].dtype), "hidden_dtype": str(items[0]["hidden_state"].dtype)}
 print(json.dumps(res))
-`, dir], { env: ENV, maxBuffer: 1 << 24 });
+`,
+      dir,
+    ],
+    { env: ENV, maxBuffer: 1 << 24 },
+  );
   const res = JSON.parse(judged.stdout) as Record<string, Record<string, unknown>>;
   for (const [sid, t, h] of SPECS) {
     expect(res[sid]).toEqual({
@@ -97,5 +135,11 @@ print(json.dumps(res))
       same_bytes_as_torch_save: true,
     });
   }
-  expect(res.specforge).toEqual({ files: 4, printed: '', tokens: SPECS.map((s) => s[1]).sort((a, b) => a - b), target_dtype: 'torch.bfloat16', hidden_dtype: 'torch.bfloat16' });
+  expect(res.specforge).toEqual({
+    files: 4,
+    printed: '',
+    tokens: SPECS.map((s) => s[1]).sort((a, b) => a - b),
+    target_dtype: 'torch.bfloat16',
+    hidden_dtype: 'torch.bfloat16',
+  });
 });

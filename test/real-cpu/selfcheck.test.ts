@@ -114,7 +114,19 @@ print(json.dumps({"L": L, "samples": len(rows), "repeats": repeats}))
 `;
 
 async function check(dumps: string, ids = 'ids.jsonl', extra: string[] = []): Promise<{ code: number; out: any }> {
-  const args = ['-m', 'aerie_hs.selfcheck', '--model', target, '--dumps', join(dir, dumps), '--ids', join(dir, ids), '--greedy', join(dir, 'greedy.jsonl'), ...extra];
+  const args = [
+    '-m',
+    'aerie_hs.selfcheck',
+    '--model',
+    target,
+    '--dumps',
+    join(dir, dumps),
+    '--ids',
+    join(dir, ids),
+    '--greedy',
+    join(dir, 'greedy.jsonl'),
+    ...extra,
+  ];
   try {
     const r = await run(PY, args, { env: { ...process.env, PYTHONPATH: join(ROOT, 'py') } });
     return { code: 0, out: JSON.parse(r.stdout) };
@@ -133,11 +145,15 @@ const figures = (out: any) => ({
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'aerie-real-selfcheck-'));
   target = join(dir, 'target');
-  await run(PY, [join(ROOT, 'scripts/real/make_tiny_target.py'), target, '--draft-config', join(dir, 'draft.json')], { cwd: dir });
+  await run(PY, [join(ROOT, 'scripts/real/make_tiny_target.py'), target, '--draft-config', join(dir, 'draft.json')], {
+    cwd: dir,
+  });
   await writeFile(join(dir, 'gen.py'), GEN);
   made = JSON.parse((await run(PY, [join(dir, 'gen.py'), target, dir])).stdout.trim().split('\n').pop()!);
 });
-afterAll(async () => { await rm(dir, { recursive: true, force: true }); });
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
 
 describe('selfcheck on the tiny Llama', () => {
   it('passes the true states: teacher-forced agreement near 1, greedy exact, the reference finds the configured layers', async () => {
@@ -149,7 +165,11 @@ describe('selfcheck on the tiny Llama', () => {
     expect(out.checks.teacher.figures.agreement_next).toBeGreaterThanOrEqual(0.9);
     expect(out.checks.greedy.figures).toMatchObject({ checked: 6, exact: 6 });
     expect(out.checks.final.figures.norm_rms_median).toBeCloseTo(1, 2);
-    expect(out.checks.reference.figures).toMatchObject({ aux_expected_layer_input: [2, 4, 5], aux_best_layer_input: [2, 4, 5], final_best: made.L });
+    expect(out.checks.reference.figures).toMatchObject({
+      aux_expected_layer_input: [2, 4, 5],
+      aux_best_layer_input: [2, 4, 5],
+      final_best: made.L,
+    });
   });
 
   it('fails tokens shifted by one: agreement collapses and the states predict each token at its own position', async () => {
@@ -164,16 +184,25 @@ describe('selfcheck on the tiny Llama', () => {
   // Random init leaves every norm weight at 1, so the last layer's un-normed output has the
   // post-norm state's argmax (agreement stays ~0.96) and the state one layer early still
   // scores ~0.6: the agreement is no layer detector; the post-norm RMS is.
-  for (const [v, shift] of [['layer_later', 1], ['layer_earlier', -1]] as const) {
+  for (const [v, shift] of [
+    ['layer_later', 1],
+    ['layer_earlier', -1],
+  ] as const) {
     it(`fails states taken one layer off (${v}): the final state is not post-norm and the reference names each layer`, async () => {
       const { code, out } = await check(v);
       console.log(`${v}:`, JSON.stringify(figures(out)));
       expect(code).toBe(1);
       expect(out.checks.final.figures.norm_rms_median).toBeLessThan(0.5);
-      expect(out.checks.final.messages[0]).toMatch(/row-0: hidden_state is not the final post-norm state: rms\(h \/ norm.weight\) is 0\.\d+ per token/);
+      expect(out.checks.final.messages[0]).toMatch(
+        /row-0: hidden_state is not the final post-norm state: rms\(h \/ norm.weight\) is 0\.\d+ per token/,
+      );
       expect(out.checks.reference.figures.aux_best_layer_input).toEqual([2, 4, 5].map((i) => i + shift));
       expect(out.checks.reference.figures.final_best).not.toBe(made.L);
-      expect(out.checks.reference.messages[0]).toMatch(new RegExp(`aux block 0 matches the input of layer ${2 + shift} .*not the configured input of layer 2 \\(aux layer id 1`));
+      expect(out.checks.reference.messages[0]).toMatch(
+        new RegExp(
+          `aux block 0 matches the input of layer ${2 + shift} .*not the configured input of layer 2 \\(aux layer id 1`,
+        ),
+      );
     });
   }
 

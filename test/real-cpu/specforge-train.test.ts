@@ -104,7 +104,12 @@ describe('real SpecForge (CPU) under aerie', () => {
   it('trains, survives a SIGKILL mid-run by resuming from the newest complete checkpoint, exports and verifies the drafter', async () => {
     const config = parseConfigText(configYaml(), 'real-cpu.yaml');
     const seen: TrainProgress[] = [];
-    const { dir: trainDir, outputDir, prefix, hooks } = trainPlan(
+    const {
+      dir: trainDir,
+      outputDir,
+      prefix,
+      hooks,
+    } = trainPlan(
       config,
       host,
       RUN_ID,
@@ -164,6 +169,8 @@ describe('real SpecForge (CPU) under aerie', () => {
     const cfg = JSON.parse(await readFile(`${trainDir}/drafter/config.json`, 'utf8')) as Record<string, unknown>;
     expect(cfg.architectures).toEqual(['LlamaForCausalLMEagle3']);
     expect(cfg.draft_vocab_size).toBe(512);
-    console.log(`real SpecForge on CPU: 12 steps over 2 launches (killed at step 8's save, resumed from step 4) + export in ${wallS.toFixed(1)} s`);
+    console.log(
+      `real SpecForge on CPU: 12 steps over 2 launches (killed at step 8's save, resumed from step 4) + export in ${wallS.toFixed(1)} s`,
+    );
   });
 });

@@ -20,12 +20,17 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 it("agrees with real SpecForge's preprocess_conversations on every fixture conversation, and both equal the fixture", async () => {
   const seen = new Map<string, Record<string, unknown>>();
   for (const ml of MAX_LENGTHS) {
-    const r = await runTokens(PY, ['--model', TOKENIZER, '--chat-template', 'llama3', '--max-length', String(ml), '--cross-check', 'require'], casesAt(ml));
+    const r = await runTokens(
+      PY,
+      ['--model', TOKENIZER, '--chat-template', 'llama3', '--max-length', String(ml), '--cross-check', 'require'],
+      casesAt(ml),
+    );
     expect(r.code, r.stderr).toBe(0);
     expect(r.summary).toMatchObject({ method: 'aerie+specforge', errors: 0, malformed: 0 });
     for (const line of r.lines) seen.set(line.id as string, line);
   }
-  for (const e of EXPECTED) expect(seen.get(e.id), e.id).toEqual({ id: e.id, input_ids: e.input_ids, loss_mask: e.loss_mask });
+  for (const e of EXPECTED)
+    expect(seen.get(e.id), e.id).toEqual({ id: e.id, input_ids: e.input_ids, loss_mask: e.loss_mask });
 });
 
 const FAMILIES: Record<string, string> = {
@@ -39,8 +44,22 @@ const FAMILIES: Record<string, string> = {
 
 // The fixture's conversations plus answers with Qwen3's empty think block, which qwen3-instruct unmasks.
 const THINK = [
-  { id: 'think-1', conversations: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: '<think>\n\n</think>\n\nhello there' }] },
-  { id: 'think-2', conversations: [{ role: 'user', content: 'a' }, { role: 'assistant', content: '<think>\n\n</think>\n\nb' }, { role: 'user', content: 'c' }, { role: 'assistant', content: '<think>\n\n</think>\n\nd' }] },
+  {
+    id: 'think-1',
+    conversations: [
+      { role: 'user', content: 'hi' },
+      { role: 'assistant', content: '<think>\n\n</think>\n\nhello there' },
+    ],
+  },
+  {
+    id: 'think-2',
+    conversations: [
+      { role: 'user', content: 'a' },
+      { role: 'assistant', content: '<think>\n\n</think>\n\nb' },
+      { role: 'user', content: 'c' },
+      { role: 'assistant', content: '<think>\n\n</think>\n\nd' },
+    ],
+  },
 ];
 const input = jsonl([...CASES.map((c) => ({ id: c.id, conversations: c.conversations })), ...THINK]);
 
@@ -49,14 +68,22 @@ for (const [name, jinja] of Object.entries(FAMILIES)) {
     const dir = join(scratch, name);
     cpSync(TOKENIZER, dir, { recursive: true });
     writeFileSync(join(dir, 'chat_template.jinja'), jinja);
-    const r = await runTokens(PY, ['--model', dir, '--chat-template', name, '--max-length', '300', '--cross-check', 'require'], input);
+    const r = await runTokens(
+      PY,
+      ['--model', dir, '--chat-template', name, '--max-length', '300', '--cross-check', 'require'],
+      input,
+    );
     expect(r.code, r.stderr).toBe(0);
     expect(r.summary).toMatchObject({ method: 'aerie+specforge', ok: CASES.length + THINK.length });
     // the spans were found: answers are masked (a mask of zeros everywhere would agree vacuously)
     expect(r.lines.filter((l) => (l.loss_mask as number[]).includes(1)).length).toBeGreaterThan(CASES.length / 2);
     if (name === 'qwen3-instruct') {
       // same rendering as qwen; only the ignored think blocks come off the mask
-      const qwen = await runTokens(PY, ['--model', dir, '--chat-template', 'qwen', '--max-length', '300', '--cross-check', 'off'], jsonl(THINK));
+      const qwen = await runTokens(
+        PY,
+        ['--model', dir, '--chat-template', 'qwen', '--max-length', '300', '--cross-check', 'off'],
+        jsonl(THINK),
+      );
       const ones = (l: Record<string, unknown>) => (l.loss_mask as number[]).filter((m) => m === 1).length;
       const mine = r.lines.slice(CASES.length);
       for (const [i, l] of qwen.lines.entries()) {
@@ -71,7 +98,11 @@ it("agrees with real SpecForge's fallback rendering for a tokenizer without a ch
   const dir = join(scratch, 'no-template');
   cpSync(TOKENIZER, dir, { recursive: true });
   rmSync(join(dir, 'chat_template.jinja'));
-  const r = await runTokens(PY, ['--model', dir, '--chat-template', 'llama3', '--max-length', '2048', '--cross-check', 'require'], casesAt(2048));
+  const r = await runTokens(
+    PY,
+    ['--model', dir, '--chat-template', 'llama3', '--max-length', '2048', '--cross-check', 'require'],
+    casesAt(2048),
+  );
   expect(r.code, r.stderr).toBe(0);
   expect(r.summary).toMatchObject({ method: 'aerie+specforge' });
   const single = r.lines.find((l) => l.id === 'single-turn')!;

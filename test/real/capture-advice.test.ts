@@ -10,10 +10,17 @@ import { AERIE_HOME } from '../../src/config/load.js';
 import { judge } from './sglang-lines.js';
 
 function advice(version: string): string[] {
-  const res = spawnSync('python3', ['-c', `import aerie_hs.sglang_hook as m\nm._state["version"] = ${JSON.stringify(version)}\nprint(m._no_graph_flags())`], {
-    cwd: join(AERIE_HOME, 'py'),
-    encoding: 'utf8',
-  });
+  const res = spawnSync(
+    'python3',
+    [
+      '-c',
+      `import aerie_hs.sglang_hook as m\nm._state["version"] = ${JSON.stringify(version)}\nprint(m._no_graph_flags())`,
+    ],
+    {
+      cwd: join(AERIE_HOME, 'py'),
+      encoding: 'utf8',
+    },
+  );
   expect(res.status, res.stderr).toBe(0);
   return res.stdout.trim().split(/\s+/);
 }

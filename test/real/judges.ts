@@ -16,7 +16,9 @@ export const FIXTURES = join(AERIE_HOME, 'test', 'fixtures', 'real');
 
 function python(): string {
   if (!existsSync(SPECFORGE_PYTHON)) {
-    throw new Error(`${SPECFORGE_PYTHON} is missing: run \`bash scripts/setup.sh --test\` (it installs PyPI's specforge==0.2.0 there)`);
+    throw new Error(
+      `${SPECFORGE_PYTHON} is missing: run \`bash scripts/setup.sh --test\` (it installs PyPI's specforge==0.2.0 there)`,
+    );
   }
   return SPECFORGE_PYTHON;
 }
@@ -40,7 +42,11 @@ export function specforgeSchemaCheck(configYaml: string, overrides: string[] = [
   // from_file picks YAML by the extension (Config.from_file), so the name must end in .yaml.
   const file = join(scratch, `config-${Math.random().toString(36).slice(2)}.yaml`);
   writeFileSync(file, configYaml);
-  const res = spawnSync(python(), [join(AERIE_HOME, 'scripts', 'real', 'specforge_config_check.py'), file, ...overrides], { encoding: 'utf8' });
+  const res = spawnSync(
+    python(),
+    [join(AERIE_HOME, 'scripts', 'real', 'specforge_config_check.py'), file, ...overrides],
+    { encoding: 'utf8' },
+  );
   if (res.status !== 0) throw new Error(`specforge_config_check.py exited ${res.status}: ${res.stdout}${res.stderr}`);
   return JSON.parse(res.stdout) as SchemaVerdict;
 }
@@ -55,9 +61,16 @@ export interface ArgvVerdict {
 
 /** Parses argv (the script's arguments, without the interpreter or launcher) with the recorded parser. */
 export function argparseCheck(specPath: string, args: string[]): ArgvVerdict {
-  const res = spawnSync(python(), [join(AERIE_HOME, 'scripts', 'real', 'argparse_check.py'), specPath, '--', ...args], { encoding: 'utf8' });
-  if (res.status !== 0 && res.status !== 2) throw new Error(`argparse_check.py exited ${res.status}: ${res.stdout}${res.stderr}`);
-  return { status: res.status, message: res.stderr.trim(), parsed: res.status === 0 ? (JSON.parse(res.stdout) as Record<string, unknown>) : undefined };
+  const res = spawnSync(python(), [join(AERIE_HOME, 'scripts', 'real', 'argparse_check.py'), specPath, '--', ...args], {
+    encoding: 'utf8',
+  });
+  if (res.status !== 0 && res.status !== 2)
+    throw new Error(`argparse_check.py exited ${res.status}: ${res.stdout}${res.stderr}`);
+  return {
+    status: res.status,
+    message: res.stderr.trim(),
+    parsed: res.status === 0 ? (JSON.parse(res.stdout) as Record<string, unknown>) : undefined,
+  };
 }
 
 export function argparseSpec(commit: string, script: 'train_eagle3' | 'prepare_hidden_states'): string {

@@ -75,7 +75,16 @@ interface Usage {
 }
 interface Verdict {
   openai: string;
-  plain: { object: string; id: string; model: string; role: string; content: string; finish_reason: string; n_choices: number; usage: Usage };
+  plain: {
+    object: string;
+    id: string;
+    model: string;
+    role: string;
+    content: string;
+    finish_reason: string;
+    n_choices: number;
+    usage: Usage;
+  };
   stream: {
     objects: string[];
     ids: string[];
@@ -91,10 +100,18 @@ interface Verdict {
   tokenizer: { prompt_tokens: number; content_tokens: number };
 }
 
-function runPython(python: string, args: string[], timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function runPython(
+  python: string,
+  args: string[],
+  timeoutMs: number,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     // Its own process group, so a timeout stops the interpreter and anything it started.
-    const child = spawn(python, ['-c', SCRIPT, ...args], { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...OFFLINE_ENV } });
+    const child = spawn(python, ['-c', SCRIPT, ...args], {
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...OFFLINE_ENV },
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -124,7 +141,10 @@ describe.each(['0.5.4', '0.5.23'])('the openai client against the simulator at S
     const python = sglangBenchPython();
     sim = await startSim({}, [], { version });
     const res = await runPython(python, [sim.baseUrl, SIM_TARGET, String(MAX_TOKENS)], 45_000);
-    if (res.code !== 0) throw new Error(`the openai client failed against the simulator (exit ${res.code}):\n${res.stderr}\n${res.stdout}`);
+    if (res.code !== 0)
+      throw new Error(
+        `the openai client failed against the simulator (exit ${res.code}):\n${res.stderr}\n${res.stdout}`,
+      );
     verdict = JSON.parse(res.stdout.trim().split('\n').pop()!) as Verdict;
   }, 90_000);
 

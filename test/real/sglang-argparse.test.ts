@@ -28,16 +28,35 @@ describe("SGLang's own parser accepts every launch line aerie renders, on the re
     all = await cases();
     for (const v of VERSIONS) {
       const mine = all.filter((c) => c.versions.includes(v));
-      judged.set(v, { cases: mine, verdicts: judge(v, mine.map((c) => c.argv)).verdicts });
+      judged.set(v, {
+        cases: mine,
+        verdicts: judge(
+          v,
+          mine.map((c) => c.argv),
+        ).verdicts,
+      });
     }
   });
 
   it('covers every example, each stage that launches a server, both capture releases, both stock passes and each deploy algorithm', () => {
     const names = all.map((c) => c.name).join('\n');
-    for (const stage of ['generate · launch generate server', 'extract · launch extract server', 'deploy · launch deploy server', 'benchmark · launch baseline server']) {
+    for (const stage of [
+      'generate · launch generate server',
+      'extract · launch extract server',
+      'deploy · launch deploy server',
+      'benchmark · launch baseline server',
+    ]) {
       expect(names).toContain(stage);
     }
-    for (const mode of ['plugin capture on 0.5.12', 'plugin capture on 0.5.23', 'stock-aux', 'stock-final', 'deploy NGRAM', 'deploy NEXTN']) expect(names).toContain(mode);
+    for (const mode of [
+      'plugin capture on 0.5.12',
+      'plugin capture on 0.5.23',
+      'stock-aux',
+      'stock-final',
+      'deploy NGRAM',
+      'deploy NEXTN',
+    ])
+      expect(names).toContain(mode);
     expect(new Set(all.map((c) => c.name.split(' ')[0])).size).toBeGreaterThanOrEqual(4);
     for (const v of VERSIONS) expect(judged.get(v)!.cases.length, `nothing judged on ${v}`).toBeGreaterThan(10);
   });
@@ -45,10 +64,16 @@ describe("SGLang's own parser accepts every launch line aerie renders, on the re
   for (const v of VERSIONS) {
     it(`SGLang ${v}: every line for it parses (exit 0)${v === '0.5.23' ? ' and passes the model-independent validation' : ''}, with no stand-in touched`, () => {
       const { cases: mine, verdicts } = judged.get(v)!;
-      const rejected = mine.flatMap((c, i) => (verdicts[i]!.ok ? [] : [`${c.name}: exit ${verdicts[i]!.exit}: ${verdicts[i]!.error ?? verdicts[i]!.validation_error}\n  ${c.argv.join(' ')}`]));
+      const rejected = mine.flatMap((c, i) =>
+        verdicts[i]!.ok
+          ? []
+          : [
+              `${c.name}: exit ${verdicts[i]!.exit}: ${verdicts[i]!.error ?? verdicts[i]!.validation_error}\n  ${c.argv.join(' ')}`,
+            ],
+      );
       expect(rejected, `SGLang ${v}'s parser rejects lines aerie renders for it`).toEqual([]);
       const touched = mine.flatMap((c, i) => verdicts[i]!.standins_touched.map((t) => `${c.name}: ${t}`));
-      expect(touched, 'the parse used a module stood in for: the verdict is not the real parser\'s').toEqual([]);
+      expect(touched, "the parse used a module stood in for: the verdict is not the real parser's").toEqual([]);
     });
 
     it(`SGLang ${v}: the deprecation warnings its parser prints for aerie's lines`, () => {
@@ -83,12 +108,36 @@ describe('the judge can say no', () => {
   });
 
   it("0.5.23's validation refuses an aux capture that loads a draft (validation_hook.py:718-722), after the parse accepted it", () => {
-    const [v] = judge('0.5.23', [['--model-path', '/m', '--enable-return-aux-hidden-states', '--speculative-algorithm', 'EAGLE3', '--speculative-draft-model-path', '/d']]).verdicts;
-    expect([v!.ok, v!.exit, v!.validation_error]).toEqual([false, 0, '--enable-return-aux-hidden-states captures without a draft; drop --speculative-draft-model-path.']);
+    const [v] = judge('0.5.23', [
+      [
+        '--model-path',
+        '/m',
+        '--enable-return-aux-hidden-states',
+        '--speculative-algorithm',
+        'EAGLE3',
+        '--speculative-draft-model-path',
+        '/d',
+      ],
+    ]).verdicts;
+    expect([v!.ok, v!.exit, v!.validation_error]).toEqual([
+      false,
+      0,
+      '--enable-return-aux-hidden-states captures without a draft; drop --speculative-draft-model-path.',
+    ]);
   });
 
   it("0.5.4, 0.5.9 and 0.5.12 have no --enable-return-aux-hidden-states: 0.5.23's capture line is for 0.5.23 only", () => {
-    const line = flags(renderServerArgv({ launcher: ['python3', '-m', 'sglang.launch_server'], modelPath: '/m', port: 30000, tpSize: 1, extraction: true, extraArgs: [], capture: { sglangVersion: '0.5.23', draftLayerIds: [1, 15, 28] } }));
+    const line = flags(
+      renderServerArgv({
+        launcher: ['python3', '-m', 'sglang.launch_server'],
+        modelPath: '/m',
+        port: 30000,
+        tpSize: 1,
+        extraction: true,
+        extraArgs: [],
+        capture: { sglangVersion: '0.5.23', draftLayerIds: [1, 15, 28] },
+      }),
+    );
     for (const v of ['0.5.4', '0.5.9', '0.5.12'] as const) {
       const [verdict] = judge(v, [line]).verdicts;
       expect([verdict!.exit, verdict!.error]).toEqual([
@@ -99,19 +148,34 @@ describe('the judge can say no', () => {
   });
 
   it('0.5.23 prints its deprecation for the old --disable-cuda-graph spelling (which aerie renders only for older releases)', () => {
-    expect(judge('0.5.23', [['--model-path', '/m', '--disable-cuda-graph']]).verdicts[0]!.warnings).toEqual([DISABLE_CUDA_GRAPH_DEPRECATED]);
+    expect(judge('0.5.23', [['--model-path', '/m', '--disable-cuda-graph']]).verdicts[0]!.warnings).toEqual([
+      DISABLE_CUDA_GRAPH_DEPRECATED,
+    ]);
   });
 
-  it("the replacement 0.5.23 names for --disable-cuda-graph parses clean on 0.5.23 only: the fix is per release", () => {
-    const line = ['--model-path', '/m', '--cuda-graph-backend-decode', 'disabled', '--cuda-graph-backend-prefill', 'disabled', '--disable-radix-cache'];
+  it('the replacement 0.5.23 names for --disable-cuda-graph parses clean on 0.5.23 only: the fix is per release', () => {
+    const line = [
+      '--model-path',
+      '/m',
+      '--cuda-graph-backend-decode',
+      'disabled',
+      '--cuda-graph-backend-prefill',
+      'disabled',
+      '--disable-radix-cache',
+    ];
     const [v23] = judge('0.5.23', [line]).verdicts;
     expect([v23!.ok, v23!.warnings]).toEqual([true, []]);
     for (const v of ['0.5.4', '0.5.9', '0.5.12'] as const) {
-      expect(judge(v, [line]).verdicts[0]!.error).toBe('unrecognized arguments: --cuda-graph-backend-decode disabled --cuda-graph-backend-prefill disabled');
+      expect(judge(v, [line]).verdicts[0]!.error).toBe(
+        'unrecognized arguments: --cuda-graph-backend-decode disabled --cuda-graph-backend-prefill disabled',
+      );
     }
   });
 
   it('the watch over the stand-ins sees a use of one', () => {
-    for (const v of VERSIONS) expect(judge(v, [], 'torch').watch_self_test).toEqual(expect.arrayContaining(['torch.cuda', 'torch.cuda.is_available()']));
+    for (const v of VERSIONS)
+      expect(judge(v, [], 'torch').watch_self_test).toEqual(
+        expect.arrayContaining(['torch.cuda', 'torch.cuda.is_available()']),
+      );
   });
 });

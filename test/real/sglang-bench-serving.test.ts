@@ -51,8 +51,10 @@ beforeAll(async () => {
   // the server's, not the clients' overheads; no radix cache, so neither client's warmup request
   // leaves a cached prefix that the other's first measured request would not find.
   sim = await startSim({ AERIE_SIM_DECODE_SCALE: '1' }, [
-    '--speculative-algorithm', 'EAGLE3',
-    '--speculative-draft-model-path', draft,
+    '--speculative-algorithm',
+    'EAGLE3',
+    '--speculative-draft-model-path',
+    draft,
     '--disable-radix-cache',
   ]);
   port = Number(new URL(sim.baseUrl).port);
@@ -86,7 +88,9 @@ beforeAll(async () => {
   });
   ingested = await measureBench({ concurrency: CONCURRENCY, prompts, onProgress: () => undefined });
   const stem = join(dir, 'bench', 'bench_serving', `eagle3-c${CONCURRENCY}`);
-  const lines = readFileSync(`${stem}.jsonl`, 'utf8').split('\n').filter((l) => l.trim());
+  const lines = readFileSync(`${stem}.jsonl`, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim());
   expect(lines, 'bench_serving appends one line per run').toHaveLength(1);
   rawLine = parseJsonLine(lines[0]!) as Record<string, unknown>;
   benchLog = readFileSync(`${stem}.log`, 'utf8');
@@ -142,7 +146,11 @@ describe('real sglang.bench_serving 0.5.4 through driver: bench-serving', () => 
     const viaWorkflow = JSON.parse(JSON.stringify(stored)) as BenchServingRecord;
     const reported = parseJsonLines(renderResultsJsonl({ speculative: [viaWorkflow] }))[0] as Record<string, unknown>;
 
-    for (const [name, kept] of [['ingested', ingested], ['stored', stored], ['results.jsonl', reported]] as const) {
+    for (const [name, kept] of [
+      ['ingested', ingested],
+      ['stored', stored],
+      ['results.jsonl', reported],
+    ] as const) {
       const rec = kept as unknown as Record<string, unknown>;
       const missing = rawKeys.filter((k) => !(k in rec));
       // 0.5.4's input split (sglang==0.5.4:sglang/bench_serving.py:2004-2005) was dropped until
@@ -179,7 +187,7 @@ describe("aerie's load generator and bench_serving at the same level, same simul
     expect(ours.total_output_tokens).toBe(ingested.total_output_tokens);
   });
 
-  it('count the same input tokens: bench_serving\'s client-side prompt_len and the server\'s prompt_tokens (S4)', () => {
+  it("count the same input tokens: bench_serving's client-side prompt_len and the server's prompt_tokens (S4)", () => {
     // bench_serving sums its own tokenizer's prompt_len, BOS included
     // (sglang==0.5.4:sglang/bench_serving.py:1157-1160 for sharegpt, summed at :1629); aerie sums
     // meta_info.prompt_tokens, which SGLang counts with the same tokenizer and the same defaults
@@ -214,7 +222,10 @@ describe("aerie's load generator and bench_serving at the same level, same simul
     const step = Math.max(ours.median_tpot_ms, ingested.median_tpot_ms) * (ours.mean_accept_length_per_request ?? 1);
     for (const k of ['mean_ttft_ms', 'median_ttft_ms'] as const) {
       const allowed = Math.max(step, 0.5 * Math.max(ours[k], ingested[k]));
-      expect(Math.abs(ours[k] - ingested[k]), `${k} (allowed ${allowed.toFixed(2)} ms): ${report()}`).toBeLessThanOrEqual(allowed);
+      expect(
+        Math.abs(ours[k] - ingested[k]),
+        `${k} (allowed ${allowed.toFixed(2)} ms): ${report()}`,
+      ).toBeLessThanOrEqual(allowed);
     }
   });
 
@@ -241,6 +252,16 @@ function relDiff(a: number, b: number): number {
 }
 
 function pick(r: BenchServingRecord): Record<string, unknown> {
-  const keys = ['duration', 'output_throughput', 'mean_ttft_ms', 'median_ttft_ms', 'median_tpot_ms', 'mean_itl_ms', 'mean_e2e_latency_ms', 'accept_length', 'total_input_tokens'] as const;
+  const keys = [
+    'duration',
+    'output_throughput',
+    'mean_ttft_ms',
+    'median_ttft_ms',
+    'median_tpot_ms',
+    'mean_itl_ms',
+    'mean_e2e_latency_ms',
+    'accept_length',
+    'total_input_tokens',
+  ] as const;
   return Object.fromEntries(keys.map((k) => [k, r[k]]));
 }

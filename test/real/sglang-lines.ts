@@ -12,7 +12,12 @@ import { expect } from 'vitest';
 import { planRun } from '../../src/cli/plan.js';
 import { AERIE_HOME, loadConfigFile } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
-import { CAPTURE_SGLANG_VERSIONS, renderServerArgv, type ServerLaunchSpec, type SpeculativeSpec } from '../../src/sglang/launch-argv.js';
+import {
+  CAPTURE_SGLANG_VERSIONS,
+  renderServerArgv,
+  type ServerLaunchSpec,
+  type SpeculativeSpec,
+} from '../../src/sglang/launch-argv.js';
 import { baseServerSpec } from '../../src/stages/launch-specs.js';
 
 export const VERSIONS = ['0.5.4', '0.5.9', '0.5.12', '0.5.23'] as const;
@@ -45,22 +50,31 @@ export interface Judged {
 export function python(version: Version): string {
   const py = join(AERIE_HOME, `.venv-sglang-${version}`, 'bin', 'python');
   if (!existsSync(py)) {
-    throw new Error(`${py} is missing: run \`bash scripts/setup-sglang.sh\` (it installs SGLang ${version}'s PyPI wheel, no deps, into .venv-sglang-${version})`);
+    throw new Error(
+      `${py} is missing: run \`bash scripts/setup-sglang.sh\` (it installs SGLang ${version}'s PyPI wheel, no deps, into .venv-sglang-${version})`,
+    );
   }
   // setup-sglang.sh writes the marker last: a venv without it is half-built.
   if (!existsSync(join(AERIE_HOME, `.venv-sglang-${version}`, '.aerie-pins'))) {
-    throw new Error(`.venv-sglang-${version} is incomplete (no .aerie-pins): run \`bash scripts/setup-sglang.sh ${version}\``);
+    throw new Error(
+      `.venv-sglang-${version} is incomplete (no .aerie-pins): run \`bash scripts/setup-sglang.sh ${version}\``,
+    );
   }
   return py;
 }
 
 export function judge(version: Version, argvs: string[][], watchSelfTest?: string, inventory = false): Judged {
   const res = spawnSync(python(version), [join(AERIE_HOME, 'scripts', 'real', 'sglang_argparse.py')], {
-    input: JSON.stringify({ argvs, ...(watchSelfTest ? { watch_self_test: watchSelfTest } : {}), ...(inventory ? { inventory: true } : {}) }),
+    input: JSON.stringify({
+      argvs,
+      ...(watchSelfTest ? { watch_self_test: watchSelfTest } : {}),
+      ...(inventory ? { inventory: true } : {}),
+    }),
     encoding: 'utf8',
     maxBuffer: 64 * 1024 * 1024,
   });
-  if (res.status !== 0) throw new Error(`sglang_argparse.py (SGLang ${version}) exited ${res.status}: ${res.stdout}${res.stderr}`);
+  if (res.status !== 0)
+    throw new Error(`sglang_argparse.py (SGLang ${version}) exited ${res.status}: ${res.stdout}${res.stderr}`);
   const out = JSON.parse(res.stdout) as Judged;
   expect(out.sglang).toBe(version);
   expect(out.verdicts).toHaveLength(argvs.length);
@@ -85,17 +99,30 @@ const env = { ...process.env, AERIE_HOME, HF_TOKEN: process.env.HF_TOKEN ?? 'unu
 
 async function examples(): Promise<{ name: string; config: Config }[]> {
   const dir = join(AERIE_HOME, 'examples');
-  const files = readdirSync(dir).filter((f) => /\.ya?ml$/.test(f)).sort();
-  return Promise.all(files.map(async (f) => ({ name: `examples/${f}`, config: await loadConfigFile(join(dir, f), env) })));
+  const files = readdirSync(dir)
+    .filter((f) => /\.ya?ml$/.test(f))
+    .sort();
+  return Promise.all(
+    files.map(async (f) => ({ name: `examples/${f}`, config: await loadConfigFile(join(dir, f), env) })),
+  );
 }
 
 const DEPLOY_VARIANTS: [string, SpeculativeSpec][] = [
-  ['EAGLE3 3/1/4', { algorithm: 'EAGLE3', draftModelPath: '/r/train/drafter', numSteps: 3, eagleTopk: 1, numDraftTokens: 4 }],
-  ['EAGLE3 5/8/32', { algorithm: 'EAGLE3', draftModelPath: '/r/train/drafter', numSteps: 5, eagleTopk: 8, numDraftTokens: 32 }],
+  [
+    'EAGLE3 3/1/4',
+    { algorithm: 'EAGLE3', draftModelPath: '/r/train/drafter', numSteps: 3, eagleTopk: 1, numDraftTokens: 4 },
+  ],
+  [
+    'EAGLE3 5/8/32',
+    { algorithm: 'EAGLE3', draftModelPath: '/r/train/drafter', numSteps: 5, eagleTopk: 8, numDraftTokens: 32 },
+  ],
   ['EAGLE3, SGLang picks the parameters', { algorithm: 'EAGLE3', draftModelPath: '/r/train/drafter' }],
   ['EAGLE', { algorithm: 'EAGLE', draftModelPath: '/r/train/drafter', numSteps: 3, eagleTopk: 1, numDraftTokens: 4 }],
   ['NEXTN without a draft path', { algorithm: 'NEXTN', numSteps: 1, eagleTopk: 1, numDraftTokens: 2 }],
-  ['STANDALONE', { algorithm: 'STANDALONE', draftModelPath: '/models/small', numSteps: 3, eagleTopk: 1, numDraftTokens: 4 }],
+  [
+    'STANDALONE',
+    { algorithm: 'STANDALONE', draftModelPath: '/models/small', numSteps: 3, eagleTopk: 1, numDraftTokens: 4 },
+  ],
   ['NGRAM', { algorithm: 'NGRAM', numDraftTokens: 8 }],
 ];
 
@@ -113,7 +140,8 @@ export async function cases(): Promise<Case[]> {
         if (!step.step.startsWith('launch ') || !step.argv) continue;
         const capture = step.stage === 'extract';
         // The plan shows 0.5.23's capture line for `auto` (plan.ts serverStep); a pinned plan renders the pin's.
-        const shownFor: Version = pin === 'as written' ? (c.server['sglang-version'] === '0.5.12' ? '0.5.12' : '0.5.23') : pin;
+        const shownFor: Version =
+          pin === 'as written' ? (c.server['sglang-version'] === '0.5.12' ? '0.5.12' : '0.5.23') : pin;
         const driver = c.stages.extract.driver;
         const versions: readonly Version[] = !capture ? VERSIONS : driver === 'stock-server' ? ['0.5.23'] : [shownFor];
         out.push({ name: `${name} (${pin}) ${step.stage} · ${step.step}`, argv: flags(step.argv), versions });
@@ -121,10 +149,20 @@ export async function cases(): Promise<Case[]> {
     }
     const extract = baseServerSpec(config, 'extract');
     for (const v of CAPTURE_SGLANG_VERSIONS) {
-      out.push({ name: `${name} extract, plugin capture on ${v}`, argv: flags(renderServerArgv({ ...extract, capture: { sglangVersion: v, draftLayerIds: [1, 15, 28] } })), versions: [v] });
+      out.push({
+        name: `${name} extract, plugin capture on ${v}`,
+        argv: flags(renderServerArgv({ ...extract, capture: { sglangVersion: v, draftLayerIds: [1, 15, 28] } })),
+        versions: [v],
+      });
     }
     for (const mode of ['stock-aux', 'stock-final'] as const) {
-      out.push({ name: `${name} extract, ${mode}`, argv: flags(renderServerArgv({ ...extract, capture: { sglangVersion: '0.5.23', draftLayerIds: [1, 15, 28], mode } })), versions: ['0.5.23'] });
+      out.push({
+        name: `${name} extract, ${mode}`,
+        argv: flags(
+          renderServerArgv({ ...extract, capture: { sglangVersion: '0.5.23', draftLayerIds: [1, 15, 28], mode } }),
+        ),
+        versions: ['0.5.23'],
+      });
     }
     const deploy = baseServerSpec(config, 'deploy');
     for (const [label, speculative] of DEPLOY_VARIANTS) {
@@ -135,14 +173,21 @@ export async function cases(): Promise<Case[]> {
     // launches on a host it knows runs that release, capture-free roles on every one.
     for (const v of VERSIONS) {
       for (const role of ['generate', 'extract', 'baseline'] as const) {
-        out.push({ name: `${name} ${role} rendered for ${v}`, argv: flags(renderServerArgv({ ...baseServerSpec(config, role), sglangVersion: v })), versions: [v] });
+        out.push({
+          name: `${name} ${role} rendered for ${v}`,
+          argv: flags(renderServerArgv({ ...baseServerSpec(config, role), sglangVersion: v })),
+          versions: [v],
+        });
       }
       for (const [label, speculative] of DEPLOY_VARIANTS) {
         const spec: ServerLaunchSpec = { ...deploy, speculative, maxRunningRequests: 250, sglangVersion: v };
-        out.push({ name: `${name} deploy ${label} rendered for ${v}`, argv: flags(renderServerArgv(spec)), versions: [v] });
+        out.push({
+          name: `${name} deploy ${label} rendered for ${v}`,
+          argv: flags(renderServerArgv(spec)),
+          versions: [v],
+        });
       }
     }
   }
   return out;
 }
-

@@ -136,7 +136,12 @@ interface Outcome {
 
 function real(v: Verdict): Outcome {
   // -h prints the whole help to stdout (the judge folds it into stderr): only its exit 0 is compared.
-  return { exit: v.exit, last: v.error_line ?? v.exception, prog: v.exit === 2 ? v.usage_prog : null, warnings: v.warnings };
+  return {
+    exit: v.exit,
+    last: v.error_line ?? v.exception,
+    prog: v.exit === 2 ? v.usage_prog : null,
+    warnings: v.warnings,
+  };
 }
 
 function sim(argv: string[], release: Version): Outcome {
@@ -147,15 +152,24 @@ function sim(argv: string[], release: Version): Outcome {
     if (e instanceof ArgparseError) {
       const lines = e.stderr.trimEnd().split('\n');
       const usage = lines.find((l) => l.startsWith('usage: '))!;
-      return { exit: 2, last: lines.at(-1)!, prog: /^usage: (.*?) \[-h\]/.exec(usage)?.[1] ?? null, warnings: [...e.warnings] };
+      return {
+        exit: 2,
+        last: lines.at(-1)!,
+        prog: /^usage: (.*?) \[-h\]/.exec(usage)?.[1] ?? null,
+        warnings: [...e.warnings],
+      };
     }
-    if (e instanceof PyError) return { exit: e.exitCode, last: e.traceback.trimEnd().split('\n').at(-1)!, prog: null, warnings: [] };
+    if (e instanceof PyError)
+      return { exit: e.exitCode, last: e.traceback.trimEnd().split('\n').at(-1)!, prog: null, warnings: [] };
     throw e;
   }
 }
 
 describe("the simulator parses launch lines as each release's own parser does", () => {
-  const judged = new Map<Version, { lines: { name: string; argv: string[] }[]; verdicts: Verdict[]; inventory: Record<string, unknown>[] }>();
+  const judged = new Map<
+    Version,
+    { lines: { name: string; argv: string[] }[]; verdicts: Verdict[]; inventory: Record<string, unknown>[] }
+  >();
 
   beforeAll(async () => {
     const rendered = await cases();
@@ -164,7 +178,12 @@ describe("the simulator parses launch lines as each release's own parser does", 
         ...rendered.filter((c) => c.versions.includes(v)).map((c) => ({ name: c.name, argv: c.argv })),
         ...PROBES.map((argv) => ({ name: `probe: ${argv.join(' ') || '(nothing)'}`, argv })),
       ];
-      const out = judge(v, lines.map((l) => l.argv), undefined, true);
+      const out = judge(
+        v,
+        lines.map((l) => l.argv),
+        undefined,
+        true,
+      );
       judged.set(v, { lines, verdicts: out.verdicts, inventory: out.inventory! });
     }
   });
@@ -182,18 +201,32 @@ describe("the simulator parses launch lines as each release's own parser does", 
       const differ = lines.flatMap((l, i) => {
         const r = real(verdicts[i]!);
         const s = sim(l.argv, v);
-        return JSON.stringify(r) === JSON.stringify(s) ? [] : [`${l.name}\n  real: ${JSON.stringify(r)}\n  sim:  ${JSON.stringify(s)}`];
+        return JSON.stringify(r) === JSON.stringify(s)
+          ? []
+          : [`${l.name}\n  real: ${JSON.stringify(r)}\n  sim:  ${JSON.stringify(s)}`];
       });
       expect(differ, `the simulator at ${v} parses these unlike SGLang ${v}`).toEqual([]);
     });
   }
 
-  it('the probes reach every kind of outcome on some release: accepted, exit 2, a retired flag\'s exit 1, deprecation notes', () => {
+  it("the probes reach every kind of outcome on some release: accepted, exit 2, a retired flag's exit 1, deprecation notes", () => {
     const all = VERSIONS.flatMap((v) => judged.get(v)!.verdicts.map(real));
     expect(all.some((o) => o.exit === 0 && o.warnings.length > 0)).toBe(true);
     expect(all.some((o) => o.exit === 1 && o.last?.startsWith('ValueError: '))).toBe(true);
-    for (const kind of ['unrecognized arguments', 'ambiguous option', 'invalid int value', 'invalid float value', 'invalid choice', 'expected one argument', 'ignored explicit argument', 'the following arguments are required']) {
-      expect(all.some((o) => o.last?.includes(kind)), kind).toBe(true);
+    for (const kind of [
+      'unrecognized arguments',
+      'ambiguous option',
+      'invalid int value',
+      'invalid float value',
+      'invalid choice',
+      'expected one argument',
+      'ignored explicit argument',
+      'the following arguments are required',
+    ]) {
+      expect(
+        all.some((o) => o.last?.includes(kind)),
+        kind,
+      ).toBe(true);
     }
   });
 
@@ -210,10 +243,16 @@ describe("the simulator parses launch lines as each release's own parser does", 
         writeFileSync(file, JSON.stringify({ sglang: v, inventory: judged.get(v)!.inventory }));
         return file;
       });
-      const res = spawnSync('python3', [join(AERIE_HOME, 'scripts', 'real', 'sglang_argparse.py'), '--merge-inventories', ...files], { encoding: 'utf8' });
+      const res = spawnSync(
+        'python3',
+        [join(AERIE_HOME, 'scripts', 'real', 'sglang_argparse.py'), '--merge-inventories', ...files],
+        { encoding: 'utf8' },
+      );
       expect(res.status, res.stderr).toBe(0);
-      expect(res.stdout === readFileSync(join(AERIE_HOME, 'sim', 'sglang', 'args-flags.json'), 'utf8'),
-        'regenerate it: for v in 0.5.4 0.5.9 0.5.12 0.5.23; do echo \'{"argvs": [], "inventory": true}\' | .venv-sglang-$v/bin/python scripts/real/sglang_argparse.py > /tmp/inv-$v.json; done; python3 scripts/real/sglang_argparse.py --merge-inventories /tmp/inv-*.json (in release order) > sim/sglang/args-flags.json').toBe(true);
+      expect(
+        res.stdout === readFileSync(join(AERIE_HOME, 'sim', 'sglang', 'args-flags.json'), 'utf8'),
+        'regenerate it: for v in 0.5.4 0.5.9 0.5.12 0.5.23; do echo \'{"argvs": [], "inventory": true}\' | .venv-sglang-$v/bin/python scripts/real/sglang_argparse.py > /tmp/inv-$v.json; done; python3 scripts/real/sglang_argparse.py --merge-inventories /tmp/inv-*.json (in release order) > sim/sglang/args-flags.json',
+      ).toBe(true);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -230,7 +269,11 @@ describe('aerie-sim sglang --version X refuses what SGLang X refuses, with its w
   ];
   it.each(LINES)('SGLang %s: %j', (v, argv) => {
     const [verdict] = judge(v, [argv]).verdicts;
-    const res = spawnSync(process.execPath, [join(AERIE_HOME, 'bin', 'aerie-sim.mjs'), 'sglang', '--version', v, ...argv], { encoding: 'utf8', timeout: 60_000 });
+    const res = spawnSync(
+      process.execPath,
+      [join(AERIE_HOME, 'bin', 'aerie-sim.mjs'), 'sglang', '--version', v, ...argv],
+      { encoding: 'utf8', timeout: 60_000 },
+    );
     expect(verdict!.exit).toBe(2);
     expect([res.status, res.stderr.trimEnd().split('\n').at(-1)]).toEqual([2, verdict!.error_line]);
     expect(res.stderr.split('\n')[0]).toMatch(new RegExp(`^usage: ${verdict!.usage_prog} \\[-h\\] `));

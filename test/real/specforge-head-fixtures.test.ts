@@ -16,8 +16,16 @@ import { LocalHost } from '../../src/hosts/local/local-host.js';
 import { trainSpec } from '../../src/stages/launch-specs.js';
 import { runStopStep } from '../../src/stages/train/specforge-run.js';
 import { verifyDrafter } from '../../src/stages/train/drafter.js';
-import { parsePythonMetricDict, parseSpecforgeProgress, specforgeStopStep } from '../../src/stages/train/specforge-progress.js';
-import { checkpointProblem, listSpecforgeCheckpoints, newestCompleteCheckpoint } from '../../src/stages/train/specforge-checkpoints.js';
+import {
+  parsePythonMetricDict,
+  parseSpecforgeProgress,
+  specforgeStopStep,
+} from '../../src/stages/train/specforge-progress.js';
+import {
+  checkpointProblem,
+  listSpecforgeCheckpoints,
+  newestCompleteCheckpoint,
+} from '../../src/stages/train/specforge-checkpoints.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const FIX = join(ROOT, 'test/fixtures/real/specforge-a6b6b023');
@@ -146,10 +154,14 @@ beforeAll(async () => {
   const cfgPath = join(tmp, 'sim/specforge.yaml');
   await writeFile(cfgPath, JSON.stringify(cfg));
   const run = (out: string, env: Record<string, string>, ...overrides: string[]) => {
-    const r = spawnSync(process.execPath, [join(ROOT, 'bin/aerie-sim.mjs'), 'specforge', 'train', '-c', cfgPath, `output_dir=${out}`, ...overrides], {
-      encoding: 'utf8',
-      env: { ...process.env, AERIE_SIM_TIME_SCALE: '0', ...env },
-    });
+    const r = spawnSync(
+      process.execPath,
+      [join(ROOT, 'bin/aerie-sim.mjs'), 'specforge', 'train', '-c', cfgPath, `output_dir=${out}`, ...overrides],
+      {
+        encoding: 'utf8',
+        env: { ...process.env, AERIE_SIM_TIME_SCALE: '0', ...env },
+      },
+    );
     return { rc: r.status, log: r.stdout + r.stderr };
   };
   const clean = run(join(tmp, 'sim/clean'), {});
@@ -188,10 +200,19 @@ describe('aerie and the real HEAD run agree', () => {
 
   it("the run's stop step is what aerie computes from the config (24 feature files, max_steps 16)", async () => {
     const config = await loadConfigFile(join(FIX, 'aerie.yaml'), process.env);
-    const spec = trainSpec(config, { root: '/r', logs: '/r/logs', hidden: '/r/hidden_states', train: '/r/train' }, '/r/data/train.jsonl', { dir: '/r/hidden_states', layout: 'specforge' });
+    const spec = trainSpec(
+      config,
+      { root: '/r', logs: '/r/logs', hidden: '/r/hidden_states', train: '/r/train' },
+      '/r/data/train.jsonl',
+      { dir: '/r/hidden_states', layout: 'specforge' },
+    );
     if (spec.driver !== 'specforge') throw new Error('the fixture config trains with the specforge driver');
-    expect(runStopStep(spec.run, 24)).toBe(Math.max(...[...real.cleanLog!.matchAll(/^step (\d+): \{/gm)].map((m) => Number(m[1]))));
-    expect(specforgeStopStep({ samples: 24, worldSize: 1, batchSize: 1, accumulationSteps: 1, numEpochs: 1, maxSteps: 16 })).toBe(16);
+    expect(runStopStep(spec.run, 24)).toBe(
+      Math.max(...[...real.cleanLog!.matchAll(/^step (\d+): \{/gm)].map((m) => Number(m[1]))),
+    );
+    expect(
+      specforgeStopStep({ samples: 24, worldSize: 1, batchSize: 1, accumulationSteps: 1, numEpochs: 1, maxSteps: 16 }),
+    ).toBe(16);
     expect(specforgeStopStep({ samples: 24, worldSize: 1, batchSize: 1, accumulationSteps: 1, numEpochs: 1 })).toBe(24);
   });
 
@@ -199,7 +220,14 @@ describe('aerie and the real HEAD run agree', () => {
     const config = JSON.parse(await fixture('export-config.json')) as unknown;
     // The capture kept names, dtypes and shapes (plus header_bytes, the length prefix's value),
     // not data_offsets: lay the tensors out back to back, as any valid file could.
-    const { header_bytes: _len, __metadata__, ...tensors } = JSON.parse(await fixture('export-safetensors-header.json')) as Record<string, { dtype: string; shape: number[] }>;
+    const {
+      header_bytes: _len,
+      __metadata__,
+      ...tensors
+    } = JSON.parse(await fixture('export-safetensors-header.json')) as Record<
+      string,
+      { dtype: string; shape: number[] }
+    >;
     const width: Record<string, number> = { BF16: 2, F16: 2, F32: 4, I64: 8, BOOL: 1 };
     let at = 0;
     const header: Record<string, unknown> = { __metadata__ };
@@ -209,7 +237,9 @@ describe('aerie and the real HEAD run agree', () => {
       at += bytes;
     }
     expect(verifyDrafter(config, header)).toEqual([]);
-    expect(Object.keys(tensors)).toEqual(expect.arrayContaining(['fc.weight', 'lm_head.weight', 'd2t', 't2d', 'norm.weight']));
+    expect(Object.keys(tensors)).toEqual(
+      expect.arrayContaining(['fc.weight', 'lm_head.weight', 'd2t', 't2d', 'norm.weight']),
+    );
   });
 
   it("the simulator prints the real dict's keys, in the real order", () => {

@@ -12,15 +12,23 @@ import { planRun } from '../../src/cli/plan.js';
 import { AERIE_HOME, loadConfigFile } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { extractLayout, hiddenForTrain, trainSpec } from '../../src/stages/launch-specs.js';
-import { renderSpecforgeConfig, renderSpecforgeTrainArgv, type SpecforgeRun } from '../../src/stages/train/specforge-config.js';
+import {
+  renderSpecforgeConfig,
+  renderSpecforgeTrainArgv,
+  type SpecforgeRun,
+} from '../../src/stages/train/specforge-config.js';
 import { specforgeSchemaCheck } from './judges.js';
 
 const env = { ...process.env, AERIE_HOME, HF_TOKEN: process.env.HF_TOKEN ?? 'unused-by-plan' };
 
 async function examples(): Promise<{ name: string; config: Config }[]> {
   const dir = join(AERIE_HOME, 'examples');
-  const files = readdirSync(dir).filter((f) => /\.ya?ml$/.test(f)).sort();
-  return Promise.all(files.map(async (f) => ({ name: `examples/${f}`, config: await loadConfigFile(join(dir, f), env) })));
+  const files = readdirSync(dir)
+    .filter((f) => /\.ya?ml$/.test(f))
+    .sort();
+  return Promise.all(
+    files.map(async (f) => ({ name: `examples/${f}`, config: await loadConfigFile(join(dir, f), env) })),
+  );
 }
 
 /** The overrides aerie appends to `specforge train -c <config>` (everything after the config path). */
@@ -31,7 +39,10 @@ function trainOverrides(run: SpecforgeRun, resumeFrom?: string): string[] {
 
 function expectAccepted(yaml: string, overrides: string[] = [], what = ''): void {
   const verdict = specforgeSchemaCheck(yaml, overrides);
-  expect(verdict.errors, `${what}: SpecForge's schema rejected aerie's config\n${yaml}\noverrides ${overrides.join(' ')}`).toEqual([]);
+  expect(
+    verdict.errors,
+    `${what}: SpecForge's schema rejected aerie's config\n${yaml}\noverrides ${overrides.join(' ')}`,
+  ).toEqual([]);
   expect(verdict.ok).toBe(true);
 }
 
@@ -46,13 +57,24 @@ describe("SpecForge's own schema accepts what aerie writes for the examples and 
       expect(step!.argv).toContain(configPath);
       // The same run as the launch builds it, to render the relaunch after a crash.
       const paths = { root: '/r', logs: '/r/logs', hidden: '/r/hidden_states', train: '/r/train' };
-      const spec = trainSpec(config, paths, '/r/data/train.jsonl', hiddenForTrain(config, { dir: paths.hidden, layout: extractLayout(config) }));
+      const spec = trainSpec(
+        config,
+        paths,
+        '/r/data/train.jsonl',
+        hiddenForTrain(config, { dir: paths.hidden, layout: extractLayout(config) }),
+      );
       if (spec.driver !== 'specforge') throw new Error('unreachable');
       expectAccepted(yaml, trainOverrides(spec.run), `${name} fresh launch`);
-      expectAccepted(yaml, trainOverrides(spec.run, `${spec.run.outputDir}/${spec.run.runId}-step40`), `${name} resumed`);
+      expectAccepted(
+        yaml,
+        trainOverrides(spec.run, `${spec.run.outputDir}/${spec.run.runId}-step40`),
+        `${name} resumed`,
+      );
       checked.push(name);
     }
-    expect(checked.length, 'no example (nor the demo) uses the specforge driver: nothing was judged').toBeGreaterThan(0);
+    expect(checked.length, 'no example (nor the demo) uses the specforge driver: nothing was judged').toBeGreaterThan(
+      0,
+    );
   });
 });
 
@@ -74,13 +96,24 @@ const base: SpecforgeRun = {
 describe("SpecForge's own schema accepts every offline SpecforgeRun shape aerie renders", () => {
   const cases: [string, SpecforgeRun][] = [
     ['offline, no vocab mapping', base],
-    ['offline, with the prepare step’s vocab mapping', { ...base, vocabMappingPath: '/r/hidden_states/vocab_mapping/vocab_mapping.pt' }],
+    [
+      'offline, with the prepare step’s vocab mapping',
+      { ...base, vocabMappingPath: '/r/hidden_states/vocab_mapping/vocab_mapping.pt' },
+    ],
     ['max-steps', { ...base, maxSteps: 120 }],
     ['max-checkpoints', { ...base, maxCheckpoints: 3 }],
     ['max-checkpoints 0 (keep all)', { ...base, maxCheckpoints: 0 }],
     [
       'researcher overrides, nested and scalar',
-      { ...base, overrides: { 'deployment.trainer.nproc_per_node': 8, 'training.lr_scheduler': 'constant', 'training.compact_teacher': true, 'data.dataloader_num_workers': 2 } },
+      {
+        ...base,
+        overrides: {
+          'deployment.trainer.nproc_per_node': 8,
+          'training.lr_scheduler': 'constant',
+          'training.compact_teacher': true,
+          'data.dataloader_num_workers': 2,
+        },
+      },
     ],
   ];
   for (const [name, run] of cases) {
@@ -96,15 +129,22 @@ describe("SpecForge's own schema accepts every offline SpecforgeRun shape aerie 
     const specforgeExamples = (await examples()).filter((e) => e.config.stages.train.driver === 'specforge');
     expect(specforgeExamples.length).toBeGreaterThan(0);
     for (const { name, config } of specforgeExamples) {
-      const spec = trainSpec(config, { root: '/r', logs: '/r/logs', hidden: '/r/hidden_states', train: '/r/train' }, '/r/data/train.jsonl', {
-        dir: '/r/hidden_states',
-        layout: 'specforge',
-        vocabMapping,
-      });
+      const spec = trainSpec(
+        config,
+        { root: '/r', logs: '/r/logs', hidden: '/r/hidden_states', train: '/r/train' },
+        '/r/data/train.jsonl',
+        {
+          dir: '/r/hidden_states',
+          layout: 'specforge',
+          vocabMapping,
+        },
+      );
       if (spec.driver !== 'specforge') throw new Error('unreachable');
       const yaml = renderSpecforgeConfig(spec.run);
       // Without it SpecForge trains the draft with no t2d/d2t mapping (SpecForge@a6b6b023:specforge/config/schema.py:67-68).
-      expect(yaml, `${name}: the prepare step's vocab mapping is not passed to specforge train`).toContain(`vocab_mapping_path: ${vocabMapping}`);
+      expect(yaml, `${name}: the prepare step's vocab mapping is not passed to specforge train`).toContain(
+        `vocab_mapping_path: ${vocabMapping}`,
+      );
       expectAccepted(yaml, trainOverrides(spec.run), `${name} with vocab mapping`);
     }
   });
@@ -121,7 +161,9 @@ describe('the judge rejects what SpecForge rejects', () => {
     const verdict = specforgeSchemaCheck(stringify(doc));
     expect(verdict.ok).toBe(false);
     // SpecForge@a6b6b023:specforge/config/schema.py:706-710
-    expect(verdict.errors.map((e) => e.msg).join('\n')).toContain('online training requires deployment.mode=disaggregated');
+    expect(verdict.errors.map((e) => e.msg).join('\n')).toContain(
+      'online training requires deployment.mode=disaggregated',
+    );
   });
 
   it('target_backend "hf" is refused: the schema allows only sglang', () => {

@@ -14,7 +14,11 @@ import { AERIE_HOME, loadConfigFile } from '../../src/config/load.js';
 import { renderPrepareArgv, type PrepareLaunch } from '../../src/stages/extract/offline-driver.js';
 import { prepareSpec } from '../../src/stages/launch-specs.js';
 import { prepareAuxFlagIn } from '../../src/stages/common/specforge-detect.js';
-import { SPECFORGE_PROFILES, type SpecforgeProfile, type SpecforgeProfileId } from '../../src/stages/common/specforge-revision.js';
+import {
+  SPECFORGE_PROFILES,
+  type SpecforgeProfile,
+  type SpecforgeProfileId,
+} from '../../src/stages/common/specforge-revision.js';
 import { renderTrainArgv } from '../../src/stages/train/v02-argv.js';
 import { type TrainLaunch } from '../../src/stages/train/launch.js';
 import { argparseCheck, argparseSpec } from './judges.js';
@@ -34,7 +38,12 @@ const fresh: TrainLaunch = {
 };
 
 /** The continuation aerie launches after a crash (train.ts: --ckpt-dir + --max-num-steps, own output dir). */
-const continuation: TrainLaunch = { ...fresh, resumeFrom: '/r/train/output/epoch_0_step_50', maxNumSteps: 70, outputDir: '/r/train/output/resume_step_50' };
+const continuation: TrainLaunch = {
+  ...fresh,
+  resumeFrom: '/r/train/output/epoch_0_step_50',
+  maxNumSteps: 70,
+  outputDir: '/r/train/output/resume_step_50',
+};
 
 const TRAIN_REVISIONS = ['73e6f808', '961ca7c3', '20e2e3f0'] as const;
 
@@ -49,7 +58,10 @@ describe('train_eagle3.py at every v0.2 revision parses the argv aerie renders',
     ['fresh launch, offline (--train-hidden-states-path)', { ...fresh, hiddenStatesPath: '/r/hidden_states' }],
     ['--ckpt-dir/--max-num-steps continuation, online', continuation],
     ['--ckpt-dir/--max-num-steps continuation, offline', { ...continuation, hiddenStatesPath: '/r/hidden_states' }],
-    ['extra-args the researcher adds', { ...fresh, extraArgs: ['--warmup-ratio', '0.02', '--report-to', 'tensorboard'] }],
+    [
+      'extra-args the researcher adds',
+      { ...fresh, extraArgs: ['--warmup-ratio', '0.02', '--report-to', 'tensorboard'] },
+    ],
   ];
   for (const rev of TRAIN_REVISIONS) {
     for (const [name, launch] of cases) {
@@ -77,7 +89,10 @@ describe('train_eagle3.py at every v0.2 revision parses the argv aerie renders',
   }
 
   it('the judge rejects what the script rejects: an option train_eagle3.py@73e6f808 does not have', () => {
-    const verdict = argparseCheck(argparseSpec('73e6f808', 'train_eagle3'), scriptArgs(renderTrainArgv({ ...fresh, extraArgs: ['--no-such-option', '1'] }), LAUNCHER));
+    const verdict = argparseCheck(
+      argparseSpec('73e6f808', 'train_eagle3'),
+      scriptArgs(renderTrainArgv({ ...fresh, extraArgs: ['--no-such-option', '1'] }), LAUNCHER),
+    );
     expect(verdict.status).toBe(2);
     expect(verdict.message).toContain('unrecognized arguments: --no-such-option 1');
   });
@@ -129,7 +144,9 @@ function renderPrepareFor(launch: PrepareLaunch, profile: SpecforgeProfile): str
 
 /** Whether the recorded parser has an option (the spec lists every add_argument's option strings). */
 function hasOption(commit: string, option: string): boolean {
-  const spec = JSON.parse(readFileSync(argparseSpec(commit, 'prepare_hidden_states'), 'utf8')) as { arguments: { flags: string[] }[] };
+  const spec = JSON.parse(readFileSync(argparseSpec(commit, 'prepare_hidden_states'), 'utf8')) as {
+    arguments: { flags: string[] }[];
+  };
   return spec.arguments.some((a) => a.flags.includes(option));
 }
 
@@ -150,24 +167,38 @@ describe('prepare_hidden_states.py parses the argv aerie renders for the revisio
       ...(hasOption(commit, '--compress') ? [['--compress', { ...prepare, compress: true }]] : []),
     ] as [string, PrepareLaunch][]) {
       it(`SpecForge@${commit} (profile ${profile}): ${name}`, () => {
-        const verdict = argparseCheck(argparseSpec(commit, 'prepare_hidden_states'), scriptArgs(renderPrepareFor(launch, p), PREPARE_LAUNCHER));
+        const verdict = argparseCheck(
+          argparseSpec(commit, 'prepare_hidden_states'),
+          scriptArgs(renderPrepareFor(launch, p), PREPARE_LAUNCHER),
+        );
         // conformance.md D3: --draft-model-config exists only from ca949555 (and is then required);
         // SpecForge@73e6f808:scripts/prepare_hidden_states.py:80 and @20e2e3f0:…:92 take
         // --enable-aux-hidden-states instead, and without it save no aux states (@73e6f808:…:636-638).
         expect(verdict.message, `prepare_hidden_states.py@${commit} rejected aerie's argv`).toBe('');
         const args = (verdict.parsed as { args: Record<string, unknown> }).args;
-        expect(args).toMatchObject({ target_model_path: launch.targetModelPath, data_path: launch.dataPath, output_path: launch.outputPath, file_group_size: launch.fileGroupSize });
-        if ('enable_aux_hidden_states' in args) expect(args.enable_aux_hidden_states, 'aux hidden states must be captured for EAGLE-3').toBe(true);
+        expect(args).toMatchObject({
+          target_model_path: launch.targetModelPath,
+          data_path: launch.dataPath,
+          output_path: launch.outputPath,
+          file_group_size: launch.fileGroupSize,
+        });
+        if ('enable_aux_hidden_states' in args)
+          expect(args.enable_aux_hidden_states, 'aux hidden states must be captured for EAGLE-3').toBe(true);
         if ('draft_model_config' in args) expect(args.draft_model_config).toBe(launch.draftModelConfig);
       });
     }
   }
 
   it('SpecForge@7d1fbf08 takes neither aux flag: its parser rejects the cli argv, and preflight names the script as one to update', () => {
-    const verdict = argparseCheck(argparseSpec('7d1fbf08', 'prepare_hidden_states'), scriptArgs(renderPrepareFor(prepare, SPECFORGE_PROFILES.cli), PREPARE_LAUNCHER));
+    const verdict = argparseCheck(
+      argparseSpec('7d1fbf08', 'prepare_hidden_states'),
+      scriptArgs(renderPrepareFor(prepare, SPECFORGE_PROFILES.cli), PREPARE_LAUNCHER),
+    );
     expect(verdict.message).toMatch(/unrecognized arguments: --draft-model-config/);
     // preflight reads the script's own option strings (prepareAuxFlagIn): here, the recorded ones
-    const spec = JSON.parse(readFileSync(argparseSpec('7d1fbf08', 'prepare_hidden_states'), 'utf8')) as { arguments: { flags: string[] }[] };
+    const spec = JSON.parse(readFileSync(argparseSpec('7d1fbf08', 'prepare_hidden_states'), 'utf8')) as {
+      arguments: { flags: string[] }[];
+    };
     const optionStrings = spec.arguments.flatMap((a) => a.flags.map((f) => `"${f}"`)).join('\n');
     expect(prepareAuxFlagIn(optionStrings)).toBeNull();
     expect(hasOption('ca949555', '--draft-model-config')).toBe(true);
@@ -177,14 +208,23 @@ describe('prepare_hidden_states.py parses the argv aerie renders for the revisio
     const dir = join(AERIE_HOME, 'examples');
     let checked = 0;
     for (const f of readdirSync(dir).filter((n) => /\.ya?ml$/.test(n))) {
-      const config = await loadConfigFile(join(dir, f), { ...process.env, AERIE_HOME, HF_TOKEN: process.env.HF_TOKEN ?? 'unused-by-plan' });
+      const config = await loadConfigFile(join(dir, f), {
+        ...process.env,
+        AERIE_HOME,
+        HF_TOKEN: process.env.HF_TOKEN ?? 'unused-by-plan',
+      });
       if (config.stages.extract.driver !== 'specforge-offline') continue;
       const step = planRun(config).find((s) => s.stage === 'extract' && s.argv);
       const launcher = prepareSpec(config, '/d', '/h').launcher;
       const train = config.stages.train.driver;
-      for (const { commit, profile } of PREPARE_REVISIONS.filter((r) => SPECFORGE_PROFILES[r.profile].driver === train)) {
+      for (const { commit, profile } of PREPARE_REVISIONS.filter(
+        (r) => SPECFORGE_PROFILES[r.profile].driver === train,
+      )) {
         const verdict = argparseCheck(argparseSpec(commit, 'prepare_hidden_states'), scriptArgs(step!.argv!, launcher));
-        expect(verdict.message, `examples/${f}: prepare_hidden_states.py@${commit} (profile ${profile}) rejected aerie plan's argv`).toBe('');
+        expect(
+          verdict.message,
+          `examples/${f}: prepare_hidden_states.py@${commit} (profile ${profile}) rejected aerie plan's argv`,
+        ).toBe('');
         checked++;
       }
     }

@@ -27,9 +27,13 @@ describe('deploy: acceptance gate and benchmark-ready launch', () => {
 
     const preflight = only(run.activities, 'preflight')[0]!;
     expect(preflight.outcome).toBe('completed');
-    expect(preflight.result.note).toMatch(/mismatch allowed by stages\.deploy\.allow-algorithm-mismatch \(experiments only\)/);
+    expect(preflight.result.note).toMatch(
+      /mismatch allowed by stages\.deploy\.allow-algorithm-mismatch \(experiments only\)/,
+    );
 
-    expect(run.error).toMatch(/^deploy failed: accept length 1\.00 is below 1\.3 \(stages\.deploy\.allow-algorithm-mismatch let EAGLE serve a drafter it cannot use\)/);
+    expect(run.error).toMatch(
+      /^deploy failed: accept length 1\.00 is below 1\.3 \(stages\.deploy\.allow-algorithm-mismatch let EAGLE serve a drafter it cannot use\)/,
+    );
     const [gate] = only(run.activities, 'acceptanceGate');
     expect(gate!.failure?.type).toBe('DrafterRejectedError');
     expect(gate!.failure?.nonRetryable).toBe(true);
@@ -41,28 +45,40 @@ describe('deploy: acceptance gate and benchmark-ready launch', () => {
     const [launch] = only(run.activities, 'launchServer').filter((l) => l.input.role === 'deploy');
     expect(launch!.result.argv).toEqual(expect.arrayContaining(['--speculative-algorithm', 'EAGLE']));
     expect(launch!.result.notes.join('\n')).toMatch(/launched despite a drafter\/algorithm mismatch/);
-    expect(only(run.activities, 'stopServer').map((s) => s.input.launch.launchId)).toContain(`${runId}.server-deploy.0`);
+    expect(only(run.activities, 'stopServer').map((s) => s.input.launch.launchId)).toContain(
+      `${runId}.server-deploy.0`,
+    );
     expect(await launchRecords(workdir)).not.toContain(`${runId}.server-baseline.0`);
   }, 110_000);
 
   it('a sweep above 48 sets --max-running-requests, says so, and keeps the server warnings with the run', async () => {
     const workdir = join(suite.work, 'ready');
-    const config = faultConfig(workdir, await freePort(), { SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION: 'false' }, (c) => {
-      c.stages.benchmark.concurrencies = [1, 64];
-      c.stages.benchmark['prompts-per-level'] = 64;
-      c.stages.benchmark.baseline = false;
-      // Readiness through /health_generate, which still runs a generation when /health does not.
-      c.server.readiness.endpoint = '/health_generate';
-      // SGLang 0.5.12 (the oldest the extraction's capture runs on), which logs its spec v2 decision
-      // under EAGLE3; 0.5.23 always runs spec v2 and prints nothing about it (sim/sglang/profile.ts specV2).
-      c.server.launcher = [...c.server.launcher.slice(0, c.server.launcher.indexOf('sglang') + 1), '--version', '0.5.12'];
-      c.server['sglang-version'] = '0.5.12';
-    });
+    const config = faultConfig(
+      workdir,
+      await freePort(),
+      { SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION: 'false' },
+      (c) => {
+        c.stages.benchmark.concurrencies = [1, 64];
+        c.stages.benchmark['prompts-per-level'] = 64;
+        c.stages.benchmark.baseline = false;
+        // Readiness through /health_generate, which still runs a generation when /health does not.
+        c.server.readiness.endpoint = '/health_generate';
+        // SGLang 0.5.12 (the oldest the extraction's capture runs on), which logs its spec v2 decision
+        // under EAGLE3; 0.5.23 always runs spec v2 and prints nothing about it (sim/sglang/profile.ts specV2).
+        c.server.launcher = [
+          ...c.server.launcher.slice(0, c.server.launcher.indexOf('sglang') + 1),
+          '--version',
+          '0.5.12',
+        ];
+        c.server['sglang-version'] = '0.5.12';
+      },
+    );
     const runId = `ready-${Date.now()}`;
     const run = await runPipeline(suite.t, config, runId);
     expect(run.error).toBeUndefined();
 
-    const note = /set --max-running-requests 64: with speculative decoding SGLang otherwise caps running requests at 48/;
+    const note =
+      /set --max-running-requests 64: with speculative decoding SGLang otherwise caps running requests at 48/;
     const [launch] = only(run.activities, 'launchServer').filter((l) => l.input.role === 'deploy');
     expect(launch!.result.argv.join(' ')).toContain('--max-running-requests 64');
     const [gate] = only(run.activities, 'acceptanceGate');

@@ -82,7 +82,12 @@ export async function activityRuns(handle: WorkflowHandle): Promise<ActivityRun[
     const s = e.activityTaskScheduledEventAttributes;
     if (s) {
       const summary = e.userMetadata?.summary ? defaultPayloadConverter.fromPayload(e.userMetadata.summary) : undefined;
-      const run: ActivityRun = { type: s.activityType?.name ?? '', summary: summary as string | undefined, input: decode(s.input)[0], scheduledAt: at };
+      const run: ActivityRun = {
+        type: s.activityType?.name ?? '',
+        summary: summary as string | undefined,
+        input: decode(s.input)[0],
+        scheduledAt: at,
+      };
       byId.set(String(e.eventId), run);
       runs.push(run);
       continue;
@@ -125,15 +130,29 @@ export interface RunOptions {
 }
 
 /** One pipeline run on a fresh in-process worker; resolves when the workflow closes. */
-export async function runPipeline(t: TestTemporal, config: Config, runId: string, opts: RunOptions = {}): Promise<RunOutcome> {
+export async function runPipeline(
+  t: TestTemporal,
+  config: Config,
+  runId: string,
+  opts: RunOptions = {},
+): Promise<RunOutcome> {
   const hosts = new HostPool();
-  const { worker } = await createWorker({ connection: t.nativeConnection, workflowBundle: t.bundle, hosts, taskQueue: TASK_QUEUE });
+  const { worker } = await createWorker({
+    connection: t.nativeConnection,
+    workflowBundle: t.bundle,
+    hosts,
+    taskQueue: TASK_QUEUE,
+  });
   const input: PipelineInput = { runId, config, configPath: 'test' };
   const startedAt = Date.now();
   let cancelled = false;
   try {
     return await worker.runUntil(async () => {
-      const handle = await t.client.workflow.start(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [input] });
+      const handle = await t.client.workflow.start(pipeline, {
+        taskQueue: TASK_QUEUE,
+        workflowId: runId,
+        args: [input],
+      });
       const watcher = opts.cancelWhen ? cancelWhen(handle, opts.cancelWhen, () => (cancelled = true)) : undefined;
       if (opts.during) await opts.during(handle);
       let result: PipelineResult | undefined;
@@ -144,14 +163,26 @@ export async function runPipeline(t: TestTemporal, config: Config, runId: string
         error = runFailureMessage(err);
       }
       await watcher?.stop();
-      return { runId, result, error, cancelled, activities: await activityRuns(handle), startedAt, closedAt: Date.now() };
+      return {
+        runId,
+        result,
+        error,
+        cancelled,
+        activities: await activityRuns(handle),
+        startedAt,
+        closedAt: Date.now(),
+      };
     });
   } finally {
     await hosts.closeAll();
   }
 }
 
-function cancelWhen(handle: WorkflowHandle, cond: (s: RunStatus) => boolean, onCancel: () => void): { stop(): Promise<void> } {
+function cancelWhen(
+  handle: WorkflowHandle,
+  cond: (s: RunStatus) => boolean,
+  onCancel: () => void,
+): { stop(): Promise<void> } {
   let stopped = false;
   const loop = (async () => {
     while (!stopped) {
@@ -185,10 +216,16 @@ export function only(runs: ActivityRun[], type: string): ActivityRun[] {
 /** Launch ids with a record on the host (what aerie launched, ever). */
 export async function launchRecords(workdir: string): Promise<string[]> {
   const files = await readdir(join(workdir, '.aerie', 'procs')).catch(() => [] as string[]);
-  return files.filter((f) => f.endsWith('.json')).map((f) => f.slice(0, -5)).sort();
+  return files
+    .filter((f) => f.endsWith('.json'))
+    .map((f) => f.slice(0, -5))
+    .sort();
 }
 
-export async function launchRecord(workdir: string, launchId: string): Promise<{ pid: number; pgid: number; startedAt: string; argv: string[]; logPath: string }> {
+export async function launchRecord(
+  workdir: string,
+  launchId: string,
+): Promise<{ pid: number; pgid: number; startedAt: string; argv: string[]; logPath: string }> {
   return JSON.parse(await readFile(join(workdir, '.aerie', 'procs', `${launchId}.json`), 'utf8'));
 }
 
@@ -217,7 +254,11 @@ export async function groupHasMembers(pgid: number): Promise<boolean> {
  * Time from each server's exit to the failure of the activity that was waiting on it:
  * pairs every failed activity whose input names a launch with that launch's .exit time.
  */
-export async function detectionDelays(workdir: string, runs: ActivityRun[], types: string[]): Promise<{ launchId: string; type: string; delayMs: number }[]> {
+export async function detectionDelays(
+  workdir: string,
+  runs: ActivityRun[],
+  types: string[],
+): Promise<{ launchId: string; type: string; delayMs: number }[]> {
   const out: { launchId: string; type: string; delayMs: number }[] = [];
   for (const r of runs) {
     if (!types.includes(r.type) || r.outcome !== 'failed' || r.closedAt === undefined) continue;

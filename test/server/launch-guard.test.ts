@@ -33,7 +33,10 @@ afterAll(async () => {
 });
 
 async function failureOf(p: Promise<unknown>): Promise<ApplicationFailure> {
-  const err = await p.then(() => undefined, (e: unknown) => e);
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(ApplicationFailure);
   return err as ApplicationFailure;
 }
@@ -49,7 +52,9 @@ describe('launchServer guards', () => {
       const err = await failureOf(acts.launchServer({ runId: 'held', config, role: 'generate' }));
       expect(err.type).toBe('PortInUseError');
       expect(err.nonRetryable).toBe(true);
-      expect(err.message).toMatch(new RegExp(`^port ${port} on local is already held by pid ${stale.child.pid} \\(.*aerie-sim\\.mjs sglang`));
+      expect(err.message).toMatch(
+        new RegExp(`^port ${port} on local is already held by pid ${stale.child.pid} \\(.*aerie-sim\\.mjs sglang`),
+      );
       expect(await launchRecords(workdir)).toEqual([]);
     } finally {
       await stopSim(stale);
@@ -84,7 +89,11 @@ describe('a launch whose record was never written (link or worker lost right aft
     const config = faultConfig(workdir, await freePort(), {});
     const first = await acts.launchServer({ runId: 'ur', config, role: 'generate' });
     started.push({ host: hosts.get(config), launch: first });
-    await waitUntil(async () => (await fetch(`http://127.0.0.1:${first.port}/health`).catch(() => null))?.status === 200, 'the server on its port', 30_000);
+    await waitUntil(
+      async () => (await fetch(`http://127.0.0.1:${first.port}/health`).catch(() => null))?.status === 200,
+      'the server on its port',
+      30_000,
+    );
     // What a drop between the wrapper's start and the record write leaves: the pid file only.
     await rm(join(workdir, '.aerie', 'procs', 'ur.server-generate.0.json'));
     expect(await launchRecords(workdir)).toEqual([]);
@@ -98,12 +107,28 @@ describe('a launch whose record was never written (link or worker lost right aft
 });
 
 describe('confirmOurs: a 200 counts only from our process group', () => {
-  const launch = { role: 'deploy', port: 30000, pid: 500, pgid: 500, modelPath: '/m', tpSize: 1 } as unknown as ServerLaunch;
+  const launch = {
+    role: 'deploy',
+    port: 30000,
+    pid: 500,
+    pgid: 500,
+    modelPath: '/m',
+    tpSize: 1,
+  } as unknown as ServerLaunch;
   const hostWith = (holderPid: number, holderPgid: number): Host =>
     ({
       name: 'gpu-a',
-      portHolder: async () => ({ listening: true, pid: holderPid, command: 'python3 -m sglang.launch_server --model-path /m' }),
-      exec: async () => ({ code: 0, signal: null, stdout: `${holderPid} (python3) S 1 ${holderPgid} ${holderPgid} 0 -1 0 0 0 0 0 0 0 0 20 0 1 0 12345 0 0\n`, stderr: '' }),
+      portHolder: async () => ({
+        listening: true,
+        pid: holderPid,
+        command: 'python3 -m sglang.launch_server --model-path /m',
+      }),
+      exec: async () => ({
+        code: 0,
+        signal: null,
+        stdout: `${holderPid} (python3) S 1 ${holderPgid} ${holderPgid} 0 -1 0 0 0 0 0 0 0 0 20 0 1 0 12345 0 0\n`,
+        stderr: '',
+      }),
     }) as unknown as Host;
   const client = (info: Record<string, unknown>) => ({ serverInfo: async () => info }) as unknown as SglangClient;
   const ours = { model_path: '/m', port: 30000, tp_size: 1, speculative_algorithm: null };
@@ -118,8 +143,12 @@ describe('confirmOurs: a 200 counts only from our process group', () => {
   });
 
   it('accepts our group with matching server_info, and refuses a mismatch with what was launched', async () => {
-    await expect(confirmOurs(hostWith(512, 500), client(ours), launch, new AbortController().signal)).resolves.toBeUndefined();
-    const err = await failureOf(confirmOurs(hostWith(512, 500), client({ ...ours, model_path: '/other' }), launch, new AbortController().signal));
+    await expect(
+      confirmOurs(hostWith(512, 500), client(ours), launch, new AbortController().signal),
+    ).resolves.toBeUndefined();
+    const err = await failureOf(
+      confirmOurs(hostWith(512, 500), client({ ...ours, model_path: '/other' }), launch, new AbortController().signal),
+    );
     expect(err.type).toBe('ServerMismatch');
     expect(err.message).toMatch(/server_info says model_path=\/other, we launched \/m/);
   });

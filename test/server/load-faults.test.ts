@@ -8,7 +8,15 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { useTemporalSuite } from '../support/temporal.js';
-import { detectionDelays, faultConfig, groupHasMembers, launchRecord, launchRecords, only, runPipeline } from './harness.js';
+import {
+  detectionDelays,
+  faultConfig,
+  groupHasMembers,
+  launchRecord,
+  launchRecords,
+  only,
+  runPipeline,
+} from './harness.js';
 import { startSim, stopSim } from '../support/sim.js';
 
 const suite = useTemporalSuite('aerie-load-faults-');
@@ -18,11 +26,16 @@ const POLL = 1000;
 describe('server faults during startup, through the pipeline workflow', () => {
   it('a crash during the load fails readiness within two polls, with the log tail and a classification, and is relaunched', async () => {
     const workdir = join(suite.work, 'exit');
-    const config = faultConfig(workdir, await freePort(), { AERIE_SIM_FAULT: 'exit-during-load', AERIE_SIM_TIME_SCALE: '0.05' });
+    const config = faultConfig(workdir, await freePort(), {
+      AERIE_SIM_FAULT: 'exit-during-load',
+      AERIE_SIM_TIME_SCALE: '0.05',
+    });
     const runId = `exit-${Date.now()}`;
     const run = await runPipeline(suite.t, config, runId);
 
-    expect(run.error).toMatch(/^generate failed: generate server pid \d+ exited while loading weights \(exit code 1\): safetensors_rust\.SafetensorError/);
+    expect(run.error).toMatch(
+      /^generate failed: generate server pid \d+ exited while loading weights \(exit code 1\): safetensors_rust\.SafetensorError/,
+    );
     // A generic crash is relaunched (three launches in all), never retried in place on a dead process.
     const gens = [0, 1, 2].map((g) => `${runId}.server-generate.${g}`);
     expect(await launchRecords(workdir)).toEqual(gens);
@@ -74,7 +87,10 @@ describe('server faults during startup, through the pipeline workflow', () => {
 
   it('CUDA out of memory is non-retryable and says what to change', async () => {
     const workdir = join(suite.work, 'oom');
-    const config = faultConfig(workdir, await freePort(), { AERIE_SIM_FAULT: 'oom-during-load', AERIE_SIM_TIME_SCALE: '0.02' });
+    const config = faultConfig(workdir, await freePort(), {
+      AERIE_SIM_FAULT: 'oom-during-load',
+      AERIE_SIM_TIME_SCALE: '0.02',
+    });
     const runId = `oom-${Date.now()}`;
     const run = await runPipeline(suite.t, config, runId);
 
@@ -91,14 +107,21 @@ describe('server faults during startup, through the pipeline workflow', () => {
     const workdir = join(suite.work, 'never');
     const budget = 4000;
     const poll = 500;
-    const config = faultConfig(workdir, await freePort(), { AERIE_SIM_FAULT: 'never-ready', AERIE_SIM_TIME_SCALE: '0.01' }, (c) => {
-      c.server.readiness.budget = budget;
-      c.server.readiness['poll-interval'] = poll;
-    });
+    const config = faultConfig(
+      workdir,
+      await freePort(),
+      { AERIE_SIM_FAULT: 'never-ready', AERIE_SIM_TIME_SCALE: '0.01' },
+      (c) => {
+        c.server.readiness.budget = budget;
+        c.server.readiness['poll-interval'] = poll;
+      },
+    );
     const runId = `never-${Date.now()}`;
     const run = await runPipeline(suite.t, config, runId);
 
-    expect(run.error).toMatch(/generate server pid \d+ not ready after [\d.]+ s \(budget 4\.0 s\); last phase from its log: warming up/);
+    expect(run.error).toMatch(
+      /generate server pid \d+ not ready after [\d.]+ s \(budget 4\.0 s\); last phase from its log: warming up/,
+    );
     expect(run.error).toMatch(/last \/health status: 503/);
     expect(await launchRecords(workdir)).toEqual([`${runId}.server-generate.0`]);
     const [ready] = only(run.activities, 'awaitServerReady');

@@ -21,7 +21,11 @@ const READY_AFTER = 2500;
 
 /** Cancels the run once the first smoke test has finished (the generate stage is not under test here). */
 async function cancelAfterSmoke(handle: WorkflowHandle): Promise<void> {
-  await waitUntil(async () => only(await activityRuns(handle), 'smokeTest').some((s) => s.outcome === 'completed'), 'a smoke test to pass', 60_000);
+  await waitUntil(
+    async () => only(await activityRuns(handle), 'smokeTest').some((s) => s.outcome === 'completed'),
+    'a smoke test to pass',
+    60_000,
+  );
   await handle.cancel();
 }
 
@@ -44,12 +48,16 @@ describe('older SGLang: /health 200 while still warming up', () => {
   it('readiness waits for the ready line, notes the early 200, and the smoke test then passes', async () => {
     const workdir = join(suite.work, 'guarded');
     const runId = `old-${Date.now()}`;
-    const run = await runPipeline(suite.t, oldServerConfig(workdir, await freePort(), true), runId, { during: cancelAfterSmoke });
+    const run = await runPipeline(suite.t, oldServerConfig(workdir, await freePort(), true), runId, {
+      during: cancelAfterSmoke,
+    });
 
     const [ready] = only(run.activities, 'awaitServerReady');
     expect(ready!.outcome).toBe('completed');
     expect(ready!.result.elapsedMs).toBeGreaterThanOrEqual(READY_AFTER);
-    expect(ready!.result.notes.join('\n')).toMatch(/\/health answered 200 while the log said "(starting|loading weights|weights loaded|warming up)"/);
+    expect(ready!.result.notes.join('\n')).toMatch(
+      /\/health answered 200 while the log said "(starting|loading weights|weights loaded|warming up)"/,
+    );
     expect(ready!.result.notes.join('\n')).toMatch(/\/health_generate is the reliable check/);
     expect(only(run.activities, 'smokeTest').map((s) => s.outcome)).toEqual(['completed']);
     expect(await launchRecords(workdir)).toEqual([`${runId}.server-generate.0`]);
@@ -67,9 +75,13 @@ describe('older SGLang: /health 200 while still warming up', () => {
     expect(ready[0]!.result.elapsedMs).toBeLessThan(READY_AFTER);
     const smoke = only(run.activities, 'smokeTest');
     expect(smoke[0]!.failure?.type).toBe('SmokeTestFailed');
-    expect(smoke[0]!.failure?.message).toMatch(/passed its health check but the smoke generation failed on a live server: POST \/generate answered HTTP 503/);
+    expect(smoke[0]!.failure?.message).toMatch(
+      /passed its health check but the smoke generation failed on a live server: POST \/generate answered HTTP 503/,
+    );
     // Relaunched per policy, each time too early, then the stage fails with the smoke test's words.
     expect(await launchRecords(workdir)).toEqual([0, 1, 2].map((g) => `${runId}.server-generate.${g}`));
-    expect(run.error).toMatch(/^generate failed: generate server pid \d+ passed its health check but the smoke generation failed/);
+    expect(run.error).toMatch(
+      /^generate failed: generate server pid \d+ passed its health check but the smoke generation failed/,
+    );
   }, 60_000);
 });

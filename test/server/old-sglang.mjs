@@ -31,12 +31,27 @@ const server = http.createServer((req, res) => {
   if (path === '/health') return send(res, 200, '');
   if (path === '/health_generate') return send(res, ready ? 200 : 503, '');
   if (path === '/get_server_info' || path === '/server_info') {
-    return send(res, 200, { model_path: modelPath, port, tp_size: tpSize, speculative_algorithm: null, version: '0.3.0' });
+    return send(res, 200, {
+      model_path: modelPath,
+      port,
+      tp_size: tpSize,
+      speculative_algorithm: null,
+      version: '0.3.0',
+    });
   }
   if (path === '/generate') {
     req.resume();
     if (!ready) return send(res, 503, { error: { message: 'the server is still warming up' } });
-    return send(res, 200, { text: ' Paris.', meta_info: { id: 'x', finish_reason: { type: 'length', length: 2 }, prompt_tokens: 5, completion_tokens: 2, cached_tokens: 0 } });
+    return send(res, 200, {
+      text: ' Paris.',
+      meta_info: {
+        id: 'x',
+        finish_reason: { type: 'length', length: 2 },
+        prompt_tokens: 5,
+        completion_tokens: 2,
+        cached_tokens: 0,
+      },
+    });
   }
   send(res, 404, { detail: 'Not Found' });
 });

@@ -14,7 +14,17 @@ import { pipeline } from '../../src/workflows/index.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { createWorker } from '../../src/worker.js';
 import { useTemporalSuite, waitUntil } from '../support/temporal.js';
-import { activityRuns, detectionDelays, exitedAt, faultConfig, groupHasMembers, launchRecord, launchRecords, only, runPipeline } from './harness.js';
+import {
+  activityRuns,
+  detectionDelays,
+  exitedAt,
+  faultConfig,
+  groupHasMembers,
+  launchRecord,
+  launchRecords,
+  only,
+  runPipeline,
+} from './harness.js';
 
 const suite = useTemporalSuite('aerie-serving-faults-');
 
@@ -24,7 +34,10 @@ const generateDone = (s: RunStatus) => s.stages.find((x) => x.stage === 'generat
 describe('server faults after ready, through the pipeline workflow', () => {
   it('a crash on the first decode is caught by the smoke test; the group is stopped and the relaunch succeeds', async () => {
     const workdir = join(suite.work, 'smoke');
-    const config = faultConfig(workdir, await freePort(), { AERIE_SIM_FAULT: 'crash-first-decode', AERIE_SIM_FAULT_ONCE: join(workdir, 'fault-fired') });
+    const config = faultConfig(workdir, await freePort(), {
+      AERIE_SIM_FAULT: 'crash-first-decode',
+      AERIE_SIM_FAULT_ONCE: join(workdir, 'fault-fired'),
+    });
     const runId = `smoke-${Date.now()}`;
     const run = await runPipeline(suite.t, config, runId, { cancelWhen: generateDone });
 
@@ -37,7 +50,9 @@ describe('server faults after ready, through the pipeline workflow', () => {
     const failure = smoke[0]!.failure!;
     expect(failure.type).toBe('ServerCrashed');
     expect(failure.nonRetryable).toBe(true);
-    expect(failure.message).toMatch(/^generate server pid \d+ died on its first generation \(exit code 1\): AttributeError: 'EAGLEWorkerV2' object has no attribute 'spec_disable_batch_threshold'/);
+    expect(failure.message).toMatch(
+      /^generate server pid \d+ died on its first generation \(exit code 1\): AttributeError: 'EAGLEWorkerV2' object has no attribute 'spec_disable_batch_threshold'/,
+    );
     expect(failure.details?.logTail).toContain('Traceback (most recent call last):');
     expect(smoke[0]!.input.launch.launchId).toBe(gen0);
     expect(smoke[1]!.input.launch.launchId).toBe(gen1);
@@ -51,7 +66,9 @@ describe('server faults after ready, through the pipeline workflow', () => {
 
     // Our group was stopped before the relaunch, and the relaunch served the stage.
     const order = run.activities.map((a) => `${a.type}:${a.input?.launch?.launchId ?? a.input?.role ?? ''}`);
-    expect(order.indexOf(`stopServer:${gen0}`)).toBeLessThan(order.indexOf('launchServer:generate', order.indexOf(`smokeTest:${gen0}`)));
+    expect(order.indexOf(`stopServer:${gen0}`)).toBeLessThan(
+      order.indexOf('launchServer:generate', order.indexOf(`smokeTest:${gen0}`)),
+    );
     expect(await groupHasMembers((await launchRecord(workdir, gen0)).pgid)).toBe(false);
     expect(only(run.activities, 'generateData').map((g) => g.outcome)).toEqual(['completed']);
   }, 90_000);
@@ -59,9 +76,14 @@ describe('server faults after ready, through the pipeline workflow', () => {
   it('a server that dies while the generate stage uses it is noticed by that stage, relaunched, and the stage resumes', async () => {
     const workdir = join(suite.work, 'in-use');
     // One smoke token has no decode step, so the first decode happens inside the stage.
-    const config = faultConfig(workdir, await freePort(), { AERIE_SIM_FAULT: 'crash-first-decode', AERIE_SIM_FAULT_ONCE: join(workdir, 'fault-fired') }, (c) => {
-      c.server.readiness['smoke-tokens'] = 1;
-    });
+    const config = faultConfig(
+      workdir,
+      await freePort(),
+      { AERIE_SIM_FAULT: 'crash-first-decode', AERIE_SIM_FAULT_ONCE: join(workdir, 'fault-fired') },
+      (c) => {
+        c.server.readiness['smoke-tokens'] = 1;
+      },
+    );
     const runId = `in-use-${Date.now()}`;
     const run = await runPipeline(suite.t, config, runId, { cancelWhen: generateDone });
 
@@ -72,7 +94,9 @@ describe('server faults after ready, through the pipeline workflow', () => {
     expect(stage.map((g) => g.outcome)).toEqual(['failed', 'completed']);
     expect(stage[0]!.attempt).toBe(1);
     expect(stage[0]!.failure?.type).toBe('ServerCrashed');
-    expect(stage[0]!.failure?.message).toMatch(/^generate server pid \d+ died while in use \(exit code 1\): AttributeError/);
+    expect(stage[0]!.failure?.message).toMatch(
+      /^generate server pid \d+ died while in use \(exit code 1\): AttributeError/,
+    );
     expect(stage[0]!.failure?.details?.logTail).toContain('spec_disable_batch_threshold');
     expect(stage[1]!.input.launch.launchId).toBe(gen1);
     const [delay] = await detectionDelays(workdir, run.activities, ['generateData']);
@@ -87,29 +111,52 @@ describe('server faults after ready, through the pipeline workflow', () => {
       c.server.readiness['poll-interval'] = 500;
     });
     const runId = `reattach-${Date.now()}`;
-    const handle = await suite.t.client.workflow.start(pipeline, { taskQueue: TASK_QUEUE, workflowId: runId, args: [{ runId, config, configPath: 'test' }] });
+    const handle = await suite.t.client.workflow.start(pipeline, {
+      taskQueue: TASK_QUEUE,
+      workflowId: runId,
+      args: [{ runId, config, configPath: 'test' }],
+    });
     const beats: Record<string, unknown>[] = [];
 
-    const first = await createWorker({ connection: suite.t.nativeConnection, workflowBundle: suite.t.bundle, hosts: new HostPool(), taskQueue: TASK_QUEUE });
+    const first = await createWorker({
+      connection: suite.t.nativeConnection,
+      workflowBundle: suite.t.bundle,
+      hosts: new HostPool(),
+      taskQueue: TASK_QUEUE,
+    });
     // Worker 1 runs until readiness has heartbeated while the weights load, then shuts down.
     const log = join(workdir, 'runs', runId, 'logs', 'server-generate-0.log');
     await first.worker.runUntil(
-      waitUntil(async () => {
-        const text = await readFile(log, 'utf8').catch(() => '');
-        if (!text.includes('Load weight begin') || text.includes('Load weight end')) return false;
-        const d = await handle.describe();
-        const pending = (d.raw.pendingActivities ?? []).find((a) => a.activityType?.name === 'awaitServerReady');
-        const payload = pending?.heartbeatDetails?.payloads?.[0];
-        if (!payload) return false;
-        beats.push(defaultPayloadConverter.fromPayload(payload) as Record<string, unknown>);
-        return true;
-      }, 'a readiness heartbeat during the load', 60_000, 100),
+      waitUntil(
+        async () => {
+          const text = await readFile(log, 'utf8').catch(() => '');
+          if (!text.includes('Load weight begin') || text.includes('Load weight end')) return false;
+          const d = await handle.describe();
+          const pending = (d.raw.pendingActivities ?? []).find((a) => a.activityType?.name === 'awaitServerReady');
+          const payload = pending?.heartbeatDetails?.payloads?.[0];
+          if (!payload) return false;
+          beats.push(defaultPayloadConverter.fromPayload(payload) as Record<string, unknown>);
+          return true;
+        },
+        'a readiness heartbeat during the load',
+        60_000,
+        100,
+      ),
     );
     await first.hosts.closeAll();
 
-    const second = await createWorker({ connection: suite.t.nativeConnection, workflowBundle: suite.t.bundle, hosts: new HostPool(), taskQueue: TASK_QUEUE });
+    const second = await createWorker({
+      connection: suite.t.nativeConnection,
+      workflowBundle: suite.t.bundle,
+      hosts: new HostPool(),
+      taskQueue: TASK_QUEUE,
+    });
     await second.worker.runUntil(async () => {
-      await waitUntil(async () => generateDone(await handle.query<RunStatus>('status')), 'the generate stage to finish', 60_000);
+      await waitUntil(
+        async () => generateDone(await handle.query<RunStatus>('status')),
+        'the generate stage to finish',
+        60_000,
+      );
       await handle.cancel();
       await handle.result().catch(() => undefined);
     });
@@ -118,11 +165,15 @@ describe('server faults after ready, through the pipeline workflow', () => {
     // Small heartbeat details: phase, elapsed, last HTTP status, log offset (and a progress line).
     const beat = beats[beats.length - 1]!;
     expect(Object.keys(beat).sort()).toEqual(expect.arrayContaining(['elapsedMs', 'lastHttp', 'logOffset', 'phase']));
-    expect(Object.keys(beat).every((k) => ['elapsedMs', 'lastHttp', 'logOffset', 'phase', 'detail'].includes(k))).toBe(true);
+    expect(Object.keys(beat).every((k) => ['elapsedMs', 'lastHttp', 'logOffset', 'phase', 'detail'].includes(k))).toBe(
+      true,
+    );
     expect(JSON.stringify(beat).length).toBeLessThan(400);
 
     // One launch: the second attempt re-attached to the loading server instead of starting another.
-    expect((await launchRecords(workdir)).filter((id) => id.includes('.server-generate.'))).toEqual([`${runId}.server-generate.0`]);
+    expect((await launchRecords(workdir)).filter((id) => id.includes('.server-generate.'))).toEqual([
+      `${runId}.server-generate.0`,
+    ]);
     const runs = await activityRuns(handle);
     expect(only(runs, 'launchServer').filter((l) => l.input.role === 'generate')).toHaveLength(1);
     const ready = only(runs, 'awaitServerReady')[0]!;

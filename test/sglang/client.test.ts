@@ -115,7 +115,9 @@ describe('SglangClient.health', () => {
 
 describe('SglangClient.serverInfo and modelInfo', () => {
   it('uses /server_info when the server has it', async () => {
-    const { base, seen } = await serve((req, res) => json(res, 200, { model_path: '/m', port: 30000, internal_states: [] }));
+    const { base, seen } = await serve((req, res) =>
+      json(res, 200, { model_path: '/m', port: 30000, internal_states: [] }),
+    );
     expect(await new SglangClient(base).serverInfo()).toEqual({ model_path: '/m', port: 30000, internal_states: [] });
     expect(seen.map((s) => s.url)).toEqual(['/server_info']);
   });
@@ -141,21 +143,29 @@ describe('SglangClient.serverInfo and modelInfo', () => {
       res.writeHead(200, { 'content-type': 'text/html' });
       res.end('<html>hello</html>');
     });
-    await expect(new SglangClient(base).serverInfo()).rejects.toThrow(/GET \/server_info answered HTTP 200 with a body that is not JSON/);
+    await expect(new SglangClient(base).serverInfo()).rejects.toThrow(
+      /GET \/server_info answered HTTP 200 with a body that is not JSON/,
+    );
   });
 
   it('falls back from /model_info to /get_model_info', async () => {
     const { base, seen } = await serve((req, res) => {
-      if (req.url === '/get_model_info') json(res, 200, { model_path: '/m', tokenizer_path: '/m', is_generation: true });
+      if (req.url === '/get_model_info')
+        json(res, 200, { model_path: '/m', tokenizer_path: '/m', is_generation: true });
       else json(res, 404, { detail: 'Not Found' });
     });
-    expect(await new SglangClient(base).modelInfo()).toEqual({ model_path: '/m', tokenizer_path: '/m', is_generation: true });
+    expect(await new SglangClient(base).modelInfo()).toEqual({
+      model_path: '/m',
+      tokenizer_path: '/m',
+      is_generation: true,
+    });
     expect(seen.map((s) => s.url)).toEqual(['/model_info', '/get_model_info']);
   });
 
   it('asks the old names first for a release that serves only those (0.5.4), and still falls back', async () => {
     const { base, seen } = await serve((req, res) => {
-      if (req.url === '/get_server_info' || req.url === '/get_model_info') json(res, 200, { model_path: '/m', port: 30000, version: '0.5.4' });
+      if (req.url === '/get_server_info' || req.url === '/get_model_info')
+        json(res, 200, { model_path: '/m', port: 30000, version: '0.5.4' });
       else json(res, 404, { detail: 'Not Found' });
     });
     const client = new SglangClient(base, { legacyRoutesFirst: true });
@@ -174,8 +184,13 @@ describe('SglangClient.serverInfo and modelInfo', () => {
 
 describe('SglangClient.generate and chat', () => {
   it('posts a non-streaming /generate as JSON and returns text and meta_info', async () => {
-    const { base, seen } = await serve((_req, res) => json(res, 200, { text: ' Paris.', output_ids: [12366, 13], meta_info: META }));
-    const out = await new SglangClient(base).generate({ text: 'The capital of France is', sampling_params: { max_new_tokens: 16, temperature: 0 } });
+    const { base, seen } = await serve((_req, res) =>
+      json(res, 200, { text: ' Paris.', output_ids: [12366, 13], meta_info: META }),
+    );
+    const out = await new SglangClient(base).generate({
+      text: 'The capital of France is',
+      sampling_params: { max_new_tokens: 16, temperature: 0 },
+    });
     expect(out.text).toBe(' Paris.');
     expect(acceptLengthOf(out.meta_info)).toBeCloseTo(3.2);
     expect(seen[0].method).toBe('POST');
@@ -189,7 +204,9 @@ describe('SglangClient.generate and chat', () => {
 
   it("turns a 400 into SglangHttpError carrying the server's message", async () => {
     const { base } = await serve((_req, res) =>
-      json(res, 400, { error: { message: 'The input (131090 tokens) is longer than the model\'s context length (131072 tokens).' } }),
+      json(res, 400, {
+        error: { message: "The input (131090 tokens) is longer than the model's context length (131072 tokens)." },
+      }),
     );
     const err = await new SglangClient(base).generate({ text: 'x' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SglangHttpError);
@@ -210,7 +227,9 @@ describe('SglangClient.generate and chat', () => {
       res.write('{"text": "Par');
     });
     const started = Date.now();
-    const err = await new SglangClient(base, { generateTimeoutMs: 300 }).generate({ text: 'x' }).catch((e: unknown) => e);
+    const err = await new SglangClient(base, { generateTimeoutMs: 300 })
+      .generate({ text: 'x' })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SglangConnectionError);
     expect(err).toMatchObject({ failure: 'timeout', path: '/generate' });
     expect(Date.now() - started).toBeLessThan(10_000);
@@ -229,11 +248,16 @@ describe('SglangClient.generate and chat', () => {
       object: 'chat.completion',
       created: 1751364000,
       model: 'default',
-      choices: [{ index: 0, message: { role: 'assistant', content: 'Paris.' }, finish_reason: 'stop', matched_stop: 128009 }],
+      choices: [
+        { index: 0, message: { role: 'assistant', content: 'Paris.' }, finish_reason: 'stop', matched_stop: 128009 },
+      ],
       usage: { prompt_tokens: 42, completion_tokens: 3, total_tokens: 45 },
     };
     const { base, seen } = await serve((_req, res) => json(res, 200, reply));
-    const out = await new SglangClient(base).chat({ messages: [{ role: 'user', content: 'Capital of France?' }], max_tokens: 8 });
+    const out = await new SglangClient(base).chat({
+      messages: [{ role: 'user', content: 'Capital of France?' }],
+      max_tokens: 8,
+    });
     expect(out).toEqual(reply);
     expect(seen[0].url).toBe('/v1/chat/completions');
     expect(seen[0].contentType).toBe('application/json');
@@ -246,14 +270,17 @@ describe('SglangClient.generate and chat', () => {
   });
 
   it('refuses a list of prompts', async () => {
-    await expect(new SglangClient('http://127.0.0.1:1').generate({ text: ['a', 'b'] } as never)).rejects.toThrow(/one prompt/);
+    await expect(new SglangClient('http://127.0.0.1:1').generate({ text: ['a', 'b'] } as never)).rejects.toThrow(
+      /one prompt/,
+    );
   });
 });
 
 describe('SglangClient.flushCache', () => {
   it('returns the text on 200 and explains a 400 while requests are in flight', async () => {
     let busy = false;
-    const text = 'Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting requests, the operation will not be performed.)\n';
+    const text =
+      'Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting requests, the operation will not be performed.)\n';
     const { base, seen } = await serve((_req, res) => {
       res.writeHead(busy ? 400 : 200, { 'content-type': 'text/plain' });
       res.end(text);
@@ -263,7 +290,10 @@ describe('SglangClient.flushCache', () => {
     busy = true;
     const err = await client.flushCache().catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SglangHttpError);
-    expect(err).toMatchObject({ status: 400, serverMessage: 'the server did not flush its cache: requests are still running or waiting' });
+    expect(err).toMatchObject({
+      status: 400,
+      serverMessage: 'the server did not flush its cache: requests are still running or waiting',
+    });
     expect(seen.map((s) => `${s.method} ${s.url}`)).toEqual(['POST /flush_cache', 'POST /flush_cache']);
   });
 });
@@ -271,9 +301,9 @@ describe('SglangClient.flushCache', () => {
 describe('errorMessageOf', () => {
   it('reads every error body shape SGLang uses', () => {
     expect(errorMessageOf('{"error": {"message": "bad"}}')).toBe('bad');
-    expect(errorMessageOf('{"object": "error", "message": "Bad Request: max_tokens", "type": "BadRequest", "code": 400}')).toBe(
-      'Bad Request: max_tokens',
-    );
+    expect(
+      errorMessageOf('{"object": "error", "message": "Bad Request: max_tokens", "type": "BadRequest", "code": 400}'),
+    ).toBe('Bad Request: max_tokens');
     expect(errorMessageOf('{"detail": "Not Found"}')).toBe('Not Found');
     expect(errorMessageOf('{"detail": [{"loc": ["body"], "msg": "field required"}]}')).toBe('field required');
     expect(errorMessageOf('Internal Server Error')).toBe('Internal Server Error');
@@ -292,7 +322,9 @@ describe('acceptLengthOf', () => {
 
 describe('avgSpecAcceptLength', () => {
   it('reads internal_states[0], falls back to the old top-level field, else undefined', () => {
-    expect(avgSpecAcceptLength({ internal_states: [{ avg_spec_accept_length: 3.4 }, { avg_spec_accept_length: 2.9 }] })).toBe(3.4);
+    expect(
+      avgSpecAcceptLength({ internal_states: [{ avg_spec_accept_length: 3.4 }, { avg_spec_accept_length: 2.9 }] }),
+    ).toBe(3.4);
     expect(avgSpecAcceptLength({ avg_spec_accept_length: 2.2 })).toBe(2.2);
     expect(avgSpecAcceptLength({ internal_states: [{ last_gen_throughput: 10 }] })).toBeUndefined();
     expect(avgSpecAcceptLength({})).toBeUndefined();

@@ -27,7 +27,9 @@ describe('checkDrafterCompat (incident 3)', () => {
   });
 
   it('refuses NEXTN (which SGLang runs as EAGLE) with an EAGLE-3 drafter', () => {
-    expect(checkDrafterCompat('NEXTN', EAGLE3_DRAFT)).toMatch(/^--speculative-algorithm NEXTN cannot serve an EAGLE-3 drafter/);
+    expect(checkDrafterCompat('NEXTN', EAGLE3_DRAFT)).toMatch(
+      /^--speculative-algorithm NEXTN cannot serve an EAGLE-3 drafter/,
+    );
   });
 
   it('refuses STANDALONE with an EAGLE-3 drafter', () => {

@@ -43,11 +43,15 @@ describe('checkServerIdentity', () => {
   });
 
   it('names a different port', () => {
-    expect(checkServerIdentity(info({ port: 30001 }), OURS)).toEqual(['server_info says port=30001, we launched 30000']);
+    expect(checkServerIdentity(info({ port: 30001 }), OURS)).toEqual([
+      'server_info says port=30001, we launched 30000',
+    ]);
   });
 
   it('names a different tp size when asked to check it', () => {
-    expect(checkServerIdentity(info({ tp_size: 4 }), { ...OURS, tpSize: 8 })).toEqual(['server_info says tp_size=4, we launched 8']);
+    expect(checkServerIdentity(info({ tp_size: 4 }), { ...OURS, tpSize: 8 })).toEqual([
+      'server_info says tp_size=4, we launched 8',
+    ]);
   });
 
   it('never tolerates a missing model_path or port', () => {
@@ -64,7 +68,13 @@ describe('checkServerIdentity', () => {
 
   it('knows SGLang reports NEXTN as EAGLE', () => {
     const mtp = info({ speculative_algorithm: 'EAGLE', speculative_draft_model_path: '/models/DeepSeek-V3' });
-    expect(checkServerIdentity(mtp, { modelPath: '/models/Llama-3.1-8B-Instruct', port: 30000, speculativeAlgorithm: 'NEXTN' })).toEqual([]);
+    expect(
+      checkServerIdentity(mtp, {
+        modelPath: '/models/Llama-3.1-8B-Instruct',
+        port: 30000,
+        speculativeAlgorithm: 'NEXTN',
+      }),
+    ).toEqual([]);
   });
 
   it('flags a server without speculation when we launched one', () => {
@@ -97,7 +107,12 @@ describe('checkServerIdentity', () => {
   });
 
   it('lists every mismatch of a different server at once', () => {
-    const stale = info({ model_path: '/models/Qwen3-8B', port: '30000', speculative_algorithm: null, speculative_draft_model_path: null });
+    const stale = info({
+      model_path: '/models/Qwen3-8B',
+      port: '30000',
+      speculative_algorithm: null,
+      speculative_draft_model_path: null,
+    });
     expect(checkServerIdentity(stale, OURS)).toEqual([
       'server_info says model_path=/models/Qwen3-8B, we launched /models/Llama-3.1-8B-Instruct',
       'server_info says speculative_algorithm=null, we launched EAGLE3',

@@ -201,7 +201,9 @@ describe('classifyServerFailure: crash', () => {
   });
 
   it('falls back to the last log line when there is no traceback', () => {
-    expect(classifyServerFailure(lines('[2025-07-01 10:04:31 TP0] Load weight begin. avail mem=78.21 GB', 'Killed'))).toEqual({
+    expect(
+      classifyServerFailure(lines('[2025-07-01 10:04:31 TP0] Load weight begin. avail mem=78.21 GB', 'Killed')),
+    ).toEqual({
       kind: 'crash',
       retryable: true,
       message: 'the server exited without a Python traceback; last log line: Killed',
@@ -209,7 +211,11 @@ describe('classifyServerFailure: crash', () => {
   });
 
   it('says so when the log is empty', () => {
-    expect(classifyServerFailure('')).toEqual({ kind: 'crash', retryable: true, message: 'the server exited and its log is empty' });
+    expect(classifyServerFailure('')).toEqual({
+      kind: 'crash',
+      retryable: true,
+      message: 'the server exited and its log is empty',
+    });
   });
 });
 
@@ -233,6 +239,10 @@ describe('classifyServerFailure: precedence', () => {
         'RuntimeError: CUDA error: an illegal memory access was encountered',
       ),
     );
-    expect(f).toEqual({ kind: 'crash', retryable: true, message: 'RuntimeError: CUDA error: an illegal memory access was encountered' });
+    expect(f).toEqual({
+      kind: 'crash',
+      retryable: true,
+      message: 'RuntimeError: CUDA error: an illegal memory access was encountered',
+    });
   });
 });

@@ -7,7 +7,7 @@ const SERVER_ARGS = [
   "[2025-07-01 10:00:00] server_args=ServerArgs(model_path='/models/Kimi-K2-Instruct', tokenizer_path='/models/Kimi-K2-Instruct', host='127.0.0.1', port=30000, tp_size=8, speculative_algorithm='EAGLE3', speculative_draft_model_path='/runs/r1/drafter', speculative_num_steps=3, speculative_eagle_topk=1, speculative_num_draft_tokens=4, decode_log_interval=40)",
   '[2025-07-01 10:00:00] Max running requests is reset to 48 for speculative decoding. You can override this by explicitly setting --max-running-requests.',
   '[2025-07-01 10:00:00] speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when speculative_eagle_topk == 1',
-  "/opt/sglang/.venv/lib/python3.11/site-packages/torch/cuda/__init__.py:63: FutureWarning: The pynvml package is deprecated. Please install nvidia-ml-py instead.",
+  '/opt/sglang/.venv/lib/python3.11/site-packages/torch/cuda/__init__.py:63: FutureWarning: The pynvml package is deprecated. Please install nvidia-ml-py instead.',
   '[2025-07-01 10:00:09 TP0] Init torch distributed begin.',
   '[2025-07-01 10:00:09 TP3] Init torch distributed begin.',
   '[2025-07-01 10:00:11 TP0] Init torch distributed ends. mem usage=0.53 GB',
@@ -97,7 +97,7 @@ describe('readPhase', () => {
     });
   });
 
-  it("stays capturing while the drafter loads, and names the draft capture", () => {
+  it('stays capturing while the drafter loads, and names the draft capture', () => {
     expect(readPhase(upTo(SERVER_ARGS, LOADING, LOADED, CAPTURING, DRAFT))).toEqual({
       phase: 'capturing cuda graphs',
       detail: 'Capture draft cuda graph begin. This can take up to several minutes. avail mem=5.62 GB',
@@ -120,9 +120,10 @@ describe('readPhase', () => {
   });
 
   it('is warming up on Uvicorn running alone', () => {
-    expect(readPhase('[2025-07-01 10:05:33] INFO:     Uvicorn running on http://127.0.0.1:30000 (Press CTRL+C to quit)\n').phase).toBe(
-      'warming up',
-    );
+    expect(
+      readPhase('[2025-07-01 10:05:33] INFO:     Uvicorn running on http://127.0.0.1:30000 (Press CTRL+C to quit)\n')
+        .phase,
+    ).toBe('warming up');
   });
 
   it('is ready after the fired-up line, and stays ready while serving', () => {
@@ -139,7 +140,9 @@ describe('readPhase', () => {
       '[2025-07-01 11:03:05 TP0] Memory pool end. avail mem=8.34 GB',
     ];
     expect(readPhase(log.join('\n')).phase).toBe('weights loaded');
-    log.push('[2025-07-01 11:03:06 TP0] max_total_num_tokens=444500, max_prefill_tokens=16384, max_running_requests=2049, context_len=131072');
+    log.push(
+      '[2025-07-01 11:03:06 TP0] max_total_num_tokens=444500, max_prefill_tokens=16384, max_running_requests=2049, context_len=131072',
+    );
     expect(readPhase(log.join('\n')).phase).toBe('warming up');
   });
 
@@ -153,11 +156,17 @@ describe('readPhase', () => {
 
 describe('stripLogPrefix', () => {
   it('removes timestamp, rank and uvicorn level prefixes', () => {
-    expect(stripLogPrefix('[2025-07-01 10:00:00] Max running requests is reset to 48')).toBe('Max running requests is reset to 48');
+    expect(stripLogPrefix('[2025-07-01 10:00:00] Max running requests is reset to 48')).toBe(
+      'Max running requests is reset to 48',
+    );
     expect(stripLogPrefix('[2025-07-01 10:00:00 TP0] Load weight begin.')).toBe('Load weight begin.');
     expect(stripLogPrefix('[2025-07-01 10:00:00 DP1 TP3 EP3] Load weight begin.')).toBe('Load weight begin.');
-    expect(stripLogPrefix('[2025-07-01 10:05:33] INFO:     Uvicorn running on http://x')).toBe('Uvicorn running on http://x');
-    expect(stripLogPrefix('Loading safetensors checkpoint shards: 100%')).toBe('Loading safetensors checkpoint shards: 100%');
+    expect(stripLogPrefix('[2025-07-01 10:05:33] INFO:     Uvicorn running on http://x')).toBe(
+      'Uvicorn running on http://x',
+    );
+    expect(stripLogPrefix('Loading safetensors checkpoint shards: 100%')).toBe(
+      'Loading safetensors checkpoint shards: 100%',
+    );
   });
 });
 
@@ -179,7 +188,8 @@ describe('serverWarnings on the spec lines each release prints at info level', (
 
 describe('serverWarnings', () => {
   it('collects SGLang warnings (which carry no level word) and library warnings, each once', () => {
-    const twice = '[2025-07-01 10:00:09 TP1] /opt/sglang/.venv/lib/python3.11/site-packages/torch/cuda/__init__.py:63: FutureWarning: The pynvml package is deprecated. Please install nvidia-ml-py instead.';
+    const twice =
+      '[2025-07-01 10:00:09 TP1] /opt/sglang/.venv/lib/python3.11/site-packages/torch/cuda/__init__.py:63: FutureWarning: The pynvml package is deprecated. Please install nvidia-ml-py instead.';
     const log = upTo(SERVER_ARGS, twice, LOADING, LOADED, CAPTURING, DRAFT, WARMING, UVICORN, READY);
     expect(serverWarnings(log)).toEqual([
       'Max running requests is reset to 48 for speculative decoding. You can override this by explicitly setting --max-running-requests.',

@@ -23,7 +23,12 @@ let rows: unknown[];
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'aerie-prep-'));
   // Rows of distinct lengths, so a file's token count tells which row it holds.
-  rows = Array.from({ length: 10 }, (_, i) => ({ conversations: [{ role: 'user', content: 'w '.repeat(i + 1) }, { role: 'assistant', content: 'ok' }] }));
+  rows = Array.from({ length: 10 }, (_, i) => ({
+    conversations: [
+      { role: 'user', content: 'w '.repeat(i + 1) },
+      { role: 'assistant', content: 'ok' },
+    ],
+  }));
   data = join(dir, 'train.jsonl');
   await writeFile(data, rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
 });
@@ -32,14 +37,32 @@ afterEach(async () => rm(dir, { recursive: true, force: true }));
 async function prepare(revision: string, extra: string[]): Promise<{ code: number; out: string; err: string }> {
   let out = '';
   let err = '';
-  const io = { out: (t: string) => void (out += t), err: (t: string) => void (err += t), env: { AERIE_SIM_TIME_SCALE: '0', AERIE_SIM_SPECFORGE_REVISION: revision } };
-  const code = await runPrepare(['--target-model-path', TARGET, '--data-path', data, '--output-path', join(dir, 'out'), '--batch-size', '4', ...extra], io);
+  const io = {
+    out: (t: string) => void (out += t),
+    err: (t: string) => void (err += t),
+    env: { AERIE_SIM_TIME_SCALE: '0', AERIE_SIM_SPECFORGE_REVISION: revision },
+  };
+  const code = await runPrepare(
+    [
+      '--target-model-path',
+      TARGET,
+      '--data-path',
+      data,
+      '--output-path',
+      join(dir, 'out'),
+      '--batch-size',
+      '4',
+      ...extra,
+    ],
+    io,
+  );
   return { code, out, err };
 }
 
 /** Tokens of each data_i.ckpt, by i, read with Python's zipfile (input_ids is int64: 8 bytes a token). */
 function fileTokens(out: string): number[] {
-  const script = "import sys, zipfile, glob, re\nfor p in sorted(glob.glob(sys.argv[1] + '/rows_*/data_*.ckpt')):\n    z = zipfile.ZipFile(p)\n    n = [i for i in z.namelist() if i.endswith('/data/0')][0]\n    print(re.search(r'data_(\\d+)', p).group(1), z.getinfo(n).file_size // 8)\n";
+  const script =
+    "import sys, zipfile, glob, re\nfor p in sorted(glob.glob(sys.argv[1] + '/rows_*/data_*.ckpt')):\n    z = zipfile.ZipFile(p)\n    n = [i for i in z.namelist() if i.endswith('/data/0')][0]\n    print(re.search(r'data_(\\d+)', p).group(1), z.getinfo(n).file_size // 8)\n";
   const lines = execFileSync('python3', ['-c', script, out], { encoding: 'utf8' }).trim().split('\n');
   const byIdx: number[] = [];
   for (const l of lines) {
@@ -55,7 +78,9 @@ describe('simulated prepare_hidden_states.py, revision by revision', () => {
     for (const bad of [['--draft-model-config', DRAFT], ['--compress']]) {
       const r = await prepare('v0.2.0', bad);
       expect(r.code).toBe(2);
-      expect(r.err).toMatch(new RegExp(`prepare_hidden_states.py: error: unrecognized arguments: ${bad.join(' ')}\\n$`));
+      expect(r.err).toMatch(
+        new RegExp(`prepare_hidden_states.py: error: unrecognized arguments: ${bad.join(' ')}\\n$`),
+      );
     }
     expect(existsSync(join(dir, 'out', 'vocab_mapping'))).toBe(false);
   });
@@ -72,7 +97,9 @@ describe('simulated prepare_hidden_states.py, revision by revision', () => {
   it('cli: --draft-model-config is needed though argparse lets it default to None, and must be a JSON file', async () => {
     const none = await prepare('cli', []);
     expect(none.code).toBe(1);
-    expect(none.err).toMatch(/_resolve_draft_vocab_size[\s\S]*TypeError: expected str, bytes or os.PathLike object, not NoneType/);
+    expect(none.err).toMatch(
+      /_resolve_draft_vocab_size[\s\S]*TypeError: expected str, bytes or os.PathLike object, not NoneType/,
+    );
     const missing = await prepare('cli', ['--draft-model-config', join(dir, 'nope.json')]);
     expect(missing.err).toMatch(/FileNotFoundError: --draft-model-config must point to an existing local JSON file/);
   });

@@ -7,7 +7,20 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CAPTURE_ARGS, type IdsRow, PROMPTS, captureEnv, convert, jsonl, makeTarget, prefill, regenerate, selfcheck, stagePlugin, tokens } from './capture-harness.js';
+import {
+  CAPTURE_ARGS,
+  type IdsRow,
+  PROMPTS,
+  captureEnv,
+  convert,
+  jsonl,
+  makeTarget,
+  prefill,
+  regenerate,
+  selfcheck,
+  stagePlugin,
+  tokens,
+} from './capture-harness.js';
 import { Sim, runToExit, tempDir } from './sglang-harness.js';
 
 async function dumpMeta(file: string): Promise<Record<string, string>> {
@@ -58,8 +71,14 @@ describe('the demo chain on the simulator: regenerate, tokenize on the host, cap
       expect(names.some((n) => n.endsWith('.tmp'))).toBe(false);
       const meta = await dumpMeta(path.join(dumps, `${rows[0].id}.safetensors`));
       expect(meta).toEqual({
-        format: 'aerie-hs/1', rid: rows[0].id, tokens: String(rows[0].input_ids.length), aux_layers: '[2, 8, 14]', tp_rank: '0',
-        input_ids_sha256: createHash('sha256').update(Buffer.from(new BigInt64Array(rows[0].input_ids.map(BigInt)).buffer)).digest('hex'),
+        format: 'aerie-hs/1',
+        rid: rows[0].id,
+        tokens: String(rows[0].input_ids.length),
+        aux_layers: '[2, 8, 14]',
+        tp_rank: '0',
+        input_ids_sha256: createHash('sha256')
+          .update(Buffer.from(new BigInt64Array(rows[0].input_ids.map(BigInt)).buffer))
+          .digest('hex'),
       });
       const { idsFile, greedyFile } = await writeInputs(work, rows, greedy);
       const { code, verdict } = await selfcheck(target, dumps, idsFile, greedyFile);
@@ -84,7 +103,11 @@ describe('the demo chain on the simulator: regenerate, tokenize on the host, cap
       expect(await sim.status('/health')).toBe(200);
       const after = await fs.readdir(dumps);
       expect(after.filter((n) => n.startsWith('HEALTH_CHECK_'))).toEqual([]);
-      const odd = await sim.json('/generate', { input_ids: [0, 5, 6], rid: 'a/b', sampling_params: { max_new_tokens: 1, temperature: 0 } });
+      const odd = await sim.json('/generate', {
+        input_ids: [0, 5, 6],
+        rid: 'a/b',
+        sampling_params: { max_new_tokens: 1, temperature: 0 },
+      });
       expect(odd.status).toBe(200);
       expect(sim.stderr).toContain('capture failed for unnameable rid "a/b"');
       const files = await fs.readdir(dumps);
@@ -123,7 +146,7 @@ describe('AERIE_SIM_HS_FAULT: each broken capture fails the check that names it'
     expect(verdict.checks.tokens.messages[0]).toMatch(/has T=\d+ rows but input_ids has \d+ tokens/);
   }, 60_000);
 
-  it('tp-rank-1: the converter refuses a second rank\'s dump', async () => {
+  it("tp-rank-1: the converter refuses a second rank's dump", async () => {
     const f = await faulted('tp-rank-1');
     const conv = await convert(f.dumps, f.idsFile, f.out);
     expect(conv.lines.filter((l) => l.startsWith('FAIL '))).toHaveLength(f.some.length);
@@ -169,7 +192,7 @@ describe('AERIE_SIM_HS_FAULT: each broken capture fails the check that names it'
   }, 60_000);
 });
 
-describe('the plugin\'s own start-up decides the launch', () => {
+describe("the plugin's own start-up decides the launch", () => {
   it('a launch without --disable-radix-cache dies with the fix in the log', async () => {
     const dumps = await tempDir('aerie-capture-refuse-');
     try {
@@ -184,7 +207,7 @@ describe('the plugin\'s own start-up decides the launch', () => {
     }
   }, 30_000);
 
-  it('a missing AERIE_HS_DUMP_DIR ends the scheduler with the plugin\'s SystemExit', async () => {
+  it("a missing AERIE_HS_DUMP_DIR ends the scheduler with the plugin's SystemExit", async () => {
     const missing = path.join(work, 'no-such-dir');
     const sim = await runToExit(['--model-path', target, ...CAPTURE_ARGS], captureEnv(plugin, missing));
     expect(sim.exitCode).toBe(1);
@@ -194,7 +217,10 @@ describe('the plugin\'s own start-up decides the launch', () => {
   it('AERIE_HS_AUX_LAYERS that is not JSON stops the scheduler (an ordinary exception would be logged and ignored, leaving a server without capture)', async () => {
     const dumps = await tempDir('aerie-capture-badenv-');
     try {
-      const sim = await runToExit(['--model-path', target, ...CAPTURE_ARGS], captureEnv(plugin, dumps, { AERIE_HS_AUX_LAYERS: '1,7,13' }));
+      const sim = await runToExit(
+        ['--model-path', target, ...CAPTURE_ARGS],
+        captureEnv(plugin, dumps, { AERIE_HS_AUX_LAYERS: '1,7,13' }),
+      );
       expect(sim.exitCode).toBe(1);
       expect(sim.stderr).toContain('AERIE_HS_AUX_LAYERS is not JSON');
       expect(sim.stderr).toContain('RuntimeError: Rank 0 scheduler died during initialization (exit code: 1)');
@@ -204,7 +230,7 @@ describe('the plugin\'s own start-up decides the launch', () => {
     }
   }, 30_000);
 
-  it('without --return-aux-hidden-state-layer-ids the dumps name the model\'s EAGLE3 default capture layers [2, L/2, L-3]', async () => {
+  it("without --return-aux-hidden-state-layer-ids the dumps name the model's EAGLE3 default capture layers [2, L/2, L-3]", async () => {
     const dumps = await tempDir('aerie-capture-default-');
     try {
       const args = ['--enable-return-aux-hidden-states', '--speculative-algorithm', 'EAGLE3', '--disable-radix-cache'];
@@ -224,11 +250,18 @@ describe('the plugin\'s own start-up decides the launch', () => {
   it('without the dist-info on PYTHONPATH, or without AERIE_HS_DUMP_DIR, the server serves and writes nothing', async () => {
     const dumps = await tempDir('aerie-capture-inert-');
     try {
-      for (const [env, says] of [[{ PYTHONPATH: '', AERIE_HS_DUMP_DIR: dumps }, null], [{ PYTHONPATH: plugin }, 'Executed general plugin: aerie_hs_capture']] as const) {
+      for (const [env, says] of [
+        [{ PYTHONPATH: '', AERIE_HS_DUMP_DIR: dumps }, null],
+        [{ PYTHONPATH: plugin }, 'Executed general plugin: aerie_hs_capture'],
+      ] as const) {
         const sim = await Sim.start(['--model-path', target, ...CAPTURE_ARGS], env);
         try {
           await sim.ready();
-          const r = await sim.json('/generate', { input_ids: [0, 5, 6], rid: 'x1', sampling_params: { max_new_tokens: 1, temperature: 0 } });
+          const r = await sim.json('/generate', {
+            input_ids: [0, 5, 6],
+            rid: 'x1',
+            sampling_params: { max_new_tokens: 1, temperature: 0 },
+          });
           expect(r.status).toBe(200);
         } finally {
           await sim.stop();

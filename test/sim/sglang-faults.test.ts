@@ -34,7 +34,14 @@ describe('simulated SGLang server: launch failures and injected faults', () => {
   it('a model path without config.json and a missing draft path both end in a traceback, exit 1', async () => {
     const [noModel, noDraft] = await Promise.all([
       runToExit(['--model-path', path.join(scratch, 'nowhere')]),
-      runToExit(['--model-path', MODEL, '--speculative-algorithm', 'EAGLE3', '--speculative-draft-model-path', path.join(scratch, 'no-draft')]),
+      runToExit([
+        '--model-path',
+        MODEL,
+        '--speculative-algorithm',
+        'EAGLE3',
+        '--speculative-draft-model-path',
+        path.join(scratch, 'no-draft'),
+      ]),
     ]);
     expect(noModel.exitCode).toBe(1);
     expect(noModel.stderr).toMatch(/^Traceback \(most recent call last\):/);
@@ -62,7 +69,9 @@ describe('simulated SGLang server: launch failures and injected faults', () => {
     // A slow load (time scale 0.05 → ~1.5 s of weights) leaves room to probe the port mid-load.
     const sim = await Sim.start(['--model-path', MODEL], { AERIE_SIM_TIME_SCALE: '0.05' });
     try {
-      await until('the weight load to begin', 15_000, () => (sim.stderr.includes('Load weight begin.') ? true : undefined));
+      await until('the weight load to begin', 15_000, () =>
+        sim.stderr.includes('Load weight begin.') ? true : undefined,
+      );
       expect(sim.stderr).not.toContain('Load weight end.');
       expect(await sim.status('/health')).toBeNull();
       await until('the uvicorn line', 30_000, () => (sim.stderr.includes('Uvicorn running on') ? true : undefined));
@@ -81,7 +90,9 @@ describe('simulated SGLang server: launch failures and injected faults', () => {
       const sim = await Sim.start(['--model-path', MODEL], {}, port);
       await sim.waitExit();
       expect(sim.exitCode).toBe(1);
-      expect(sim.stderr).toContain(`[Errno 98] error while attempting to bind on address ('127.0.0.1', ${port}): address already in use`);
+      expect(sim.stderr).toContain(
+        `[Errno 98] error while attempting to bind on address ('127.0.0.1', ${port}): address already in use`,
+      );
     } finally {
       await new Promise<void>((r) => holder.close(() => r()));
     }
@@ -106,14 +117,25 @@ describe('simulated SGLang server: launch failures and injected faults', () => {
   it('crash-first-decode: healthy, then the first real generation kills the server; one-shot via AERIE_SIM_FAULT_ONCE', async () => {
     const marker = path.join(scratch, 'crash-once');
     const env = { AERIE_SIM_FAULT: 'crash-first-decode', AERIE_SIM_FAULT_ONCE: marker };
-    const args = ['--model-path', MODEL, '--speculative-algorithm', 'EAGLE3', '--speculative-draft-model-path', drafter];
+    const args = [
+      '--model-path',
+      MODEL,
+      '--speculative-algorithm',
+      'EAGLE3',
+      '--speculative-draft-model-path',
+      drafter,
+    ];
     const first = await Sim.start(args, env);
     try {
       await first.ready();
-      const answer = await first.json('/generate', { text: 'first real request', sampling_params: { max_new_tokens: 8 } }).catch((e: Error) => e);
+      const answer = await first
+        .json('/generate', { text: 'first real request', sampling_params: { max_new_tokens: 8 } })
+        .catch((e: Error) => e);
       expect(answer).toBeInstanceOf(Error);
       expect(await first.waitExit()).toBe(1);
-      expect(first.stderr).toContain("AttributeError: 'EAGLEWorkerV2' object has no attribute 'spec_disable_batch_threshold'");
+      expect(first.stderr).toContain(
+        "AttributeError: 'EAGLEWorkerV2' object has no attribute 'spec_disable_batch_threshold'",
+      );
       expect(first.stderr).toContain('Scheduler hit an exception: Traceback (most recent call last):');
       await fs.access(marker);
     } finally {

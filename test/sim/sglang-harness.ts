@@ -11,7 +11,9 @@ import { makeWorkdir } from '../support/workdir.js';
 
 export const BIN = fileURLToPath(new URL('../../bin/aerie-sim.mjs', import.meta.url));
 export const MODEL = fileURLToPath(new URL('../../examples/models/sim-llama-8b', import.meta.url));
-export const DRAFT_CONFIG = fileURLToPath(new URL('../../examples/models/sim-llama-8b-eagle3-draft.json', import.meta.url));
+export const DRAFT_CONFIG = fileURLToPath(
+  new URL('../../examples/models/sim-llama-8b-eagle3-draft.json', import.meta.url),
+);
 
 // The one free-port picker and temp-folder maker every test uses.
 export { freePort };
@@ -26,7 +28,11 @@ export async function makeDrafter(acceptLength: number | null): Promise<string> 
   return dir;
 }
 
-export async function until<T>(what: string, deadlineMs: number, probe: () => Promise<T | undefined> | T | undefined): Promise<T> {
+export async function until<T>(
+  what: string,
+  deadlineMs: number,
+  probe: () => Promise<T | undefined> | T | undefined,
+): Promise<T> {
   const end = Date.now() + deadlineMs;
   for (;;) {
     const v = await probe();
@@ -43,11 +49,19 @@ export class Sim {
   readonly exited: Promise<number | null>;
   readonly base: string;
 
-  private constructor(readonly child: ChildProcess, readonly port: number) {
+  private constructor(
+    readonly child: ChildProcess,
+    readonly port: number,
+  ) {
     this.base = `http://127.0.0.1:${port}`;
     child.stdout!.on('data', (d: Buffer) => (this.stdout += d.toString()));
     child.stderr!.on('data', (d: Buffer) => (this.stderr += d.toString()));
-    this.exited = new Promise((resolve) => child.on('exit', (code) => { this.exitCode = code; resolve(code); }));
+    this.exited = new Promise((resolve) =>
+      child.on('exit', (code) => {
+        this.exitCode = code;
+        resolve(code);
+      }),
+    );
   }
 
   static async start(args: string[], env: Record<string, string> = {}, port?: number): Promise<Sim> {
@@ -81,29 +95,49 @@ export class Sim {
   }
 
   async json(pathname: string, body?: unknown): Promise<{ status: number; body: any }> {
-    const res = await fetch(this.base + pathname, body === undefined ? {} : {
-      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
-    });
+    const res = await fetch(
+      this.base + pathname,
+      body === undefined
+        ? {}
+        : {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify(body),
+          },
+    );
     const text = await res.text();
     let parsed: unknown = text;
-    try { parsed = JSON.parse(text); } catch { /* plain text */ }
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      /* plain text */
+    }
     return { status: res.status, body: parsed };
   }
 
   /** POST and collect an SSE stream's `data:` payloads ('[DONE]' kept as a string). */
   async sse(pathname: string, body: unknown): Promise<unknown[]> {
-    const res = await fetch(this.base + pathname, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-    const text = await res.text();
-    return text.split('\n\n').filter((b) => b.startsWith('data: ')).map((b) => {
-      const data = b.slice(6);
-      return data === '[DONE]' ? data : JSON.parse(data);
+    const res = await fetch(this.base + pathname, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
     });
+    const text = await res.text();
+    return text
+      .split('\n\n')
+      .filter((b) => b.startsWith('data: '))
+      .map((b) => {
+        const data = b.slice(6);
+        return data === '[DONE]' ? data : JSON.parse(data);
+      });
   }
 
   async waitExit(deadlineMs = 10_000): Promise<number | null> {
     return Promise.race([
       this.exited,
-      new Promise<never>((_, rej) => setTimeout(() => rej(new Error(`sim did not exit in ${deadlineMs} ms:\n${this.stderr}`)), deadlineMs)),
+      new Promise<never>((_, rej) =>
+        setTimeout(() => rej(new Error(`sim did not exit in ${deadlineMs} ms:\n${this.stderr}`)), deadlineMs),
+      ),
     ]);
   }
 
@@ -112,7 +146,9 @@ export class Sim {
     if (!this.alive) return this.exitCode ?? null;
     const pid = this.child.pid!;
     process.kill(pid, 'SIGTERM');
-    const timer = setTimeout(() => { if (this.alive) process.kill(pid, 'SIGKILL'); }, 5000);
+    const timer = setTimeout(() => {
+      if (this.alive) process.kill(pid, 'SIGKILL');
+    }, 5000);
     const code = await this.exited;
     clearTimeout(timer);
     return code;

@@ -36,9 +36,21 @@ interface Running {
 const tok = SimTokenizer.forModel(MODEL);
 const WARMUP_GETS = /"GET (\/get_model_info|\/model_info) HTTP\/1\.1"/;
 const SPEC_V2_LINE = /(Overlap scheduler is disabled.*|Spec v[12] .*|Beta spec .*|Non-overlap .*)$/;
-const sse = (text: string) => text.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).map((d) => (d === '[DONE]' ? d : JSON.parse(d)));
-const specKeys = (m: Record<string, unknown>) => Object.keys(m).filter((k) => k.startsWith('spec_')).sort();
-const messageOf = (log: string, re: RegExp) => log.split('\n').map((l) => re.exec(l)?.[1]?.trim()).filter((m): m is string => m !== undefined);
+const sse = (text: string) =>
+  text
+    .split('\n')
+    .filter((l) => l.startsWith('data: '))
+    .map((l) => l.slice(6))
+    .map((d) => (d === '[DONE]' ? d : JSON.parse(d)));
+const specKeys = (m: Record<string, unknown>) =>
+  Object.keys(m)
+    .filter((k) => k.startsWith('spec_'))
+    .sort();
+const messageOf = (log: string, re: RegExp) =>
+  log
+    .split('\n')
+    .map((l) => re.exec(l)?.[1]?.trim())
+    .filter((m): m is string => m !== undefined);
 const probes = (log: string) => (log.match(/Prefill batch\. #new-seq: 1, #new-token: 1, /g) ?? []).length;
 
 const CHECKS: Check[] = [
@@ -50,7 +62,8 @@ const CHECKS: Check[] = [
   },
   {
     name: '/get_server_info reports the release',
-    source: 'http_server.py "version": __version__ (sglang==0.5.4:srt/entrypoints/http_server.py:506; sglang==0.5.23 server_info)',
+    source:
+      'http_server.py "version": __version__ (sglang==0.5.4:srt/entrypoints/http_server.py:506; sglang==0.5.23 server_info)',
     observe: async (s) => (await s.get('/get_server_info')).body.version,
     expected: { '0.5.4': '0.5.4', '0.5.9': '0.5.9', '0.5.12': '0.5.12', '0.5.23': '0.5.23' },
   },
@@ -87,7 +100,8 @@ const CHECKS: Check[] = [
   },
   {
     name: 'with SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=false, /health still probes on 0.5.4 only',
-    source: 'sglang==0.5.4:srt/entrypoints/http_server.py:403-472 (no such variable); sglang==0.5.9:…:481-485, environ.py:462',
+    source:
+      'sglang==0.5.4:srt/entrypoints/http_server.py:403-472 (no such variable); sglang==0.5.9:…:481-485, environ.py:462',
     observe: async (s) => {
       await s.settle();
       const before = probes(s.sim.log());
@@ -99,7 +113,8 @@ const CHECKS: Check[] = [
   },
   {
     name: '/health_generate probes in every release',
-    source: 'the same route in every release (sglang==0.5.9:srt/entrypoints/http_server.py:465: the variable spares only /health)',
+    source:
+      'the same route in every release (sglang==0.5.9:srt/entrypoints/http_server.py:465: the variable spares only /health)',
     observe: async (s) => {
       await s.settle();
       const before = probes(s.sim.log());
@@ -111,9 +126,14 @@ const CHECKS: Check[] = [
   },
   {
     name: 'a streamed /generate sends output_ids as deltas (0.5.4) or cumulative (0.5.9 on, without --stream-output or --incremental-streaming-output)',
-    source: 'sglang==0.5.4:srt/managers/tokenizer_manager.py:1393-1407; sglang==0.5.9:…:1550-1566; sglang==0.5.23:…:2629-2670',
+    source:
+      'sglang==0.5.4:srt/managers/tokenizer_manager.py:1393-1407; sglang==0.5.9:…:1550-1566; sglang==0.5.23:…:2629-2670',
     observe: async (s) => {
-      const r = await s.post('/generate', { text: 'stream the ids please', stream: true, sampling_params: { max_new_tokens: 24, ignore_eos: true } });
+      const r = await s.post('/generate', {
+        text: 'stream the ids please',
+        stream: true,
+        sampling_params: { max_new_tokens: 24, ignore_eos: true },
+      });
       const chunks = sse(r.text).filter((c) => c !== '[DONE]');
       const lens = chunks.map((c) => c.output_ids.length);
       const total = chunks.at(-1).meta_info.completion_tokens;
@@ -125,61 +145,130 @@ const CHECKS: Check[] = [
   },
   {
     name: 'speculative fields only on the finished chunk',
-    source: '_calculate_spec_decoding_metrics runs when finished (sglang==0.5.4:srt/managers/tokenizer_manager.py:1431-1433; sglang==0.5.23:…:2755-2756)',
+    source:
+      '_calculate_spec_decoding_metrics runs when finished (sglang==0.5.4:srt/managers/tokenizer_manager.py:1431-1433; sglang==0.5.23:…:2755-2756)',
     observe: async (s) => {
-      const r = await s.post('/generate', { text: 'speculate over a stream', stream: true, sampling_params: { max_new_tokens: 40, ignore_eos: true } });
+      const r = await s.post('/generate', {
+        text: 'speculate over a stream',
+        stream: true,
+        sampling_params: { max_new_tokens: 40, ignore_eos: true },
+      });
       const chunks = sse(r.text).filter((c) => c !== '[DONE]');
-      return { before: chunks.slice(0, -1).some((c) => specKeys(c.meta_info).length > 0), last: specKeys(chunks.at(-1).meta_info).length > 0 };
+      return {
+        before: chunks.slice(0, -1).some((c) => specKeys(c.meta_info).length > 0),
+        last: specKeys(chunks.at(-1).meta_info).length > 0,
+      };
     },
-    expected: { '0.5.4': { before: false, last: true }, '0.5.9': { before: false, last: true }, '0.5.12': { before: false, last: true }, '0.5.23': { before: false, last: true } },
+    expected: {
+      '0.5.4': { before: false, last: true },
+      '0.5.9': { before: false, last: true },
+      '0.5.12': { before: false, last: true },
+      '0.5.23': { before: false, last: true },
+    },
   },
   {
     name: 'the speculative field names of meta_info',
-    source: 'sglang==0.5.4:srt/managers/tokenizer_manager.py:1593-1616; sglang==0.5.9:…:1836-1857; sglang==0.5.23:…:3164-3172',
-    observe: async (s) => specKeys((await s.post('/generate', { text: 'name the fields', sampling_params: { max_new_tokens: 40, ignore_eos: true } })).body.meta_info),
+    source:
+      'sglang==0.5.4:srt/managers/tokenizer_manager.py:1593-1616; sglang==0.5.9:…:1836-1857; sglang==0.5.23:…:3164-3172',
+    observe: async (s) =>
+      specKeys(
+        (
+          await s.post('/generate', {
+            text: 'name the fields',
+            sampling_params: { max_new_tokens: 40, ignore_eos: true },
+          })
+        ).body.meta_info,
+      ),
     expected: {
       '0.5.4': ['spec_accept_length', 'spec_accept_rate', 'spec_verify_ct'],
-      '0.5.9': ['spec_accept_length', 'spec_accept_rate', 'spec_accept_token_num', 'spec_draft_token_num', 'spec_verify_ct'],
+      '0.5.9': [
+        'spec_accept_length',
+        'spec_accept_rate',
+        'spec_accept_token_num',
+        'spec_draft_token_num',
+        'spec_verify_ct',
+      ],
       // 0.5.12's backward-compat aliases (sglang==0.5.12:srt/managers/tokenizer_manager.py:2139-2141), gone in 0.5.23.
-      '0.5.12': ['spec_accept_length', 'spec_accept_rate', 'spec_accepted_drafts', 'spec_num_correct_drafts', 'spec_num_proposed_drafts', 'spec_proposed_drafts', 'spec_verify_ct'],
-      '0.5.23': ['spec_accept_length', 'spec_accept_rate', 'spec_num_correct_drafts', 'spec_num_proposed_drafts', 'spec_verify_ct'],
+      '0.5.12': [
+        'spec_accept_length',
+        'spec_accept_rate',
+        'spec_accepted_drafts',
+        'spec_num_correct_drafts',
+        'spec_num_proposed_drafts',
+        'spec_proposed_drafts',
+        'spec_verify_ct',
+      ],
+      '0.5.23': [
+        'spec_accept_length',
+        'spec_accept_rate',
+        'spec_num_correct_drafts',
+        'spec_num_proposed_drafts',
+        'spec_verify_ct',
+      ],
     },
   },
   {
     name: 'a request that never reaches a verify: zeros (0.5.4) or no speculative fields (0.5.9 on)',
-    source: 'sglang==0.5.4:srt/managers/tokenizer_manager.py:1593-1595; sglang==0.5.9:…:1837-1841 (verify_ct > 0 first)',
+    source:
+      'sglang==0.5.4:srt/managers/tokenizer_manager.py:1593-1595; sglang==0.5.9:…:1837-1841 (verify_ct > 0 first)',
     observe: async (s) => {
-      const m = (await s.post('/generate', { text: 'one token only', sampling_params: { max_new_tokens: 1 } })).body.meta_info;
+      const m = (await s.post('/generate', { text: 'one token only', sampling_params: { max_new_tokens: 1 } })).body
+        .meta_info;
       return Object.fromEntries(specKeys(m).map((k) => [k, m[k]]));
     },
-    expected: { '0.5.4': { spec_accept_length: 0, spec_accept_rate: 0, spec_verify_ct: 0 }, '0.5.9': {}, '0.5.12': {}, '0.5.23': {} },
+    expected: {
+      '0.5.4': { spec_accept_length: 0, spec_accept_rate: 0, spec_verify_ct: 0 },
+      '0.5.9': {},
+      '0.5.12': {},
+      '0.5.23': {},
+    },
   },
   {
     name: 'what the release logs about spec v2 under EAGLE3 (S2)',
-    source: 'sglang==0.5.4:srt/server_args.py:1296-1306; sglang==0.5.9:…:2368-2389; sglang==0.5.23:srt/arg_groups/speculative_hook.py:1096-1102',
+    source:
+      'sglang==0.5.4:srt/server_args.py:1296-1306; sglang==0.5.9:…:2368-2389; sglang==0.5.23:srt/arg_groups/speculative_hook.py:1096-1102',
     observe: async (s) => messageOf(s.sim.log(), SPEC_V2_LINE),
     expected: {
       '0.5.4': ['Overlap scheduler is disabled because of using eagle3 and standalone speculative decoding.'],
-      '0.5.9': ['Overlap scheduler is disabled when spec v2 is off or using unsupported speculative algorithm. ' +
-        'You can set env SGLANG_ENABLE_SPEC_V2=True to enable the experimental overlap scheduler.'],
+      '0.5.9': [
+        'Overlap scheduler is disabled when spec v2 is off or using unsupported speculative algorithm. ' +
+          'You can set env SGLANG_ENABLE_SPEC_V2=True to enable the experimental overlap scheduler.',
+      ],
       '0.5.12': ['Spec v2 is enabled by default for eagle/eagle3/standalone speculative decoding.'],
       '0.5.23': [],
     },
   },
   {
     name: "the target's Load weight end line and the KV pool line, numbers aside",
-    source: 'sglang==0.5.4:srt/model_executor/model_runner.py:934-940, mem_cache/memory_pool.py:453; sglang==0.5.9:…/model_runner.py:1040-1047; sglang==0.5.12:…:1553-1560; sglang==0.5.23:…:1372-1379, memory_pool.py:2087-2091',
-    observe: async (s) => [/\] (Load weight end\..*)$/, /\] (KV Cache is allocated\..*)$/].map((re) => messageOf(s.sim.log(), re)[0]!.replace(/\b\d+(?:\.\d+)?\b/g, 'N')),
+    source:
+      'sglang==0.5.4:srt/model_executor/model_runner.py:934-940, mem_cache/memory_pool.py:453; sglang==0.5.9:…/model_runner.py:1040-1047; sglang==0.5.12:…:1553-1560; sglang==0.5.23:…:1372-1379, memory_pool.py:2087-2091',
+    observe: async (s) =>
+      [/\] (Load weight end\..*)$/, /\] (KV Cache is allocated\..*)$/].map((re) =>
+        messageOf(s.sim.log(), re)[0]!.replace(/\b\d+(?:\.\d+)?\b/g, 'N'),
+      ),
     expected: {
-      '0.5.4': ['Load weight end. type=Qwen2ForCausalLM, dtype=torch.bfloat16, avail mem=N GB, mem usage=N GB.', 'KV Cache is allocated. #tokens: N, K size: N GB, V size: N GB'],
-      '0.5.9': ['Load weight end. elapsed=N s, type=Qwen2ForCausalLM, dtype=torch.bfloat16, avail mem=N GB, mem usage=N GB.', 'KV Cache is allocated. #tokens: N, K size: N GB, V size: N GB'],
-      '0.5.12': ['Load weight end. elapsed=N s, type=Qwen2ForCausalLM, avail mem=N GB, mem usage=N GB.', 'KV Cache is allocated. #tokens: N, K size: N GB, V size: N GB'],
-      '0.5.23': ['Load weight end. elapsed=N s, type=Qwen2ForCausalLM, avail mem=N GB, mem usage=N GB.', 'KV Cache is allocated. dtype: torch.bfloat16, #tokens: N, K size: N GB, V size: N GB'],
+      '0.5.4': [
+        'Load weight end. type=Qwen2ForCausalLM, dtype=torch.bfloat16, avail mem=N GB, mem usage=N GB.',
+        'KV Cache is allocated. #tokens: N, K size: N GB, V size: N GB',
+      ],
+      '0.5.9': [
+        'Load weight end. elapsed=N s, type=Qwen2ForCausalLM, dtype=torch.bfloat16, avail mem=N GB, mem usage=N GB.',
+        'KV Cache is allocated. #tokens: N, K size: N GB, V size: N GB',
+      ],
+      '0.5.12': [
+        'Load weight end. elapsed=N s, type=Qwen2ForCausalLM, avail mem=N GB, mem usage=N GB.',
+        'KV Cache is allocated. #tokens: N, K size: N GB, V size: N GB',
+      ],
+      '0.5.23': [
+        'Load weight end. elapsed=N s, type=Qwen2ForCausalLM, avail mem=N GB, mem usage=N GB.',
+        'KV Cache is allocated. dtype: torch.bfloat16, #tokens: N, K size: N GB, V size: N GB',
+      ],
     },
   },
   {
     name: 'the first cuda graph capture line',
-    source: 'sglang==0.5.4:srt/model_executor/model_runner.py:2055; sglang==0.5.12:…:2945; sglang==0.5.23:srt/model_executor/model_runner_components/cuda_graph_setup.py:758-762',
+    source:
+      'sglang==0.5.4:srt/model_executor/model_runner.py:2055; sglang==0.5.12:…:2945; sglang==0.5.23:srt/model_executor/model_runner_components/cuda_graph_setup.py:758-762',
     observe: async (s) => messageOf(s.sim.log(), /\] (Capture .*graph begin\. .*?)(?:, )?avail mem=/)[0],
     expected: {
       '0.5.4': 'Capture cuda graph begin. This can take up to several minutes.',
@@ -190,24 +279,49 @@ const CHECKS: Check[] = [
   },
   {
     name: "aerie's log parser (src/sglang/log-phase.ts) reads each release's capture lines as the cuda graph phase",
-    source: 'the wording above; readPhase over the log up to the scheduler\'s max_total_num_tokens line',
+    source: "the wording above; readPhase over the log up to the scheduler's max_total_num_tokens line",
     observe: async (s) => readPhase(s.sim.log().slice(0, s.sim.log().indexOf('max_total_num_tokens='))).phase,
-    expected: { '0.5.4': 'capturing cuda graphs', '0.5.9': 'capturing cuda graphs', '0.5.12': 'capturing cuda graphs', '0.5.23': 'capturing cuda graphs' },
+    expected: {
+      '0.5.4': 'capturing cuda graphs',
+      '0.5.9': 'capturing cuda graphs',
+      '0.5.12': 'capturing cuda graphs',
+      '0.5.23': 'capturing cuda graphs',
+    },
   },
   {
     name: 'the 48 cap and its wording',
-    source: 'sglang==0.5.4:srt/server_args.py:1290-1294; sglang==0.5.9:…:2362-2366; sglang==0.5.23:srt/arg_groups/speculative_hook.py:1086-1094',
-    observe: async (s) => ({ cap: (await s.get('/get_server_info')).body.max_running_requests, line: messageOf(s.sim.log(), /(Max running requests is reset to 48.*)$/) }),
+    source:
+      'sglang==0.5.4:srt/server_args.py:1290-1294; sglang==0.5.9:…:2362-2366; sglang==0.5.23:srt/arg_groups/speculative_hook.py:1086-1094',
+    observe: async (s) => ({
+      cap: (await s.get('/get_server_info')).body.max_running_requests,
+      line: messageOf(s.sim.log(), /(Max running requests is reset to 48.*)$/),
+    }),
     expected: {
       '0.5.4': { cap: 48, line: ['Max running requests is reset to 48 for speculative decoding.'] },
-      '0.5.9': { cap: 48, line: ['Max running requests is reset to 48 for speculative decoding. You can override this by explicitly setting --max-running-requests.'] },
-      '0.5.12': { cap: 48, line: ['Max running requests is reset to 48 for speculative decoding. You can override this by explicitly setting --max-running-requests.'] },
-      '0.5.23': { cap: 48, line: ['Max running requests is reset to 48 for speculative decoding. You can override this by explicitly setting --max-running-requests.'] },
+      '0.5.9': {
+        cap: 48,
+        line: [
+          'Max running requests is reset to 48 for speculative decoding. You can override this by explicitly setting --max-running-requests.',
+        ],
+      },
+      '0.5.12': {
+        cap: 48,
+        line: [
+          'Max running requests is reset to 48 for speculative decoding. You can override this by explicitly setting --max-running-requests.',
+        ],
+      },
+      '0.5.23': {
+        cap: 48,
+        line: [
+          'Max running requests is reset to 48 for speculative decoding. You can override this by explicitly setting --max-running-requests.',
+        ],
+      },
     },
   },
   {
     name: 'auto speculative parameters for a Qwen2 target (S10)',
-    source: 'sglang==0.5.4:srt/server_args.py:3831-3833 (others 5/4/8); sglang==0.5.9:…:5773-5775 (others 3/1/4); sglang==0.5.23:srt/arg_groups/speculative_hook.py:1460-1462',
+    source:
+      'sglang==0.5.4:srt/server_args.py:3831-3833 (others 5/4/8); sglang==0.5.9:…:5773-5775 (others 3/1/4); sglang==0.5.23:srt/arg_groups/speculative_hook.py:1460-1462',
     observe: async (s) => {
       const b = (await s.get('/get_server_info')).body;
       return [b.speculative_num_steps, b.speculative_eagle_topk, b.speculative_num_draft_tokens];
@@ -216,26 +330,50 @@ const CHECKS: Check[] = [
   },
   {
     name: 'a /generate whose rid is in flight (S14)',
-    source: 'sglang==0.5.4:srt/managers/tokenizer_manager.py:865 and 0.5.9 :1071 (overwritten); sglang==0.5.12:…:2594-2595, sglang==0.5.23:…:3835-3836 (400)',
+    source:
+      'sglang==0.5.4:srt/managers/tokenizer_manager.py:865 and 0.5.9 :1071 (overwritten); sglang==0.5.12:…:2594-2595, sglang==0.5.23:…:3835-3836 (400)',
     observe: async (s) => {
       const abort = new AbortController();
       const first = await fetch(`${s.sim.baseUrl}/generate`, {
-        method: 'POST', signal: abort.signal, headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ text: 'a long one', rid: 'same-rid', stream: true, sampling_params: { max_new_tokens: 8000, ignore_eos: true } }),
+        method: 'POST',
+        signal: abort.signal,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          text: 'a long one',
+          rid: 'same-rid',
+          stream: true,
+          sampling_params: { max_new_tokens: 8000, ignore_eos: true },
+        }),
       });
       await first.body!.getReader().read(); // in flight: its first chunk is out
-      const second = await s.post('/generate', { text: 'again', rid: 'same-rid', sampling_params: { max_new_tokens: 1 } });
+      const second = await s.post('/generate', {
+        text: 'again',
+        rid: 'same-rid',
+        sampling_params: { max_new_tokens: 1 },
+      });
       abort.abort();
       return second.status === 200 ? 200 : second.body;
     },
-    expected: { '0.5.4': 200, '0.5.9': 200, '0.5.12': { error: { message: 'Duplicate request ID detected: same-rid' } }, '0.5.23': { error: { message: 'Duplicate request ID detected: same-rid' } } },
+    expected: {
+      '0.5.4': 200,
+      '0.5.9': 200,
+      '0.5.12': { error: { message: 'Duplicate request ID detected: same-rid' } },
+      '0.5.23': { error: { message: 'Duplicate request ID detected: same-rid' } },
+    },
   },
   {
     name: 'a streamed chat over the context length: an error event in a 200 stream (0.5.4, 0.5.9) or a 400 ErrorResponse (0.5.12 on)',
-    source: 'sglang==0.5.4:srt/entrypoints/openai/serving_chat.py:434-445,657-662; sglang==0.5.12:…:779-801; sglang==0.5.23:…:2413-2435',
+    source:
+      'sglang==0.5.4:srt/entrypoints/openai/serving_chat.py:434-445,657-662; sglang==0.5.12:…:779-801; sglang==0.5.23:…:2413-2435',
     observe: async (s) => {
-      const r = await s.post('/v1/chat/completions', { messages: [{ role: 'user', content: 'hi' }], max_tokens: 99999, stream: true });
-      return r.status === 200 ? { status: 200, events: sse(r.text).map((e) => (e === '[DONE]' ? e : Object.keys(e.error))) } : { status: r.status, keys: Object.keys(r.body) };
+      const r = await s.post('/v1/chat/completions', {
+        messages: [{ role: 'user', content: 'hi' }],
+        max_tokens: 99999,
+        stream: true,
+      });
+      return r.status === 200
+        ? { status: 200, events: sse(r.text).map((e) => (e === '[DONE]' ? e : Object.keys(e.error))) }
+        : { status: r.status, keys: Object.keys(r.body) };
     },
     expected: {
       '0.5.4': { status: 200, events: [['object', 'message', 'type', 'param', 'code'], '[DONE]'] },
@@ -246,9 +384,13 @@ const CHECKS: Check[] = [
   },
   {
     name: "an OpenAI route's error body is ErrorResponse in every release (S11)",
-    source: 'sglang==0.5.4:srt/entrypoints/openai/protocol.py:67-72, http_server.py:372-381; sglang==0.5.23:…/protocol.py:106-111',
+    source:
+      'sglang==0.5.4:srt/entrypoints/openai/protocol.py:67-72, http_server.py:372-381; sglang==0.5.23:…/protocol.py:106-111',
     observe: async (s) => {
-      const r = await s.post('/v1/chat/completions', { messages: [{ role: 'user', content: 'hi' }], max_tokens: 99999 });
+      const r = await s.post('/v1/chat/completions', {
+        messages: [{ role: 'user', content: 'hi' }],
+        max_tokens: 99999,
+      });
       return { status: r.status, object: r.body.object, type: r.body.type, param: r.body.param, code: r.body.code };
     },
     expected: {
@@ -261,8 +403,12 @@ const CHECKS: Check[] = [
   {
     name: "prompt_tokens counts the tokenizer's ids, BOS included, as bench_serving's prompt_len does (S4)",
     source: 'sglang==0.5.4:srt/managers/tokenizer_manager.py:554; sglang==0.5.4:bench_serving.py:1157-1160',
-    observe: async (s) => (await s.post('/generate', { text: 'count my tokens: naïve café', sampling_params: { max_new_tokens: 1 } })).body.meta_info.prompt_tokens,
-    expected: Object.fromEntries(RELEASES.map((r) => [r, tok.encode('count my tokens: naïve café', true).length])) as Record<Release, unknown>,
+    observe: async (s) =>
+      (await s.post('/generate', { text: 'count my tokens: naïve café', sampling_params: { max_new_tokens: 1 } })).body
+        .meta_info.prompt_tokens,
+    expected: Object.fromEntries(
+      RELEASES.map((r) => [r, tok.encode('count my tokens: naïve café', true).length]),
+    ) as Record<Release, unknown>,
   },
 ];
 
@@ -274,7 +420,12 @@ let drafter: string;
 function runningOf(sim: Sim): Running {
   let marks = 0;
   const call = async (p: string, body?: unknown) => {
-    const r = await fetch(sim.baseUrl + p, body === undefined ? {} : { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const r = await fetch(
+      sim.baseUrl + p,
+      body === undefined
+        ? {}
+        : { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) },
+    );
     const text = await r.text();
     let json: any;
     try {
@@ -294,7 +445,9 @@ function runningOf(sim: Sim): Running {
       marks++;
       const ids = Array.from({ length: 40 + marks }, (_, i) => 3000 + marks * 100 + i);
       await post('/generate', { input_ids: ids, sampling_params: { max_new_tokens: 0 } });
-      await until('the marker prefill in the log', 10_000, () => (sim.log().includes(`#new-token: ${ids.length}, #cached-token: 0`) ? true : undefined));
+      await until('the marker prefill in the log', 10_000, () =>
+        sim.log().includes(`#new-token: ${ids.length}, #cached-token: 0`) ? true : undefined,
+      );
     },
   };
 }
@@ -303,11 +456,22 @@ beforeAll(async () => {
   // The simulator target as a Qwen2 model: the same tokenizer, another architecture.
   qwen = await tempDir('aerie-sim-qwen2-');
   const cfg = JSON.parse(await fs.readFile(path.join(MODEL, 'config.json'), 'utf8')) as Record<string, unknown>;
-  await fs.writeFile(path.join(qwen, 'config.json'), JSON.stringify({ ...cfg, architectures: ['Qwen2ForCausalLM'], model_type: 'qwen2' }));
-  for (const f of ['tokenizer.json', 'tokenizer_config.json']) await fs.copyFile(path.join(MODEL, f), path.join(qwen, f));
+  await fs.writeFile(
+    path.join(qwen, 'config.json'),
+    JSON.stringify({ ...cfg, architectures: ['Qwen2ForCausalLM'], model_type: 'qwen2' }),
+  );
+  for (const f of ['tokenizer.json', 'tokenizer_config.json'])
+    await fs.copyFile(path.join(MODEL, f), path.join(qwen, f));
   drafter = await makeDrafter(2.5);
-  const sims = await Promise.all(RELEASES.map((version) =>
-    startSim({ SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION: 'false' }, ['--model-path', qwen, '--speculative-algorithm', 'EAGLE3', '--speculative-draft-model-path', drafter], { version })));
+  const sims = await Promise.all(
+    RELEASES.map((version) =>
+      startSim(
+        { SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION: 'false' },
+        ['--model-path', qwen, '--speculative-algorithm', 'EAGLE3', '--speculative-draft-model-path', drafter],
+        { version },
+      ),
+    ),
+  );
   sims.forEach((s, i) => running.set(RELEASES[i], runningOf(s)));
   // Every check once per release, in table order (the warmup check reads the log before any other request).
   for (const c of CHECKS) for (const r of RELEASES) observed.set(`${c.name}@${r}`, await c.observe(running.get(r)!));
@@ -318,7 +482,8 @@ afterAll(async () => {
   for (const d of [qwen, drafter]) if (d) await fs.rm(d, { recursive: true, force: true });
 });
 
-const passes = (c: Check, sim: Release, judge: Release) => JSON.stringify(observed.get(`${c.name}@${sim}`)) === JSON.stringify(c.expected[judge]);
+const passes = (c: Check, sim: Release, judge: Release) =>
+  JSON.stringify(observed.get(`${c.name}@${sim}`)) === JSON.stringify(c.expected[judge]);
 const differ = (c: Check, a: Release, b: Release) => JSON.stringify(c.expected[a]) !== JSON.stringify(c.expected[b]);
 
 describe.each(RELEASES)('aerie-sim sglang --version %s', (sim) => {

@@ -47,7 +47,10 @@ describe('simulated SGLang server: readiness, native and OpenAI APIs', () => {
       'The server is fired up and ready to roll!',
     ];
     const at = lines.map((l) => sim.stderr.indexOf(l));
-    expect(at.every((i) => i >= 0), `missing lines in:\n${sim.stderr}`).toBe(true);
+    expect(
+      at.every((i) => i >= 0),
+      `missing lines in:\n${sim.stderr}`,
+    ).toBe(true);
     expect([...at].sort((a, b) => a - b)).toEqual(at);
     expect(sim.stderr).not.toContain('Max running requests is reset to 48');
     expect(sim.stdout).toMatch(/"GET \/health HTTP\/1.1" 503 Service Unavailable/);
@@ -58,7 +61,16 @@ describe('simulated SGLang server: readiness, native and OpenAI APIs', () => {
     const a = await sim.json('/generate', { text: prompt, sampling_params: { max_new_tokens: 2000 } });
     expect(a.status).toBe(200);
     const m = a.body.meta_info;
-    expect(Object.keys(m)).toEqual(expect.arrayContaining(['id', 'finish_reason', 'prompt_tokens', 'completion_tokens', 'cached_tokens', 'e2e_latency']));
+    expect(Object.keys(m)).toEqual(
+      expect.arrayContaining([
+        'id',
+        'finish_reason',
+        'prompt_tokens',
+        'completion_tokens',
+        'cached_tokens',
+        'e2e_latency',
+      ]),
+    );
     expect(m).not.toHaveProperty('spec_verify_ct');
     expect(m.prompt_tokens).toBe(textTokens(prompt));
     expect(m.completion_tokens).toBe(naturalLength(seedKey(prompt, null)));
@@ -66,10 +78,17 @@ describe('simulated SGLang server: readiness, native and OpenAI APIs', () => {
     expect(a.body.output_ids.at(-1)).toBe(2);
     const b = await sim.json('/generate', { text: prompt, sampling_params: { max_new_tokens: 2000 } });
     expect(b.body.text).toBe(a.body.text);
-    const capped = await sim.json('/generate', { text: prompt, sampling_params: { max_new_tokens: 7, ignore_eos: true } });
+    const capped = await sim.json('/generate', {
+      text: prompt,
+      sampling_params: { max_new_tokens: 7, ignore_eos: true },
+    });
     expect(capped.body.meta_info).toMatchObject({ completion_tokens: 7, finish_reason: { type: 'length', length: 7 } });
     const prefillOnly = await sim.json('/generate', { text: prompt, sampling_params: { max_new_tokens: 0 } });
-    expect(prefillOnly.body).toMatchObject({ text: '', output_ids: [], meta_info: { completion_tokens: 0, finish_reason: { type: 'length', length: 0 } } });
+    expect(prefillOnly.body).toMatchObject({
+      text: '',
+      output_ids: [],
+      meta_info: { completion_tokens: 0, finish_reason: { type: 'length', length: 0 } },
+    });
   });
 
   it('/generate rejects bad requests with HTTP 400 {"error": {"message"}}, or an SSE error event when streaming', async () => {
@@ -79,7 +98,11 @@ describe('simulated SGLang server: readiness, native and OpenAI APIs', () => {
     expect(none.status).toBe(400);
     expect(none.body.error.message).toContain('text or input_ids');
     // A body that is not JSON fails FastAPI's validation: SGLang's ErrorResponse, on /generate too.
-    const garbled = await fetch(sim.base + '/generate', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"text": ' });
+    const garbled = await fetch(sim.base + '/generate', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"text": ',
+    });
     expect(garbled.status).toBe(400);
     expect(await garbled.json()).toMatchObject({ object: 'error', type: 'Bad Request', param: null, code: 400 });
     const streamed = await sim.sse('/generate', { text: 'x', stream: true, sampling_params: { top_k: 0 } });
@@ -87,7 +110,11 @@ describe('simulated SGLang server: readiness, native and OpenAI APIs', () => {
   });
 
   it('/generate streams cumulative text over SSE and ends with [DONE]', async () => {
-    const chunks = await sim.sse('/generate', { text: 'stream this please', stream: true, sampling_params: { max_new_tokens: 12, ignore_eos: true } });
+    const chunks = await sim.sse('/generate', {
+      text: 'stream this please',
+      stream: true,
+      sampling_params: { max_new_tokens: 12, ignore_eos: true },
+    });
     expect(chunks.at(-1)).toBe('[DONE]');
     const objs = chunks.slice(0, -1) as any[];
     expect(objs.length).toBeGreaterThan(1);
@@ -102,15 +129,27 @@ describe('simulated SGLang server: readiness, native and OpenAI APIs', () => {
   });
 
   it('/v1/chat/completions: usage when not streaming; role, deltas, finish, usage, [DONE] when streaming', async () => {
-    const messages = [{ role: 'system', content: 'answer briefly' }, { role: 'user', content: 'what is a drafter' }];
+    const messages = [
+      { role: 'system', content: 'answer briefly' },
+      { role: 'user', content: 'what is a drafter' },
+    ];
     const plain = await sim.json('/v1/chat/completions', { model: 'x', messages, max_tokens: 20 });
     expect(plain.status).toBe(200);
     expect(plain.body.object).toBe('chat.completion');
     const promptTokens = tok.encode(renderChat(messages)).length;
-    expect(plain.body.usage).toMatchObject({ prompt_tokens: promptTokens, completion_tokens: 20, total_tokens: promptTokens + 20 });
+    expect(plain.body.usage).toMatchObject({
+      prompt_tokens: promptTokens,
+      completion_tokens: 20,
+      total_tokens: promptTokens + 20,
+    });
     expect(plain.body.choices[0]).toMatchObject({ index: 0, finish_reason: 'length', message: { role: 'assistant' } });
 
-    const chunks = (await sim.sse('/v1/chat/completions', { messages, max_tokens: 20, stream: true, stream_options: { include_usage: true } })) as any[];
+    const chunks = (await sim.sse('/v1/chat/completions', {
+      messages,
+      max_tokens: 20,
+      stream: true,
+      stream_options: { include_usage: true },
+    })) as any[];
     expect(chunks.at(-1)).toBe('[DONE]');
     expect(chunks[0].choices[0].delta).toMatchObject({ role: 'assistant', content: '' });
     const usage = chunks.at(-2);
@@ -126,7 +165,10 @@ describe('simulated SGLang server: readiness, native and OpenAI APIs', () => {
   it('/v1/completions answers with text_completion choices', async () => {
     const r = await sim.json('/v1/completions', { prompt: 'once upon a time', max_tokens: 5 });
     expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ object: 'text_completion', usage: { prompt_tokens: textTokens('once upon a time'), completion_tokens: 5 } });
+    expect(r.body).toMatchObject({
+      object: 'text_completion',
+      usage: { prompt_tokens: textTokens('once upon a time'), completion_tokens: 5 },
+    });
     expect(r.body.choices[0].text.split(' ')).toHaveLength(5);
   });
 
@@ -147,8 +189,14 @@ describe('simulated SGLang server: readiness, native and OpenAI APIs', () => {
 
     const abort = new AbortController();
     const res = await fetch(sim.base + '/generate', {
-      method: 'POST', signal: abort.signal, headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ text: 'long one', stream: true, sampling_params: { max_new_tokens: 8000, ignore_eos: true } }),
+      method: 'POST',
+      signal: abort.signal,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        text: 'long one',
+        stream: true,
+        sampling_params: { max_new_tokens: 8000, ignore_eos: true },
+      }),
     });
     expect(res.status).toBe(200);
     const reader = res.body!.getReader();
@@ -156,14 +204,23 @@ describe('simulated SGLang server: readiness, native and OpenAI APIs', () => {
     const refused = await sim.json('/flush_cache');
     expect(refused.status).toBe(400);
     abort.abort();
-    await until('flush accepted', 10_000, async () => ((await sim.json('/flush_cache')).status === 200 ? true : undefined));
+    await until('flush accepted', 10_000, async () =>
+      (await sim.json('/flush_cache')).status === 200 ? true : undefined,
+    );
     const after = await sim.json('/generate', { text: prompt, sampling_params: { max_new_tokens: 1 } });
     expect(after.body.meta_info.cached_tokens).toBe(0);
   });
 
   it('/server_info carries the launch args under SGLang names, internal_states and version', async () => {
     const r = await sim.json('/server_info');
-    expect(r.body).toMatchObject({ model_path: MODEL, port: sim.port, tp_size: 1, speculative_algorithm: null, max_running_requests: null, decode_log_interval: 5 });
+    expect(r.body).toMatchObject({
+      model_path: MODEL,
+      port: sim.port,
+      tp_size: 1,
+      speculative_algorithm: null,
+      max_running_requests: null,
+      decode_log_interval: 5,
+    });
     expect(Array.isArray(r.body.internal_states)).toBe(true);
     expect(r.body.internal_states[0]).not.toHaveProperty('avg_spec_accept_length');
     expect(typeof r.body.version).toBe('string');
@@ -174,7 +231,9 @@ describe('simulated SGLang server: readiness, native and OpenAI APIs', () => {
     await sim.json('/generate', { text: 'count steps', sampling_params: { max_new_tokens: 30, ignore_eos: true } });
     const decode = sim.stderr.split('\n').filter((l) => l.includes('Decode batch. #running-req: '));
     expect(decode.length).toBeGreaterThan(0);
-    expect(decode[0]).toMatch(/#token: \d+, token usage: \d\.\d\d, cuda graph: True, gen throughput \(token\/s\): [\d.]+, #queue-req: 0$/);
+    expect(decode[0]).toMatch(
+      /#token: \d+, token usage: \d\.\d\d, cuda graph: True, gen throughput \(token\/s\): [\d.]+, #queue-req: 0$/,
+    );
     expect(sim.stderr).not.toContain('accept len');
   });
 
@@ -195,7 +254,10 @@ describe('simulated SGLang server: batching throughput', () => {
   });
 
   const gen = (i: number) =>
-    sim.json('/generate', { text: `throughput prompt number ${i}`, sampling_params: { max_new_tokens: 64, ignore_eos: true } });
+    sim.json('/generate', {
+      text: `throughput prompt number ${i}`,
+      sampling_params: { max_new_tokens: 64, ignore_eos: true },
+    });
 
   it('produces far more tokens/s at concurrency 64 than at 1, and ~141 tok/s alone', async () => {
     let t = performance.now();

@@ -8,12 +8,32 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  CAPTURE_ARGS, DRAFT_IDS, type IdsRow, PY, captureEnv, jsonl, makeTarget, prefill, regenerate, run, selfcheck, stagePlugin, tokens,
+  CAPTURE_ARGS,
+  DRAFT_IDS,
+  type IdsRow,
+  PY,
+  captureEnv,
+  jsonl,
+  makeTarget,
+  prefill,
+  regenerate,
+  run,
+  selfcheck,
+  stagePlugin,
+  tokens,
 } from './capture-harness.js';
 import { Sim, tempDir } from './sglang-harness.js';
 
-const AUX_ARGS = ['--enable-return-aux-hidden-states', '--speculative-algorithm', 'EAGLE3', '--return-aux-hidden-state-layer-ids',
-  ...DRAFT_IDS.map(String), '--disable-radix-cache', '--chunked-prefill-size', '-1'];
+const AUX_ARGS = [
+  '--enable-return-aux-hidden-states',
+  '--speculative-algorithm',
+  'EAGLE3',
+  '--return-aux-hidden-state-layer-ids',
+  ...DRAFT_IDS.map(String),
+  '--disable-radix-cache',
+  '--chunked-prefill-size',
+  '-1',
+];
 const FINAL_ARGS = ['--enable-return-hidden-states', '--disable-radix-cache', '--chunked-prefill-size', '-1'];
 
 let target: string;
@@ -38,21 +58,29 @@ async function withSim<T>(args: string[], env: Record<string, string>, body: (si
 }
 
 function stockClient(port: number, pass: 'aux' | 'final', dumps: string, ids: string, extra: string[]) {
-  return run('python3', ['-m', 'aerie_hs.stock_client', '--port', String(port), '--ids', ids, '--dumps', dumps, '--pass', pass, ...extra], { env: { PYTHONPATH: PY } });
+  return run(
+    'python3',
+    ['-m', 'aerie_hs.stock_client', '--port', String(port), '--ids', ids, '--dumps', dumps, '--pass', pass, ...extra],
+    { env: { PYTHONPATH: PY } },
+  );
 }
 
 /** The tensor bytes of a dump (header skipped), by name. */
 async function tensorBytes(file: string): Promise<Record<string, Buffer>> {
   const b = await fs.readFile(file);
   const n = Number(b.readBigUInt64LE(0));
-  const header = JSON.parse(b.subarray(8, 8 + n).toString('utf8')) as Record<string, { data_offsets: [number, number] }>;
+  const header = JSON.parse(b.subarray(8, 8 + n).toString('utf8')) as Record<
+    string,
+    { data_offsets: [number, number] }
+  >;
   const out: Record<string, Buffer> = {};
-  for (const [k, v] of Object.entries(header)) if (k !== '__metadata__') out[k] = b.subarray(8 + n + v.data_offsets[0], 8 + n + v.data_offsets[1]);
+  for (const [k, v] of Object.entries(header))
+    if (k !== '__metadata__') out[k] = b.subarray(8 + n + v.data_offsets[0], 8 + n + v.data_offsets[1]);
   return out;
 }
 
 describe('stock SGLang 0.5.23 on the simulator: hidden states over HTTP', () => {
-  it('two passes of the stock client make dumps the self-check passes, equal to the capture plugin\'s', async () => {
+  it("two passes of the stock client make dumps the self-check passes, equal to the capture plugin's", async () => {
     const dumps = path.join(work, 'stock');
     await fs.mkdir(dumps);
     const ids = path.join(work, 'ids.jsonl');
@@ -60,12 +88,25 @@ describe('stock SGLang 0.5.23 on the simulator: hidden states over HTTP', () => 
     await withSim(AUX_ARGS, {}, async (sim) => {
       rows = await tokens(target, (await regenerate(sim)).slice(0, 3));
       await fs.writeFile(ids, jsonl(rows));
-      const r = await stockClient(sim.port, 'aux', dumps, ids, ['--aux-layers', JSON.stringify(DRAFT_IDS.map((i) => i + 1))]);
-      expect(r.stdout.trim().split('\n').filter((l) => l.startsWith('PART '))).toHaveLength(rows.length);
+      const r = await stockClient(sim.port, 'aux', dumps, ids, [
+        '--aux-layers',
+        JSON.stringify(DRAFT_IDS.map((i) => i + 1)),
+      ]);
+      expect(
+        r.stdout
+          .trim()
+          .split('\n')
+          .filter((l) => l.startsWith('PART ')),
+      ).toHaveLength(rows.length);
     });
     await withSim(FINAL_ARGS, {}, async (sim) => {
       const r = await stockClient(sim.port, 'final', dumps, ids, ['--greedy', greedy]);
-      expect(r.stdout.trim().split('\n').filter((l) => l.startsWith('OK '))).toHaveLength(rows.length);
+      expect(
+        r.stdout
+          .trim()
+          .split('\n')
+          .filter((l) => l.startsWith('OK ')),
+      ).toHaveLength(rows.length);
     });
     const { code, verdict } = await selfcheck(target, dumps, ids, greedy);
     expect(verdict.messages).toEqual([]);
@@ -104,9 +145,13 @@ describe('stock SGLang 0.5.23 on the simulator: hidden states over HTTP', () => 
     });
   }, 60_000);
 
-  it('a server without a hidden-state mode refuses return_hidden_states with 0.5.23\'s message', async () => {
+  it("a server without a hidden-state mode refuses return_hidden_states with 0.5.23's message", async () => {
     await withSim([], {}, async (sim) => {
-      const r = await sim.json('/generate', { input_ids: [0, 5], return_hidden_states: true, sampling_params: { max_new_tokens: 1 } });
+      const r = await sim.json('/generate', {
+        input_ids: [0, 5],
+        return_hidden_states: true,
+        sampling_params: { max_new_tokens: 1 },
+      });
       expect(r.status).toBe(400);
       expect(r.body.error.message).toContain('The server is not configured to return hidden states.');
     });

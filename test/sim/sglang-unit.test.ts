@@ -9,10 +9,25 @@ import { makeRng, naturalLength, renderChat } from '../../sim/sglang/text.js';
 import { SimTokenizer } from '../../sim/sglang/tokenizer.js';
 
 const target: ModelConfig = {
-  path: '/m', architectures: ['LlamaForCausalLM'], modelType: 'llama', hiddenSize: 4096, numLayers: 32, vocabSize: 128256,
-  numHeads: 32, numKvHeads: 8, intermediateSize: 14336, maxPositionEmbeddings: 8192, eosTokenId: 128009, sim: {},
+  path: '/m',
+  architectures: ['LlamaForCausalLM'],
+  modelType: 'llama',
+  hiddenSize: 4096,
+  numLayers: 32,
+  vocabSize: 128256,
+  numHeads: 32,
+  numKvHeads: 8,
+  intermediateSize: 14336,
+  maxPositionEmbeddings: 8192,
+  eosTokenId: 128009,
+  sim: {},
 };
-const eagle3Drafter: ModelConfig = { ...target, architectures: ['LlamaForCausalLMEagle3'], numLayers: 1, sim: { accept_length: 3.2 } };
+const eagle3Drafter: ModelConfig = {
+  ...target,
+  architectures: ['LlamaForCausalLMEagle3'],
+  numLayers: 1,
+  sim: { accept_length: 3.2 },
+};
 const env = readSimEnv({});
 
 describe('launch flags (argparse)', () => {
@@ -29,9 +44,13 @@ describe('launch flags (argparse)', () => {
 
   it('rejects unknown flags, bad ints and bad choices with argparse wording', () => {
     expect(() => parseLaunchArgs(['--model-path', '/m', '--bogus', 'x'])).toThrow('unrecognized arguments: --bogus x');
-    expect(() => parseLaunchArgs(['--model-path', '/m', '--port', 'abc'])).toThrow("argument --port: invalid int value: 'abc'");
+    expect(() => parseLaunchArgs(['--model-path', '/m', '--port', 'abc'])).toThrow(
+      "argument --port: invalid int value: 'abc'",
+    );
     // 0.5.4 and 0.5.9 give --speculative-algorithm choices; 0.5.12 on check the name after parsing.
-    expect(() => parseLaunchArgs(['--model-path', '/m', '--speculative-algorithm', 'MEDUSA'], '0.5.4')).toThrow(/invalid choice: 'MEDUSA'/);
+    expect(() => parseLaunchArgs(['--model-path', '/m', '--speculative-algorithm', 'MEDUSA'], '0.5.4')).toThrow(
+      /invalid choice: 'MEDUSA'/,
+    );
     expect(() => parseLaunchArgs(['--port', '1'])).toThrow(ArgparseError);
   });
 
@@ -45,30 +64,57 @@ describe('launch flags (argparse)', () => {
 
 describe('ServerArgs post-init', () => {
   it('caps speculative servers at 48 running requests with the real warning, unless set', () => {
-    const r = resolveServerArgs(parseLaunchArgs(['--model-path', '/m', '--speculative-algorithm', 'EAGLE3']), target, env);
+    const r = resolveServerArgs(
+      parseLaunchArgs(['--model-path', '/m', '--speculative-algorithm', 'EAGLE3']),
+      target,
+      env,
+    );
     expect(r.maxRunning).toBe(48);
-    expect(r.warnings).toContain('Max running requests is reset to 48 for speculative decoding. You can override this by explicitly setting --max-running-requests.');
+    expect(r.warnings).toContain(
+      'Max running requests is reset to 48 for speculative decoding. You can override this by explicitly setting --max-running-requests.',
+    );
     expect(r.spec).toEqual({ numSteps: 5, topk: 4, numDraftTokens: 8 });
-    const set = resolveServerArgs(parseLaunchArgs(['--model-path', '/m', '--speculative-algorithm', 'EAGLE3', '--max-running-requests', '256']), target, env);
+    const set = resolveServerArgs(
+      parseLaunchArgs(['--model-path', '/m', '--speculative-algorithm', 'EAGLE3', '--max-running-requests', '256']),
+      target,
+      env,
+    );
     expect(set.maxRunning).toBe(256);
     expect(set.warnings.join('\n')).not.toContain('reset to 48');
   });
 
   it('rewrites NEXTN to EAGLE and forces num-draft-tokens = steps + 1 at topk 1', () => {
-    const r = resolveServerArgs(parseLaunchArgs([
-      '--model-path', '/m', '--speculative-algorithm', 'NEXTN', '--speculative-num-steps', '3',
-      '--speculative-eagle-topk', '1', '--speculative-num-draft-tokens', '8',
-    ]), target, env);
+    const r = resolveServerArgs(
+      parseLaunchArgs([
+        '--model-path',
+        '/m',
+        '--speculative-algorithm',
+        'NEXTN',
+        '--speculative-num-steps',
+        '3',
+        '--speculative-eagle-topk',
+        '1',
+        '--speculative-num-draft-tokens',
+        '8',
+      ]),
+      target,
+      env,
+    );
     expect(r.algorithm).toBe('EAGLE');
     expect(r.args.speculative_num_draft_tokens).toBe(4);
-    expect(r.warnings).toContain('speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when speculative_eagle_topk == 1');
+    expect(r.warnings).toContain(
+      'speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when speculative_eagle_topk == 1',
+    );
   });
 });
 
 describe('drafter acceptance (incident 3)', () => {
   it('EAGLE3 with an EAGLE-3 drafter accepts at the drafter quality, capped at steps + 1', () => {
     expect(acceptPlan('EAGLE3', eagle3Drafter, 5, 8)).toMatchObject({ mean: 3.2, cap: 6 });
-    expect(acceptPlan('EAGLE3', { ...eagle3Drafter, sim: { accept_length: 9 } }, 3, 4)).toMatchObject({ mean: 4, cap: 4 });
+    expect(acceptPlan('EAGLE3', { ...eagle3Drafter, sim: { accept_length: 9 } }, 3, 4)).toMatchObject({
+      mean: 4,
+      cap: 4,
+    });
     expect(acceptPlan('EAGLE3', { ...eagle3Drafter, sim: {} }, 5, 8).mean).toBe(2.0);
   });
 
@@ -89,7 +135,7 @@ describe('drafter acceptance (incident 3)', () => {
 describe('latency model', () => {
   it('is ~7 ms per step at batch 1 and grows linearly with the batch', () => {
     expect(1000 / steadyThroughput(1, null, 1)).toBeCloseTo(7.08, 2);
-    expect(1000 / steadyThroughput(101, null, 1) * 101).toBeCloseTo(7 + 0.08 * 101, 5);
+    expect((1000 / steadyThroughput(101, null, 1)) * 101).toBeCloseTo(7 + 0.08 * 101, 5);
     expect(H100_8B.eagerFactor).toBeGreaterThan(1);
   });
 
@@ -108,7 +154,15 @@ describe('latency model', () => {
 
 describe('sampling params', () => {
   it('has SGLang defaults', () => {
-    expect(parseSamplingParams(undefined)).toMatchObject({ max_new_tokens: 128, temperature: 1, top_p: 1, top_k: -1, min_p: 0, ignore_eos: false, min_new_tokens: 0 });
+    expect(parseSamplingParams(undefined)).toMatchObject({
+      max_new_tokens: 128,
+      temperature: 1,
+      top_p: 1,
+      top_k: -1,
+      min_p: 0,
+      ignore_eos: false,
+      min_new_tokens: 0,
+    });
     expect(parseSamplingParams({ max_new_tokens: 0 }).max_new_tokens).toBe(0);
   });
 
@@ -123,9 +177,14 @@ describe('sampling params', () => {
 describe('deterministic text and sizes', () => {
   it("renders chat with the target's Llama 3 template, so its ids end with the header's \\n\\n", () => {
     const tok = SimTokenizer.forModel('/nonexistent');
-    const text = renderChat([{ role: 'system', content: ' be brief ' }, { role: 'user', content: 'hi there you' }]);
-    expect(text).toBe('<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nbe brief<|eot_id|>' +
-      '<|start_header_id|>user<|end_header_id|>\n\nhi there you<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n');
+    const text = renderChat([
+      { role: 'system', content: ' be brief ' },
+      { role: 'user', content: 'hi there you' },
+    ]);
+    expect(text).toBe(
+      '<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nbe brief<|eot_id|>' +
+        '<|start_header_id|>user<|end_header_id|>\n\nhi there you<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n',
+    );
     const ids = tok.encode(text);
     expect(ids[0]).toBe(tok.bos);
     expect(ids.slice(-2)).toEqual(new SimLM(tok).chatTail());
@@ -145,7 +204,12 @@ describe('model step scales', () => {
   it('prefill follows the decode scale unless AERIE_SIM_PREFILL_SCALE sets its own; bad values are refused', () => {
     expect(readSimEnv({}).prefillScale).toBe(1);
     expect(readSimEnv({ AERIE_SIM_DECODE_SCALE: '0.5' })).toMatchObject({ decodeScale: 0.5, prefillScale: 0.5 });
-    expect(readSimEnv({ AERIE_SIM_DECODE_SCALE: '0', AERIE_SIM_PREFILL_SCALE: '30' })).toMatchObject({ decodeScale: 0, prefillScale: 30 });
-    expect(() => readSimEnv({ AERIE_SIM_PREFILL_SCALE: 'slow' })).toThrow(/AERIE_SIM_PREFILL_SCALE must be a number >= 0, got 'slow'/);
+    expect(readSimEnv({ AERIE_SIM_DECODE_SCALE: '0', AERIE_SIM_PREFILL_SCALE: '30' })).toMatchObject({
+      decodeScale: 0,
+      prefillScale: 30,
+    });
+    expect(() => readSimEnv({ AERIE_SIM_PREFILL_SCALE: 'slow' })).toThrow(
+      /AERIE_SIM_PREFILL_SCALE must be a number >= 0, got 'slow'/,
+    );
   });
 });

@@ -22,7 +22,10 @@ async function target(config?: object): Promise<string> {
   return d;
 }
 
-const sha = async (f: string) => createHash('sha256').update(await fs.readFile(f)).digest('hex');
+const sha = async (f: string) =>
+  createHash('sha256')
+    .update(await fs.readFile(f))
+    .digest('hex');
 const make = (d: string) => run(process.execPath, [BIN, 'make-target', d]);
 
 describe('aerie-sim make-target', () => {
@@ -39,10 +42,16 @@ describe('aerie-sim make-target', () => {
     const again = await make(a);
     expect(again.stdout).toContain('up to date');
     expect((await fs.stat(file)).mtimeMs).toBe(mtime);
-    const py = 'import sys, json; from aerie_hs.selfcheck import load_target; t = load_target(sys.argv[1]); ' +
+    const py =
+      'import sys, json; from aerie_hs.selfcheck import load_target; t = load_target(sys.argv[1]); ' +
       'print(json.dumps({"head": list(t["head"].shape), "norm": list(t["norm"].shape), "name": t["norm_name"], "finite": bool(abs(t["head"]).max() < 1)}))';
     const r = await run(VENV_PY, ['-c', py, a], { env: { PYTHONPATH: PY } });
-    expect(JSON.parse(r.stdout.trim().split('\n').pop()!)).toEqual({ head: [32000, 512], norm: [512], name: 'model.norm.weight', finite: true });
+    expect(JSON.parse(r.stdout.trim().split('\n').pop()!)).toEqual({
+      head: [32000, 512],
+      norm: [512],
+      name: 'model.norm.weight',
+      finite: true,
+    });
   }, 60_000);
 
   it('rewrites a file whose header is not the one its config asks for', async () => {

@@ -33,7 +33,12 @@ async function hf(words: readonly string[], texts: string[]) {
   const r = await run(VENV_PY, ['-c', HF, MODEL], { stdin: JSON.stringify({ words, texts }) });
   if (r.code !== 0) throw new Error(r.stderr);
   return JSON.parse(r.stdout.trim().split('\n').pop()!) as {
-    words: Record<string, [number[], number[]]>; texts: number[][]; bos: number[]; eos: number; bos_id: number; chat: string;
+    words: Record<string, [number[], number[]]>;
+    texts: number[][];
+    bos: number[];
+    eos: number;
+    bos_id: number;
+    chat: string;
   };
 }
 
@@ -58,7 +63,9 @@ describe('the simulator target tokenizer', () => {
     expect(got.texts).toEqual(TEXTS.map((t) => ts.encode(t)));
     expect(got.bos).toEqual(ts.encode('hi', true));
     expect(got.eos).toBe(2);
-    expect(got.chat).toBe('<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nhello<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n');
+    expect(got.chat).toBe(
+      '<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nhello<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n',
+    );
   }, 60_000);
 
   it('re-tokenizes a generated answer to the very ids the simulator generated', async () => {

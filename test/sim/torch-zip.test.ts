@@ -8,7 +8,14 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { hiddenStateEntries, pickleTensorDict, planZip, torchSaveEntries, writeZip, type TensorSpec } from '../../sim/specforge/torch-zip.js';
+import {
+  hiddenStateEntries,
+  pickleTensorDict,
+  planZip,
+  torchSaveEntries,
+  writeZip,
+  type TensorSpec,
+} from '../../sim/specforge/torch-zip.js';
 
 const FIXTURE = resolve(import.meta.dirname, '../fixtures/real/torch-2.13.0/data_0.ckpt');
 const T = 16;
@@ -41,7 +48,14 @@ const FIXTURE_TENSORS: TensorSpec[] = [
   { key: 'hidden_state', dtype: 'bfloat16', shape: [1, T, H], data: bf16(range(T * H).map((i) => -i / 32)) },
 ];
 
-interface Local { at: number; name: string; flags: number; method: number; dataAt: number; extraId: string }
+interface Local {
+  at: number;
+  name: string;
+  flags: number;
+  method: number;
+  dataAt: number;
+  extraId: string;
+}
 
 /** Walks the local headers (torch writes sizes in data descriptors, so sizes come from the directory). */
 function layout(b: Buffer): { locals: Local[]; sizes: number[]; tail: string } {
@@ -58,7 +72,10 @@ function layout(b: Buffer): { locals: Local[]; sizes: number[]; tail: string } {
     const le = b.readUInt16LE(at + 28);
     locals.push({
       at,
-      name: b.subarray(at + 30, at + 30 + ln).toString().replace(/^[^/]+\//, ''),
+      name: b
+        .subarray(at + 30, at + 30 + ln)
+        .toString()
+        .replace(/^[^/]+\//, ''),
       flags: b.readUInt16LE(at + 6),
       method: b.readUInt16LE(at + 8),
       dataAt: at + 30 + ln + le,
@@ -66,7 +83,9 @@ function layout(b: Buffer): { locals: Local[]; sizes: number[]; tail: string } {
     });
     cd += 46 + nameLen + b.readUInt16LE(cd + 30) + b.readUInt16LE(cd + 32);
   }
-  const tail = [0x06064b50, 0x07064b50, 0x06054b50].map((sig) => (b.indexOf(Buffer.from(new Uint32Array([sig]).buffer)) >= 0 ? 'y' : 'n')).join('');
+  const tail = [0x06064b50, 0x07064b50, 0x06054b50]
+    .map((sig) => (b.indexOf(Buffer.from(new Uint32Array([sig]).buffer)) >= 0 ? 'y' : 'n'))
+    .join('');
   return { locals, sizes, tail };
 }
 
@@ -88,7 +107,9 @@ describe('sim torch-zip against a file real torch.save wrote', () => {
     const dirEnd = real.lastIndexOf(Buffer.from([0x50, 0x4b, 0x06, 0x06]));
     const lastEntry = dirEnd - (46 + '.data/serialization_id'.length + 'data_0/'.length);
     const allowed = (i: number): boolean =>
-      (i >= id.dataAt && i < id.dataAt + 40) || (i >= id.dataAt + 44 && i < id.dataAt + 48) || (i >= lastEntry + 16 && i < lastEntry + 20);
+      (i >= id.dataAt && i < id.dataAt + 40) ||
+      (i >= id.dataAt + 44 && i < id.dataAt + 48) ||
+      (i >= lastEntry + 16 && i < lastEntry + 20);
     expect(differing.filter((i) => !allowed(i))).toEqual([]);
     expect(differing.length).toBeGreaterThan(0);
   });
@@ -102,7 +123,7 @@ describe('sim torch-zip against a file real torch.save wrote', () => {
     expect(storages.map((s) => (typeof s === 'number' ? s : s.length))).toEqual([128, 128, 768, 256]);
   });
 
-  it('a hidden-state record has torch\'s entries in torch\'s order, stored, 64-aligned, with data descriptors', async () => {
+  it("a hidden-state record has torch's entries in torch's order, stored, 64-aligned, with data descriptors", async () => {
     const real = layout(await readFile(FIXTURE));
     await writeZip(join(dir, 'data_7.ckpt'), hiddenStateEntries('data_7', T, H));
     const sim = layout(await readFile(join(dir, 'data_7.ckpt')));
@@ -124,7 +145,7 @@ describe('sim torch-zip against a file real torch.save wrote', () => {
     expect(b.lastIndexOf(Buffer.from([0x50, 0x4b, 0x05, 0x06]))).toBe(-1);
   });
 
-  it('v0.2 records keep DataPoint\'s key order; ids and mask are written as given', () => {
+  it("v0.2 records keep DataPoint's key order; ids and mask are written as given", () => {
     const cli = pickleTensorDict([]).pickle; // an empty dict pickles as EMPTY_DICT, BINPUT, STOP
     expect([...cli]).toEqual([0x80, 2, 0x7d, 0x71, 0, 0x2e]);
     const v02 = hiddenStateEntries('d', 3, 2, { order: 'v0.2', inputIds: [5, 6, 7], lossMask: [0, 1, 1] });

@@ -28,12 +28,14 @@ describe('aerie-sim train: resuming as each revision does', () => {
   it('v0.2.0: --ckpt-dir dies at 73e6f808, as the real one did', async () => {
     const out = path.join(tmp, 'ckpt-dir');
     expect((await run(renderTrainArgv(launch(tmp, out, { saveInterval: 4, numEpochs: 1 })))).code).toBe(1); // teardown
-    const r = await run(renderTrainArgv(launch(tmp, path.join(out, 'again'), { resumeFrom: path.join(out, 'epoch_0_step_4') })));
+    const r = await run(
+      renderTrainArgv(launch(tmp, path.join(out, 'again'), { resumeFrom: path.join(out, 'epoch_0_step_4') })),
+    );
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("[rank0]: AttributeError: 'str' object has no attribute 'vocab_size'"); // test/fixtures/real/specforge-73e6f808/resume.log
   }, 90_000);
 
-  it('v0.2.0: crash, then aerie\'s continuation (epoch_0 link + --resume) into resume_step_N, ends where an uninterrupted run ends', async () => {
+  it("v0.2.0: crash, then aerie's continuation (epoch_0 link + --resume) into resume_step_N, ends where an uninterrupted run ends", async () => {
     const plain = path.join(tmp, 'reference');
     // 8 steps, save every 4: the last step saves even without a final save; then the old teardown fails.
     expect((await run(renderTrainArgv(launch(tmp, plain, { saveInterval: 4 })))).code).toBe(1);
@@ -50,9 +52,13 @@ describe('aerie-sim train: resuming as each revision does', () => {
     const stepsPerEpoch = parseTrainProgress(crashed.stderr).stepsPerEpoch!;
     const plan = planTrainResume(first, rankCheckpoints(await listSegments(out))[0]!, stepsPerEpoch);
     if (plan.kind !== 'continue') throw new Error(`expected a continuation, got ${plan.kind}`);
-    expect([plan.from.dir, plan.stepsOwed, plan.launch.outputDir, plan.launch.resumeLink, plan.launch.resumeFrom]).toEqual([
-      `${out}/epoch_0_step_4`, 4, `${out}/resume_step_4`, `${out}/epoch_0_step_4`, undefined,
-    ]);
+    expect([
+      plan.from.dir,
+      plan.stepsOwed,
+      plan.launch.outputDir,
+      plan.launch.resumeLink,
+      plan.launch.resumeFrom,
+    ]).toEqual([`${out}/epoch_0_step_4`, 4, `${out}/resume_step_4`, `${out}/epoch_0_step_4`, undefined]);
     // What the driver's prepare does before the launch (train-run.ts).
     await fs.mkdir(plan.launch.outputDir, { recursive: true });
     await fs.symlink(plan.launch.resumeLink!, path.join(plan.launch.outputDir, 'epoch_0'));
@@ -65,7 +71,11 @@ describe('aerie-sim train: resuming as each revision does', () => {
     expect(cont.stdout).not.toContain('Finetuning from base model'); // logger.info (SpecForge@73e6f808:scripts/train_eagle3.py:340)
     const done = planTrainResume(first, rankCheckpoints(await listSegments(out))[0]!, stepsPerEpoch, true);
     if (done.kind !== 'done') throw new Error(`expected done, got ${done.kind}`);
-    expect([done.finalCheckpoint.dir, done.finalCheckpoint.totalStep, done.note]).toEqual([`${out}/resume_step_4/epoch_0_step_4`, 8, undefined]);
+    expect([done.finalCheckpoint.dir, done.finalCheckpoint.totalStep, done.note]).toEqual([
+      `${out}/resume_step_4/epoch_0_step_4`,
+      8,
+      undefined,
+    ]);
     const fin = await readCheckpoint(done.finalCheckpoint.dir);
     expect(fin.problems).toEqual([]);
     expect(fin.config).toEqual(reference.config);
@@ -74,7 +84,9 @@ describe('aerie-sim train: resuming as each revision does', () => {
   for (const broken of ['v0.2.0', 'v0.2-final-save']) {
     it(`${broken}: --resume finds none of the epoch_{e}_step_{s} it saved and starts over from step 0, silently`, async () => {
       const out = path.join(tmp, `resume-${broken}`);
-      expect((await run(renderTrainArgv(launch(tmp, out)), { ...rev(broken), AERIE_SIM_TRAIN_CRASH_AT_STEP: '5' })).code).toBe(1);
+      expect(
+        (await run(renderTrainArgv(launch(tmp, out)), { ...rev(broken), AERIE_SIM_TRAIN_CRASH_AT_STEP: '5' })).code,
+      ).toBe(1);
       const again = await run([...renderTrainArgv(launch(tmp, out)), '--resume'], rev(broken));
       expect(classifyTrainFailure(again.stderr).kind).toBe('teardown');
       expect(again.stdout).not.toContain('Last checkpoint detected');
@@ -95,16 +107,28 @@ describe('aerie-sim train: resuming as each revision does', () => {
     const first = launch(tmp, out, { ...shape, profile: SPECFORGE_PROFILES['v0.2-resume'] });
     const crashed = await run(renderTrainArgv(first), { ...rev('v0.2-resume'), AERIE_SIM_TRAIN_CRASH_AT_STEP: '2' });
     expect(crashed.code).toBe(1);
-    const plan = planTrainResume(first, rankCheckpoints(await listSegments(out))[0]!, parseTrainProgress(crashed.stderr).stepsPerEpoch);
+    const plan = planTrainResume(
+      first,
+      rankCheckpoints(await listSegments(out))[0]!,
+      parseTrainProgress(crashed.stderr).stepsPerEpoch,
+    );
     if (plan.kind !== 'resume') throw new Error(`expected --resume, got ${plan.kind}`);
     expect(renderTrainArgv(plan.launch)).toContain('--resume');
 
     const cont = await run(renderTrainArgv(plan.launch), rev('v0.2-resume'));
     expect(cont.code, cont.stderr).toBe(0);
-    expect(cont.stdout.match(/^Last checkpoint detected: .*$/gm)).toEqual([`Last checkpoint detected: ${out}/epoch_0_step_1`, `Last checkpoint detected: ${out}/epoch_0_step_1`]);
+    expect(cont.stdout.match(/^Last checkpoint detected: .*$/gm)).toEqual([
+      `Last checkpoint detected: ${out}/epoch_0_step_1`,
+      `Last checkpoint detected: ${out}/epoch_0_step_1`,
+    ]);
     expect(parseTrainProgress(cont.stdout + cont.stderr).startedFrom).toBe(`${out}/epoch_0_step_1`);
     expect(cont.stderr).not.toMatch(/Training Epoch 0: [^\r]*\| 1\/2 \[[^\]]*loss=/); // batch 1 of epoch 0 was skipped, not trained again
-    expect((await fs.readdir(out)).sort()).toEqual(['epoch_0_step_1', 'epoch_0_step_2', 'epoch_1_step_3', 'epoch_1_step_4']);
+    expect((await fs.readdir(out)).sort()).toEqual([
+      'epoch_0_step_1',
+      'epoch_0_step_2',
+      'epoch_1_step_3',
+      'epoch_1_step_4',
+    ]);
     const fin = await readCheckpoint(path.join(out, 'epoch_1_step_4'));
     expect(fin.config.aerie_sim).toMatchObject({ trained_steps: 4 });
     expect(fin.config).toEqual(reference.config);

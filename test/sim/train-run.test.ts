@@ -15,7 +15,8 @@ import { BIN, killLive, launch, makeFixture, readCheckpoint, run, start, waitFor
 let tmp: string;
 const rev = (r: string) => ({ AERIE_SIM_SPECFORGE_REVISION: r });
 // Lines the real script sends to logger.info, which has no handler (SpecForge@73e6f808:specforge/utils.py:52-61).
-const LOGGER_ONLY = /rank 0:|Auto-calculated total_steps|Saved model configuration|Saved full training state|Training completed at step|Finetuning from base model|Starting training from|Initialized/;
+const LOGGER_ONLY =
+  /rank 0:|Auto-calculated total_steps|Saved model configuration|Saved full training state|Training completed at step|Finetuning from base model|Starting training from|Initialized/;
 
 beforeAll(async () => {
   tmp = await makeFixture();
@@ -33,13 +34,19 @@ describe('aerie-sim train: a run at each v0.2 revision', () => {
     const r = await run(renderTrainArgv(l));
     // As the real run did on torch 2.11 (test/fixtures/real/specforge-73e6f808/clean.log): exit 1 after training.
     expect(r.code, r.stderr).toBe(1);
-    expect(classifyTrainFailure(r.stderr)).toMatchObject({ kind: 'teardown', retryable: true, evidence: 'ValueError: Invalid process group specified' });
+    expect(classifyTrainFailure(r.stderr)).toMatchObject({
+      kind: 'teardown',
+      retryable: true,
+      evidence: 'ValueError: Invalid process group specified',
+    });
     expect(r.stdout).not.toMatch(LOGGER_ONLY);
     expect(r.stdout).not.toContain('【args】');
     expect((await fs.readdir(out)).sort()).toEqual(['epoch_0_step_3', 'epoch_1_step_6']);
     const p = parseTrainProgress(r.stderr, seedProgress(l));
     expect([p.epoch, p.step, p.totalSteps, p.stepsPerEpoch]).toEqual([1, 8, 8, 4]);
-    expect(r.stderr).toMatch(/Training Epoch 1: 100%\|██████████\| 4\/4 \[[^\]]*, loss=[\d.]+, acc=[\d.]+, time=[\d.]+s\]\n\n\[rank0\]: Traceback/);
+    expect(r.stderr).toMatch(
+      /Training Epoch 1: 100%\|██████████\| 4\/4 \[[^\]]*, loss=[\d.]+, acc=[\d.]+, time=[\d.]+s\]\n\n\[rank0\]: Traceback/,
+    );
   }, 60_000);
 
   it('v0.2-final-save (03a3dedb): the args dump, then a final checkpoint when the steps are not a multiple of the interval', async () => {
@@ -65,7 +72,9 @@ describe('aerie-sim train: a run at each v0.2 revision', () => {
     const r = await run(renderTrainArgv(launch(tmp, out)), rev('v0.2-resume'));
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).not.toMatch(LOGGER_ONLY);
-    expect(r.stderr).toMatch(/4\/4 \[[^\]]*, loss=[\d.]+, acc=[\d.]+, acceptance_rate=[\d.]+, time=[\d.]+s, grad_norm=[\d.]+\]/);
+    expect(r.stderr).toMatch(
+      /4\/4 \[[^\]]*, loss=[\d.]+, acc=[\d.]+, acceptance_rate=[\d.]+, time=[\d.]+s, grad_norm=[\d.]+\]/,
+    );
     const p = parseTrainProgress(r.stdout + r.stderr);
     expect(p.acceptanceRate).toBeGreaterThan(0);
     expect(p.gradNorm).toBeGreaterThan(0);
@@ -82,21 +91,45 @@ describe('aerie-sim train: a run at each v0.2 revision', () => {
 
 describe('aerie-sim train: flags by revision (argparse exit 2 on any the revision lacks)', () => {
   const cases: [string, string[], Record<string, boolean>][] = [
-    ['--dataloader-num-workers (03a3dedb:109)', ['--dataloader-num-workers', '2'], { 'v0.2.0': false, 'v0.2-final-save': true, 'v0.2-resume': true }],
-    ['--sglang-enable-piecewise-cuda-graph (gone by 20e2e3f0)', ['--sglang-enable-piecewise-cuda-graph'], { 'v0.2.0': true, 'v0.2-final-save': true, 'v0.2-resume': false }],
-    ['--no-shard-target-output (BooleanOptionalAction, 20e2e3f0:123)', ['--no-shard-target-output'], { 'v0.2.0': false, 'v0.2-final-save': false, 'v0.2-resume': true }],
+    [
+      '--dataloader-num-workers (03a3dedb:109)',
+      ['--dataloader-num-workers', '2'],
+      { 'v0.2.0': false, 'v0.2-final-save': true, 'v0.2-resume': true },
+    ],
+    [
+      '--sglang-enable-piecewise-cuda-graph (gone by 20e2e3f0)',
+      ['--sglang-enable-piecewise-cuda-graph'],
+      { 'v0.2.0': true, 'v0.2-final-save': true, 'v0.2-resume': false },
+    ],
+    [
+      '--no-shard-target-output (BooleanOptionalAction, 20e2e3f0:123)',
+      ['--no-shard-target-output'],
+      { 'v0.2.0': false, 'v0.2-final-save': false, 'v0.2-resume': true },
+    ],
   ];
   for (const [what, extra, accepted] of cases) {
-    it(what, async () => {
-      for (const [r, ok] of Object.entries(accepted)) {
-        const res = await run([...renderTrainArgv(launch(tmp, path.join(tmp, `flags-${r}`), { numEpochs: 1 })), ...extra], rev(r));
-        if (ok) expect([res.code, classifyTrainFailure(res.stderr).kind], `${r}: ${res.stderr.slice(-200)}`).toEqual(r === 'v0.2-resume' ? [0, 'crash'] : [1, 'teardown']);
-        else {
-          expect(res.code, r).toBe(2);
-          expect(res.stderr.trimEnd().split('\n').pop(), r).toBe(`train_eagle3.py: error: unrecognized arguments: ${extra.join(' ')}`);
+    it(
+      what,
+      async () => {
+        for (const [r, ok] of Object.entries(accepted)) {
+          const res = await run(
+            [...renderTrainArgv(launch(tmp, path.join(tmp, `flags-${r}`), { numEpochs: 1 })), ...extra],
+            rev(r),
+          );
+          if (ok)
+            expect([res.code, classifyTrainFailure(res.stderr).kind], `${r}: ${res.stderr.slice(-200)}`).toEqual(
+              r === 'v0.2-resume' ? [0, 'crash'] : [1, 'teardown'],
+            );
+          else {
+            expect(res.code, r).toBe(2);
+            expect(res.stderr.trimEnd().split('\n').pop(), r).toBe(
+              `train_eagle3.py: error: unrecognized arguments: ${extra.join(' ')}`,
+            );
+          }
         }
-      }
-    }, 60_000);
+      },
+      60_000,
+    );
   }
 
   it('an unknown flag is an argparse error, exit 2, classified as a usage error', async () => {
@@ -110,7 +143,10 @@ describe('aerie-sim train: flags by revision (argparse exit 2 on any the revisio
 describe('aerie-sim train: failures', () => {
   it('a crash while saving leaves the checkpoint under its real name, cut short, as a real kill -9 mid-save did', async () => {
     const out = path.join(tmp, 'cut');
-    const r = await run(renderTrainArgv(launch(tmp, out)), { ...rev('v0.2-resume'), AERIE_SIM_TRAIN_CRASH_IN_SAVE: '6' });
+    const r = await run(renderTrainArgv(launch(tmp, out)), {
+      ...rev('v0.2-resume'),
+      AERIE_SIM_TRAIN_CRASH_IN_SAVE: '6',
+    });
     expect(r.code).toBe(1);
     expect(classifyTrainFailure(r.stderr)).toMatchObject({ kind: 'crash', retryable: true });
     expect((await fs.readdir(out)).sort()).toEqual(['epoch_0_step_3', 'epoch_1_step_6']);
@@ -133,12 +169,20 @@ describe('aerie-sim train: failures', () => {
     await fs.mkdir(hs, { recursive: true });
     for (let i = 0; i < 5; i++) await fs.writeFile(path.join(hs, `data_${i}.ckpt`), 'x');
     await fs.writeFile(path.join(hs, 'notes.txt'), 'not a sample');
-    const r = await run(renderTrainArgv(launch(tmp, path.join(tmp, 'offline'), { hiddenStatesPath: path.join(tmp, 'hs'), batchSize: 2, numEpochs: 1 })), rev('v0.2-resume'));
+    const r = await run(
+      renderTrainArgv(
+        launch(tmp, path.join(tmp, 'offline'), { hiddenStatesPath: path.join(tmp, 'hs'), batchSize: 2, numEpochs: 1 }),
+      ),
+      rev('v0.2-resume'),
+    );
     expect(r.code).toBe(0);
     expect(parseTrainProgress(r.stderr).stepsPerEpoch).toBe(3);
 
     const empty = path.join(tmp, 'offline-empty');
-    const e = await run(renderTrainArgv(launch(tmp, empty, { hiddenStatesPath: path.join(tmp, 'no-such-dir') })), rev('v0.2-resume'));
+    const e = await run(
+      renderTrainArgv(launch(tmp, empty, { hiddenStatesPath: path.join(tmp, 'no-such-dir') })),
+      rev('v0.2-resume'),
+    );
     expect(e.code).toBe(0);
     expect(e.stderr).toContain('Training Epoch 0: 0it [00:00, ?it/s]\n');
     expect(existsSync(empty)).toBe(false);
@@ -148,7 +192,9 @@ describe('aerie-sim train: failures', () => {
     const out = path.join(tmp, 'term');
     const data = path.join(tmp, 'data500.jsonl');
     await fs.writeFile(data, Array.from({ length: 500 }, (_, i) => JSON.stringify({ id: `t${i}` })).join('\n'));
-    const t = start(renderTrainArgv(launch(tmp, out, { trainDataPath: data, batchSize: 1, saveInterval: 1 })), { AERIE_SIM_TIME_SCALE: '0.02' });
+    const t = start(renderTrainArgv(launch(tmp, out, { trainDataPath: data, batchSize: 1, saveInterval: 1 })), {
+      AERIE_SIM_TIME_SCALE: '0.02',
+    });
     await waitFor(async () => (await fs.readdir(out).catch(() => [])).length >= 2, 'two checkpoints');
     const sent = Date.now();
     process.kill(-t.child.pid!, 'SIGTERM');

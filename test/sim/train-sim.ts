@@ -28,13 +28,20 @@ const live: ChildProcess[] = [];
 
 export function start(argv: string[], env: Record<string, string> = {}): { child: ChildProcess; done: Promise<Done> } {
   const [cmd, ...rest] = argv;
-  const child = spawn(cmd!, rest, { cwd: ROOT, env: { ...process.env, ...FAST, ...env }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(cmd!, rest, {
+    cwd: ROOT,
+    env: { ...process.env, ...FAST, ...env },
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   live.push(child);
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (d) => (stdout += d));
   child.stderr!.on('data', (d) => (stderr += d));
-  const done = new Promise<Done>((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
+  const done = new Promise<Done>((resolve) =>
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })),
+  );
   return { child, done };
 }
 
@@ -61,7 +68,9 @@ export async function waitFor(cond: () => boolean | Promise<boolean>, what: stri
 }
 
 /** A checkpoint as aerie's verifier sees it: its files, config, drafter problems and whether the weights are whole. */
-export async function readCheckpoint(dir: string): Promise<{ config: Record<string, unknown>; problems: string[]; files: string[]; whole: boolean }> {
+export async function readCheckpoint(
+  dir: string,
+): Promise<{ config: Record<string, unknown>; problems: string[]; files: string[]; whole: boolean }> {
   const files = (await fs.readdir(dir)).sort();
   const config = JSON.parse(await fs.readFile(path.join(dir, 'config.json'), 'utf8')) as Record<string, unknown>;
   const fh = await fs.open(path.join(dir, 'model.safetensors'), 'r');
@@ -86,7 +95,10 @@ export async function readCheckpoint(dir: string): Promise<{ config: Record<stri
 export async function makeFixture(): Promise<string> {
   const tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'aerie-train-'));
   await fs.mkdir(path.join(tmp, 'target'));
-  await fs.writeFile(path.join(tmp, 'target/config.json'), JSON.stringify({ architectures: ['LlamaForCausalLM'], hidden_size: 8, vocab_size: 64 }));
+  await fs.writeFile(
+    path.join(tmp, 'target/config.json'),
+    JSON.stringify({ architectures: ['LlamaForCausalLM'], hidden_size: 8, vocab_size: 64 }),
+  );
   const draft = {
     architectures: ['LlamaForCausalLMEagle3'],
     model_type: 'llama',
@@ -100,7 +112,15 @@ export async function makeFixture(): Promise<string> {
     max_position_embeddings: 512,
   };
   await fs.writeFile(path.join(tmp, 'draft.json'), JSON.stringify(draft));
-  const rows = Array.from({ length: 10 }, (_, i) => JSON.stringify({ id: `s${i}`, conversations: [{ role: 'user', content: `q${i}` }, { role: 'assistant', content: `a${i}` }] }));
+  const rows = Array.from({ length: 10 }, (_, i) =>
+    JSON.stringify({
+      id: `s${i}`,
+      conversations: [
+        { role: 'user', content: `q${i}` },
+        { role: 'assistant', content: `a${i}` },
+      ],
+    }),
+  );
   await fs.writeFile(path.join(tmp, 'data.jsonl'), `${rows.join('\n')}\n`);
   return tmp;
 }

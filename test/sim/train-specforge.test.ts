@@ -21,20 +21,33 @@ const DRAFT = join(ROOT, 'examples/models/sim-llama-8b-eagle3-draft.json');
 let dir: string;
 let host: LocalHost;
 const sim = (env: Record<string, string>, ...args: string[]) =>
-  spawnSync(process.execPath, [join(ROOT, 'bin/aerie-sim.mjs'), ...args], { encoding: 'utf8', env: { ...process.env, AERIE_SIM_TIME_SCALE: '0', ...env } });
-const train = (out: string, ...overrides: string[]) => sim({}, 'specforge', 'train', '-c', join(dir, 'cfg.yaml'), `output_dir=${out}`, ...overrides);
+  spawnSync(process.execPath, [join(ROOT, 'bin/aerie-sim.mjs'), ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, AERIE_SIM_TIME_SCALE: '0', ...env },
+  });
+const train = (out: string, ...overrides: string[]) =>
+  sim({}, 'specforge', 'train', '-c', join(dir, 'cfg.yaml'), `output_dir=${out}`, ...overrides);
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'aerie-sf-'));
   host = new LocalHost({ name: 'local', workdir: join(dir, 'work') });
   await mkdir(join(dir, 'features'));
   for (let i = 0; i < 8; i++) await writeFile(join(dir, 'features', `data_${i}.ckpt`), 'x');
-  await writeFile(join(dir, 'cfg.yaml'), [
-    'run_id: t',
-    'model:', `  target_model_path: ${join(ROOT, 'examples/models/sim-llama-8b')}`, `  draft_model_config: ${DRAFT}`,
-    'data:', `  hidden_states_path: ${join(dir, 'features')}`,
-    'training:', '  num_epochs: 1', '  save_interval: 2', '  log_interval: 2',
-  ].join('\n'));
+  await writeFile(
+    join(dir, 'cfg.yaml'),
+    [
+      'run_id: t',
+      'model:',
+      `  target_model_path: ${join(ROOT, 'examples/models/sim-llama-8b')}`,
+      `  draft_model_config: ${DRAFT}`,
+      'data:',
+      `  hidden_states_path: ${join(dir, 'features')}`,
+      'training:',
+      '  num_epochs: 1',
+      '  save_interval: 2',
+      '  log_interval: 2',
+    ].join('\n'),
+  );
 });
 afterAll(async () => {
   await host.close();
@@ -49,7 +62,9 @@ describe('aerie-sim specforge train (HEAD a6b6b023)', () => {
     expect(r.stderr).toBe(''); // no tqdm without a TTY (controller.py:574)
     const lines = r.stdout.split('\n').filter(Boolean);
     expect(lines.map((l) => l.slice(0, l.indexOf(':')))).toEqual(['step 2', 'step 4', 'step 6', 'step 8']);
-    expect(lines[0]).toMatch(/^step 2: \{'acc_0': [\d.]+, .*'acc': [\d.]+, 'loss': [\d.]+, .*'acceptance_rate': [\d.]+, 'grad_norm': [\d.]+, 'lr': [\de.+-]+, 'perf\/optimizer_steps_per_hour': /);
+    expect(lines[0]).toMatch(
+      /^step 2: \{'acc_0': [\d.]+, .*'acc': [\d.]+, 'loss': [\d.]+, .*'acceptance_rate': [\d.]+, 'grad_norm': [\d.]+, 'lr': [\de.+-]+, 'perf\/optimizer_steps_per_hour': /,
+    );
     const p = parseSpecforgeProgress(r.stdout);
     expect(p.step).toBe(8);
     expect(p.loss).toBeGreaterThan(0);
@@ -76,7 +91,9 @@ describe('aerie-sim specforge train (HEAD a6b6b023)', () => {
     expect(train(out).status).toBe(0);
     const r = train(out, 'training.save_interval=4');
     expect(r.status).toBe(0);
-    expect(r.stderr).toBe(`rewinding checkpoint timeline at step 4: deleting ${join(out, 't-step4')}, ${join(out, 't-step6')}, ${join(out, 't-step8')}\n`);
+    expect(r.stderr).toBe(
+      `rewinding checkpoint timeline at step 4: deleting ${join(out, 't-step4')}, ${join(out, 't-step6')}, ${join(out, 't-step8')}\n`,
+    );
     const p = parseSpecforgeProgress(r.stdout + r.stderr);
     expect(p.step).toBe(8);
     expect(p.rewound).toMatch(/^rewinding checkpoint timeline at step 4/);
@@ -91,7 +108,12 @@ describe('aerie-sim specforge train (HEAD a6b6b023)', () => {
     expect(done.stdout).toBe(''); // already at the end: no step, no save (trainer.py:473-477,528)
     const mid = train(out, 'training.save_interval=4', `training.resume_from=${join(out, 't-step4')}`);
     expect(mid.status).toBe(0);
-    expect(mid.stdout.split('\n').filter(Boolean).map((l) => l.slice(0, l.indexOf(':')))).toEqual(['step 6', 'step 8']);
+    expect(
+      mid.stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.slice(0, l.indexOf(':'))),
+    ).toEqual(['step 6', 'step 8']);
     expect(mid.stderr).toBe(`rewinding checkpoint timeline at step 8: deleting ${join(out, 't-step8')}\n`);
   });
 
@@ -99,17 +121,33 @@ describe('aerie-sim specforge train (HEAD a6b6b023)', () => {
     const out = join(dir, 'rw');
     const epochs = train(out, `training.resume_from=${join(out, 't-step4')}`, 'training.num_epochs=2');
     expect(epochs.status).toBe(1);
-    expect(epochs.stderr).toContain(`checkpoint ${join(out, 't-step4')} was written with num_epochs=1 but this run has num_epochs=2; resume with the original configuration`);
+    expect(epochs.stderr).toContain(
+      `checkpoint ${join(out, 't-step4')} was written with num_epochs=1 but this run has num_epochs=2; resume with the original configuration`,
+    );
     const wider = train(out, `training.resume_from=${join(out, 't-step4')}`, 'deployment.trainer.nproc_per_node=2');
     expect(wider.status).toBe(1);
-    expect(wider.stderr).toContain(`checkpoint ${join(out, 't-step4')} has no usable per-rank state for rank 0 at world_size=2 (written at world_size=1)`);
+    expect(wider.stderr).toContain(
+      `checkpoint ${join(out, 't-step4')} has no usable per-rank state for rank 0 at world_size=2 (written at world_size=1)`,
+    );
   });
 
   it("leaves a save cut short between rank 0's files and rank 1's; aerie skips it at world 2", async () => {
     const out = join(dir, 'cut');
-    const r = sim({ AERIE_SIM_SPECFORGE_CRASH_IN_SAVE: '4' }, 'specforge', 'train', '-c', join(dir, 'cfg.yaml'), `output_dir=${out}`, 'deployment.trainer.nproc_per_node=2');
+    const r = sim(
+      { AERIE_SIM_SPECFORGE_CRASH_IN_SAVE: '4' },
+      'specforge',
+      'train',
+      '-c',
+      join(dir, 'cfg.yaml'),
+      `output_dir=${out}`,
+      'deployment.trainer.nproc_per_node=2',
+    );
     expect(r.status).not.toBe(0);
-    expect((await readdir(join(out, 't-step2'))).sort()).toEqual(['training_state.pt', 'training_state_rank0.pt', 'training_state_rank1.pt']);
+    expect((await readdir(join(out, 't-step2'))).sort()).toEqual([
+      'training_state.pt',
+      'training_state_rank0.pt',
+      'training_state_rank1.pt',
+    ]);
     expect((await readdir(join(out, 't-step4'))).sort()).toEqual(['training_state.pt', 'training_state_rank0.pt']);
     const l = await listSpecforgeCheckpoints(host, out, 't');
     expect(newestCompleteCheckpoint(l, 2)?.step).toBe(2);
@@ -122,9 +160,16 @@ describe('aerie-sim specforge train (HEAD a6b6b023)', () => {
     const run = async (errIsTTY: boolean, ...o: string[]) => {
       let out = '';
       let err = '';
-      const code = await runSpecforgeTrain(join(dir, 'cfg.yaml'), [`output_dir=${join(dir, `tty-${errIsTTY}`)}`, ...o], {
-        out: (t) => void (out += t), err: (t) => void (err += t), env: { AERIE_SIM_TIME_SCALE: '0' }, errIsTTY,
-      });
+      const code = await runSpecforgeTrain(
+        join(dir, 'cfg.yaml'),
+        [`output_dir=${join(dir, `tty-${errIsTTY}`)}`, ...o],
+        {
+          out: (t) => void (out += t),
+          err: (t) => void (err += t),
+          env: { AERIE_SIM_TIME_SCALE: '0' },
+          errIsTTY,
+        },
+      );
       return { code, out, err };
     };
     const tty = await run(true);
@@ -138,22 +183,70 @@ describe('aerie-sim specforge train (HEAD a6b6b023)', () => {
   });
 
   it('writes floats as Python repr does', () => {
-    expect([9.5e-5, 7200, 0.3333333333333333, 1e16, 0.0001].map(pyFloatRepr)).toEqual(['9.5e-05', '7200.0', '0.3333333333333333', '1e+16', '0.0001']);
+    expect([9.5e-5, 7200, 0.3333333333333333, 1e16, 0.0001].map(pyFloatRepr)).toEqual([
+      '9.5e-05',
+      '7200.0',
+      '0.3333333333333333',
+      '1e+16',
+      '0.0001',
+    ]);
   });
 });
 
 describe('aerie-sim specforge export', () => {
   it('exports the -latest checkpoint to a drafter aerie verifies, printing nothing', async () => {
     const out = join(dir, 'drafter');
-    const r = sim({}, 'specforge', 'export', '--to', 'sglang', '--checkpoint', join(dir, 'a'), '--draft-config', DRAFT, '--output-dir', out);
+    const r = sim(
+      {},
+      'specforge',
+      'export',
+      '--to',
+      'sglang',
+      '--checkpoint',
+      join(dir, 'a'),
+      '--draft-config',
+      DRAFT,
+      '--output-dir',
+      out,
+    );
     expect(r.status).toBe(0);
     expect(r.stdout).toBe('');
     expect((await readdir(out)).sort()).toEqual(['config.json', 'model.safetensors']);
     const cfg = JSON.parse(await readFile(join(out, 'config.json'), 'utf8'));
     expect(verifyDrafter(cfg, parseSafetensorsHeader(await readFile(join(out, 'model.safetensors'))))).toEqual([]);
-    expect(sim({}, 'specforge', 'export', '--to', 'sglang', '--checkpoint', 'x', '--draft-config', 'y', '--output-dir', out, '--embedding-source', 'z').status).toBe(2);
-    const missing = sim({}, 'specforge', 'export', '--to', 'sglang', '--checkpoint', join(dir, 'nope'), '--draft-config', DRAFT, '--output-dir', out);
+    expect(
+      sim(
+        {},
+        'specforge',
+        'export',
+        '--to',
+        'sglang',
+        '--checkpoint',
+        'x',
+        '--draft-config',
+        'y',
+        '--output-dir',
+        out,
+        '--embedding-source',
+        'z',
+      ).status,
+    ).toBe(2);
+    const missing = sim(
+      {},
+      'specforge',
+      'export',
+      '--to',
+      'sglang',
+      '--checkpoint',
+      join(dir, 'nope'),
+      '--draft-config',
+      DRAFT,
+      '--output-dir',
+      out,
+    );
     expect(missing.status).toBe(1);
-    expect(missing.stderr).toContain("is not a training_state.pt, a checkpoint directory, or an output_dir with a '{run_id}-latest' pointer / step directories");
+    expect(missing.stderr).toContain(
+      "is not a training_state.pt, a checkpoint directory, or an output_dir with a '{run_id}-latest' pointer / step directories",
+    );
   });
 });

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { featureBytesPerToken, paddedTokenBound, parseTokenCounts, rowTokens, tokensPerWord } from '../../src/stages/extract/chat-tokens.js';
+import {
+  featureBytesPerToken,
+  paddedTokenBound,
+  parseTokenCounts,
+  rowTokens,
+  tokensPerWord,
+} from '../../src/stages/extract/chat-tokens.js';
 
 describe('disk estimate in SpecForge tokens', () => {
   it('bounds padded storage by the longest rows of as many batches as there are', () => {
@@ -34,7 +40,10 @@ describe('disk estimate in SpecForge tokens', () => {
   });
 
   it('reads the script result and refuses a short or malformed one', () => {
-    expect(parseTokenCounts('noise\n{"method":"specforge","counts":[3,4]}\n', 2)).toEqual({ method: 'specforge', counts: [3, 4] });
+    expect(parseTokenCounts('noise\n{"method":"specforge","counts":[3,4]}\n', 2)).toEqual({
+      method: 'specforge',
+      counts: [3, 4],
+    });
     expect(() => parseTokenCounts('{"method":"specforge","counts":[3]}', 2)).toThrow(/counted 1 conversations of 2/);
     expect(() => parseTokenCounts('Traceback ...', 1)).toThrow(/printed no result/);
     expect(() => parseTokenCounts('{"method":"x","counts":[1]}', 1)).toThrow(/unexpected result/);

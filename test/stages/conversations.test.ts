@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { estimateTokens, hasUserTurn, parseSampleLine, renderForExtraction, unsafeIdReason } from '../../src/stages/common/conversations.js';
+import {
+  estimateTokens,
+  hasUserTurn,
+  parseSampleLine,
+  renderForExtraction,
+  unsafeIdReason,
+} from '../../src/stages/common/conversations.js';
 
 describe('parseSampleLine', () => {
   it('reads the SpecForge format, keeping reasoning_content', () => {
@@ -56,7 +62,10 @@ describe('parseSampleLine', () => {
     ['{"id": "x", "conversations": []}', /^no conversations/],
     ['{"id": "x", "conversations": "hi"}', /^conversations is not an array$/],
     ['{"id": "x", "conversations": [{"role":"tool","content":"q"}]}', /^turn 1: unknown role "tool"$/],
-    ['{"id": "x", "conversations": [{"role":"user","content":"q"},{"from":"bot","value":"a"}]}', /^turn 2: unknown role "bot"$/],
+    [
+      '{"id": "x", "conversations": [{"role":"user","content":"q"},{"from":"bot","value":"a"}]}',
+      /^turn 2: unknown role "bot"$/,
+    ],
     ['{"id": "x", "conversations": [{"role":"user","content":3}]}', /^turn 1: content is not a string$/],
     ['{"id": "x", "conversations": [{"text":"q"}]}', /^turn 1: no role/],
   ])('rejects %s with a reason', (line, reason) => {
@@ -68,7 +77,15 @@ describe('parseSampleLine', () => {
 
 describe('hasUserTurn', () => {
   it('is false for a system+assistant-only sample and true once a user speaks', () => {
-    expect(hasUserTurn({ id: 'a', turns: [{ role: 'system', content: 's' }, { role: 'assistant', content: 'a' }] })).toBe(false);
+    expect(
+      hasUserTurn({
+        id: 'a',
+        turns: [
+          { role: 'system', content: 's' },
+          { role: 'assistant', content: 'a' },
+        ],
+      }),
+    ).toBe(false);
     expect(hasUserTurn({ id: 'a', turns: [{ role: 'user', content: 'q' }] })).toBe(true);
   });
 });

@@ -7,13 +7,20 @@ const hostWithFree = (free: number | Error): Host =>
   ({ name: 'gpu8', freeBytes: async () => (free instanceof Error ? Promise.reject(free) : free) }) as unknown as Host;
 
 describe('writeFailure', () => {
-  it('recognises ENOSPC by code and by the remote tool\'s words', async () => {
+  it("recognises ENOSPC by code and by the remote tool's words", async () => {
     expect(isNoSpace(Object.assign(new Error('write'), { code: 'ENOSPC' }))).toBe(true);
     expect(isNoSpace(new Error("dd: error writing '/d/x': No space left on device"))).toBe(true);
     expect(isNoSpace(new Error('Permission denied'))).toBe(false);
-    const e = await writeFailure(hostWithFree(12), '/data/runs/r/data/shards/ok-000003.jsonl', 4096, Object.assign(new Error('x'), { code: 'ENOSPC' }));
+    const e = await writeFailure(
+      hostWithFree(12),
+      '/data/runs/r/data/shards/ok-000003.jsonl',
+      4096,
+      Object.assign(new Error('x'), { code: 'ENOSPC' }),
+    );
     expect(e).toBeInstanceOf(DiskFullError);
-    expect((e as Error).message).toMatch(/^no space left on device \(ENOSPC\) writing \/data\/runs\/r\/data\/shards\/ok-000003\.jsonl on gpu8 \(4096 bytes\): 12 B \(12 bytes\) free there/);
+    expect((e as Error).message).toMatch(
+      /^no space left on device \(ENOSPC\) writing \/data\/runs\/r\/data\/shards\/ok-000003\.jsonl on gpu8 \(4096 bytes\): 12 B \(12 bytes\) free there/,
+    );
   });
 
   it('takes SFTP\'s bare "Failure" for a full disk only when less room is left than the write needed', async () => {

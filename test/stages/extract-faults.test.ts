@@ -20,7 +20,12 @@ const cap = useCaptureHost('aerie-extfault-', 6, { concurrency: 3 });
 const prefills = (log: string): number => (log.match(/"POST \/generate HTTP/g) ?? []).length;
 
 /** One extraction against a simulator started for it, in folders of its own. */
-async function extractWith(name: string, env: Record<string, string>, over: Partial<ExtractJob> = {}, withPlugin = true) {
+async function extractWith(
+  name: string,
+  env: Record<string, string>,
+  over: Partial<ExtractJob> = {},
+  withPlugin = true,
+) {
   const dumpDir = join(cap.dir, name, 'dumps');
   await mkdir(dumpDir, { recursive: true });
   const sim: Sim = await startSim(withPlugin ? captureSimEnv(cap.py.root, dumpDir, env) : env, CAPTURE_FLAGS);
@@ -28,12 +33,32 @@ async function extractWith(name: string, env: Record<string, string>, over: Part
   // SGLang's own warm-up request (its log's first POST /generate) comes before any of ours.
   const before = prefills(sim.log());
   const job: ExtractJob = {
-    host: cap.host, baseUrl: sim.baseUrl, py: cap.py, samplesPath: cap.samples, dumpDir, outDir, modelPath: MODEL, hiddenSize: 512,
-    chatTemplate: 'llama3', maxLength: 512, fileGroupSize: 2000, crossCheck: 'auto', trustRemoteCode: false, concurrency: 2,
-    selfCheck: { samples: 2, finalSamples: 6, minAgreement: 0.5 }, retries: 1, dumpWaitMs: 3000, convertBatch: 2, convertLingerMs: 50, ...over,
+    host: cap.host,
+    baseUrl: sim.baseUrl,
+    py: cap.py,
+    samplesPath: cap.samples,
+    dumpDir,
+    outDir,
+    modelPath: MODEL,
+    hiddenSize: 512,
+    chatTemplate: 'llama3',
+    maxLength: 512,
+    fileGroupSize: 2000,
+    crossCheck: 'auto',
+    trustRemoteCode: false,
+    concurrency: 2,
+    selfCheck: { samples: 2, finalSamples: 6, minAgreement: 0.5 },
+    retries: 1,
+    dumpWaitMs: 3000,
+    convertBatch: 2,
+    convertLingerMs: 50,
+    ...over,
   };
   try {
-    const result = await runExtract(job).then((summary) => ({ summary, error: undefined }), (error: Error) => ({ summary: undefined, error }));
+    const result = await runExtract(job).then(
+      (summary) => ({ summary, error: undefined }),
+      (error: Error) => ({ summary: undefined, error }),
+    );
     return { ...result, dumpDir, outDir, prefills: prefills(sim.log()) - before };
   } finally {
     await stopSim(sim);
@@ -46,25 +71,35 @@ describe('capture faults fail with a clear error and lose nothing', () => {
     ['tp-rank-1', /written by tp_rank 1; only rank 0's dump is read/],
     ['no-final', /no hidden_state tensor \(the final post-norm state was not captured\)/],
     ['error', /the capture refused/],
-  ])('%s on every request stops after the first samples, naming the fault', async (fault, says) => {
-    const r = await extractWith(`all-${fault}`, { AERIE_SIM_HS_FAULT: fault });
-    expect(r.error).toMatchObject({ name: 'EarlySamplesFailedError', message: expect.stringMatching(says) });
-    expect(r.error!.message).toMatch(/all 2 first samples failed, so the extraction stops before the other 4/);
-    // Only the first two were sent (each once, plus its retry for a refusal), and nothing is left in RAM.
-    expect(r.prefills).toBeLessThanOrEqual(4);
-    expect(await readdir(r.dumpDir)).toEqual([]);
-  }, 120_000);
+  ])(
+    '%s on every request stops after the first samples, naming the fault',
+    async (fault, says) => {
+      const r = await extractWith(`all-${fault}`, { AERIE_SIM_HS_FAULT: fault });
+      expect(r.error).toMatchObject({ name: 'EarlySamplesFailedError', message: expect.stringMatching(says) });
+      expect(r.error!.message).toMatch(/all 2 first samples failed, so the extraction stops before the other 4/);
+      // Only the first two were sent (each once, plus its retry for a refusal), and nothing is left in RAM.
+      expect(r.prefills).toBeLessThanOrEqual(4);
+      expect(await readdir(r.dumpDir)).toEqual([]);
+    },
+    120_000,
+  );
 
   it('states one token off pass the converter but fail the self-check on the first samples, naming the misalignment', async () => {
     const r = await extractWith('shifted', { AERIE_SIM_HS_FAULT: 'shifted' });
-    expect(r.error).toMatchObject({ name: 'SelfCheckFailedError', message: expect.stringMatching(/self-check \(first samples\) failed .*teacher/) });
+    expect(r.error).toMatchObject({
+      name: 'SelfCheckFailedError',
+      message: expect.stringMatching(/self-check \(first samples\) failed .*teacher/),
+    });
     expect(r.error!.message).toMatch(/predict/);
     expect(await readdir(r.dumpDir)).toEqual([]);
   }, 120_000);
 
   it('a server without the capture writes no dumps: the first samples fail, asking whether the capture is loaded', async () => {
     const r = await extractWith('no-plugin', {}, {}, false);
-    expect(r.error).toMatchObject({ name: 'EarlySamplesFailedError', message: expect.stringMatching(/is aerie's capture loaded in this server\?/) });
+    expect(r.error).toMatchObject({
+      name: 'EarlySamplesFailedError',
+      message: expect.stringMatching(/is aerie's capture loaded in this server\?/),
+    });
   }, 120_000);
 
   it("a fault in one request of three is that sample's error row; the others convert, and the self-check passes on them", async () => {
@@ -75,7 +110,10 @@ describe('capture faults fail with a clear error and lose nothing', () => {
     expect(counts.error).toBe(2);
     expect(counts.ok).toBe(4);
     const errors = await readJsonl<{ id: string; error: string }>(join(r.outDir, 'extract_error.jsonl'));
-    expect(errors.map((e) => e.error)).toEqual([expect.stringMatching(/^convert: fail: .*short by one token/), expect.stringMatching(/^convert: fail: .*short by one token/)]);
+    expect(errors.map((e) => e.error)).toEqual([
+      expect.stringMatching(/^convert: fail: .*short by one token/),
+      expect.stringMatching(/^convert: fail: .*short by one token/),
+    ]);
     const index = await readJsonl<{ id: string }>(join(r.outDir, 'index.jsonl'));
     expect(index.map((x) => x.id).sort()).not.toContain(errors[0]!.id);
     expect(index).toHaveLength(4);

@@ -15,9 +15,21 @@ beforeAll(async () => {
   await writeFile(
     data,
     [
-      JSON.stringify({ id: 'a', conversations: [{ role: 'user', content: 'one two three' }, { role: 'assistant', content: 'four five' }] }),
+      JSON.stringify({
+        id: 'a',
+        conversations: [
+          { role: 'user', content: 'one two three' },
+          { role: 'assistant', content: 'four five' },
+        ],
+      }),
       'not json',
-      JSON.stringify({ id: 'c', conversations: [{ role: 'user', content: 'x '.repeat(500) }, { role: 'assistant', content: 'y' }] }),
+      JSON.stringify({
+        id: 'c',
+        conversations: [
+          { role: 'user', content: 'x '.repeat(500) },
+          { role: 'assistant', content: 'y' },
+        ],
+      }),
     ].join('\n') + '\n',
   );
 });
@@ -36,7 +48,11 @@ describe('the offline extraction disk estimate (conformance.md D8)', () => {
   });
 
   it('a host interpreter that cannot tokenize: the words stand in, and the note says why', async () => {
-    const est = await estimateOfflineTokens(host, data, 64, { python: join(dir, 'no-such-python'), modelPath: dir, chatTemplate: 'llama3' });
+    const est = await estimateOfflineTokens(host, data, 64, {
+      python: join(dir, 'no-such-python'),
+      modelPath: dir,
+      chatTemplate: 'llama3',
+    });
     expect(est.how).toMatch(/^whitespace words as tokens \(tokenizing on local failed: /);
     expect(est.tokens).toHaveLength(3);
   });

@@ -12,7 +12,13 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Host } from '../../src/hosts/host.js';
 import { LocalHost } from '../../src/hosts/local/local-host.js';
 import { InsufficientSpaceError } from '../../src/stages/common/disk-full.js';
-import { offlineHooks, renderPrepareArgv, vocabMappingPath, type OfflineResult, type PrepareLaunch } from '../../src/stages/extract/offline-driver.js';
+import {
+  offlineHooks,
+  renderPrepareArgv,
+  vocabMappingPath,
+  type OfflineResult,
+  type PrepareLaunch,
+} from '../../src/stages/extract/offline-driver.js';
 import { verifyOffline } from '../../src/stages/extract/offline-verify.js';
 import { SPECFORGE_PROFILES } from '../../src/stages/common/specforge-revision.js';
 import { TrainLaunchError } from '../../src/stages/train/launch.js';
@@ -40,7 +46,10 @@ let data: string;
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'aerie-offline-'));
   host = new LocalHost({ name: 'local', workdir: join(dir, 'host') });
-  const rows = (await readFile(join(ROOT, 'examples/data/prompts.jsonl'), 'utf8')).split('\n').filter(Boolean).slice(0, 12);
+  const rows = (await readFile(join(ROOT, 'examples/data/prompts.jsonl'), 'utf8'))
+    .split('\n')
+    .filter(Boolean)
+    .slice(0, 12);
   data = join(dir, 'train.jsonl');
   await writeFile(data, rows.join('\n') + '\n');
 });
@@ -70,7 +79,11 @@ function launch(over: Partial<PrepareLaunch> = {}): PrepareLaunch {
 }
 
 /** Runs the stage against the simulator imitating `revision` (the cli profile, SpecForge@a6b6b023, unless told). */
-async function run(env: Record<string, string> = {}, over: { host?: Host; launch?: PrepareLaunch } = {}, revision = 'cli') {
+async function run(
+  env: Record<string, string> = {},
+  over: { host?: Host; launch?: PrepareLaunch } = {},
+  revision = 'cli',
+) {
   const h = over.host ?? host;
   const l = over.launch ?? launch();
   return superviseJob<OfflineResult, unknown>(
@@ -86,29 +99,65 @@ async function run(env: Record<string, string> = {}, over: { host?: Host; launch
       what: 'prepare_hidden_states.py',
       crashType: 'ExtractCrashed',
     },
-    offlineHooks({ host: h, launch: l, hiddenSize: HIDDEN, python: 'python3', rowTokens: await estimateRows(h, data, l.maxLength), redoLimit: 2 }),
+    offlineHooks({
+      host: h,
+      launch: l,
+      hiddenSize: HIDDEN,
+      python: 'python3',
+      rowTokens: await estimateRows(h, data, l.maxLength),
+      redoLimit: 2,
+    }),
   );
 }
 
 describe('specforge-offline extraction on the simulator', () => {
-  it('renders the cli revision\'s flags and writes rows_{k*G}-{(k+1)*G}/data_{i}.ckpt, every file verified, and the vocab mapping', async () => {
+  it("renders the cli revision's flags and writes rows_{k*G}-{(k+1)*G}/data_{i}.ckpt, every file verified, and the vocab mapping", async () => {
     expect(renderPrepareArgv(launch({ compress: true, memFractionStatic: 0.4, distTimeout: 2000 })).slice(3)).toEqual([
-      '--target-model-path', join(ROOT, 'examples/models/sim-llama-8b'),
-      '--draft-model-config', join(ROOT, 'examples/models/sim-llama-8b-eagle3-draft.json'),
-      '--data-path', data,
-      '--output-path', join(dir, 'hidden'),
-      '--chat-template', 'llama3', '--max-length', '2048', '--tp-size', '1', '--batch-size', '4', '--file-group-size', '5',
-      '--compress', '--sglang-mem-fraction-static', '0.4', '--dist-timeout', '2000',
+      '--target-model-path',
+      join(ROOT, 'examples/models/sim-llama-8b'),
+      '--draft-model-config',
+      join(ROOT, 'examples/models/sim-llama-8b-eagle3-draft.json'),
+      '--data-path',
+      data,
+      '--output-path',
+      join(dir, 'hidden'),
+      '--chat-template',
+      'llama3',
+      '--max-length',
+      '2048',
+      '--tp-size',
+      '1',
+      '--batch-size',
+      '4',
+      '--file-group-size',
+      '5',
+      '--compress',
+      '--sglang-mem-fraction-static',
+      '0.4',
+      '--dist-timeout',
+      '2000',
     ]);
     expect(() => renderPrepareArgv(launch({ extraArgs: ['--output-path=/elsewhere'] }))).toThrow(/sets --output-path/);
 
     const { result, launches } = await run();
     expect(launches).toBe(1);
-    expect(result).toMatchObject({ samples: 12, ok: 12, unwritten: 0, beyondRows: 0, vocabMapping: vocabMappingPath(join(dir, 'hidden')) });
-    expect(result.accounting).toMatch(/12 good feature files for 12 input rows\. .*no file can be mapped back to a sample id/);
+    expect(result).toMatchObject({
+      samples: 12,
+      ok: 12,
+      unwritten: 0,
+      beyondRows: 0,
+      vocabMapping: vocabMappingPath(join(dir, 'hidden')),
+    });
+    expect(result.accounting).toMatch(
+      /12 good feature files for 12 input rows\. .*no file can be mapped back to a sample id/,
+    );
     expect((await stat(result.vocabMapping!)).size).toBeGreaterThan(0);
     expect(result.totalTokens).toBeGreaterThan(12);
-    for (const [idx, group] of [[0, 'rows_0-5'], [7, 'rows_5-10'], [11, 'rows_10-15']] as const) {
+    for (const [idx, group] of [
+      [0, 'rows_0-5'],
+      [7, 'rows_5-10'],
+      [11, 'rows_10-15'],
+    ] as const) {
       expect((await stat(join(dir, 'hidden', group, `data_${idx}.ckpt`))).size).toBeGreaterThan(0);
     }
     const report = await verifyOffline(host, 'python3', join(dir, 'hidden'), HIDDEN);
@@ -132,15 +181,37 @@ describe('specforge-offline extraction on the simulator', () => {
     const victim = join(dir, 'hidden', 'rows_5-10', 'data_6.ckpt');
     const whole = (await stat(victim)).size;
     await truncate(victim, Math.floor(whole / 3));
-    expect((await verifyOffline(host, 'python3', join(dir, 'hidden'), HIDDEN)).bad.map((b) => b.path)).toEqual([victim]);
+    expect((await verifyOffline(host, 'python3', join(dir, 'hidden'), HIDDEN)).bad.map((b) => b.path)).toEqual([
+      victim,
+    ]);
     // A new run of the stage (new launch ids): the sweep before the launch removes it.
     const again = await superviseJob<OfflineResult, unknown>(
-      { host, prefix: 'r2.extract.', logPath: (g) => join(dir, `again-${g}.log`), cwd: dir, env: { AERIE_SIM_TIME_SCALE: '0', AERIE_SIM_SPECFORGE_REVISION: 'cli' }, crashRetries: 0, pollMs: 50, heartbeat: () => undefined, what: 'x', crashType: 'ExtractCrashed' },
-      offlineHooks({ host, launch: launch(), hiddenSize: HIDDEN, python: 'python3', rowTokens: await estimateRows(host, data, 2048), redoLimit: 0 }),
+      {
+        host,
+        prefix: 'r2.extract.',
+        logPath: (g) => join(dir, `again-${g}.log`),
+        cwd: dir,
+        env: { AERIE_SIM_TIME_SCALE: '0', AERIE_SIM_SPECFORGE_REVISION: 'cli' },
+        crashRetries: 0,
+        pollMs: 50,
+        heartbeat: () => undefined,
+        what: 'x',
+        crashType: 'ExtractCrashed',
+      },
+      offlineHooks({
+        host,
+        launch: launch(),
+        hiddenSize: HIDDEN,
+        python: 'python3',
+        rowTokens: await estimateRows(host, data, 2048),
+        redoLimit: 0,
+      }),
     );
     expect(again.result.ok).toBe(12);
     expect((await stat(victim)).size).toBe(whole);
-    expect(await readFile(join(dir, 'again-0.log'), 'utf8')).toMatch(/Generation loop finished\. Processed: 1, Skipped: 11/);
+    expect(await readFile(join(dir, 'again-0.log'), 'utf8')).toMatch(
+      /Generation loop finished\. Processed: 1, Skipped: 11/,
+    );
   });
 
   it('counts files the script skipped (NaN states) against the rows, naming no row', async () => {
@@ -154,7 +225,10 @@ describe('specforge-offline extraction on the simulator', () => {
     expect(result).toMatchObject({ samples: 12, ok: 10, unwritten: 2 });
     expect(result.accounting).toMatch(/drop_last \(up to 4 rows per data-parallel rank at --batch-size 5/);
     await rm(join(dir, 'hidden'), { recursive: true });
-    const err = await run({}, { launch: launch({ batchSize: 13 }) }).then(() => null, (e: unknown) => e as Error);
+    const err = await run({}, { launch: launch({ batchSize: 13 }) }).then(
+      () => null,
+      (e: unknown) => e as Error,
+    );
     expect(err?.message).toMatch(/wrote no data_\{i\}\.ckpt .* for 12 rows; .*drop_last=True/);
   });
 
@@ -168,19 +242,32 @@ describe('specforge-offline extraction on the simulator', () => {
     expect(result.vocabMapping).toBeUndefined();
   });
 
-  it('the cli revision\'s --draft-model-config on a v0.2 script: argparse exits 2 and the stage fails', async () => {
-    const wrong = await run({}, { launch: launch() }, 'v0.2.0').then(() => null, (e: unknown) => e as Error);
+  it("the cli revision's --draft-model-config on a v0.2 script: argparse exits 2 and the stage fails", async () => {
+    const wrong = await run({}, { launch: launch() }, 'v0.2.0').then(
+      () => null,
+      (e: unknown) => e as Error,
+    );
     expect(wrong).not.toBeNull();
-    expect(await readFile(join(dir, 'extract-0.log'), 'utf8')).toMatch(/error: unrecognized arguments: --draft-model-config/);
+    expect(await readFile(join(dir, 'extract-0.log'), 'utf8')).toMatch(
+      /error: unrecognized arguments: --draft-model-config/,
+    );
   });
 
   it('refuses what a revision cannot express, naming the field and the fix', () => {
     for (const id of ['v0.2.0', 'v0.2-final-save'] as const) {
-      expect(() => renderPrepareArgv(launch({ compress: true, profile: SPECFORGE_PROFILES[id] }))).toThrow(TrainLaunchError);
-      expect(() => renderPrepareArgv(launch({ compress: true, profile: SPECFORGE_PROFILES[id] }))).toThrow(/stages\.extract\.compress: .*only from 7c7ef547.*Set stages\.extract\.compress: false/);
+      expect(() => renderPrepareArgv(launch({ compress: true, profile: SPECFORGE_PROFILES[id] }))).toThrow(
+        TrainLaunchError,
+      );
+      expect(() => renderPrepareArgv(launch({ compress: true, profile: SPECFORGE_PROFILES[id] }))).toThrow(
+        /stages\.extract\.compress: .*only from 7c7ef547.*Set stages\.extract\.compress: false/,
+      );
     }
-    expect(renderPrepareArgv(launch({ compress: true, profile: SPECFORGE_PROFILES['v0.2-resume'] }))).toContain('--compress');
-    expect(() => renderPrepareArgv(launch({ draftModelConfig: '' }))).toThrow(/stages\.extract\.draft-model-config: .*needs --draft-model-config/);
+    expect(renderPrepareArgv(launch({ compress: true, profile: SPECFORGE_PROFILES['v0.2-resume'] }))).toContain(
+      '--compress',
+    );
+    expect(() => renderPrepareArgv(launch({ draftModelConfig: '' }))).toThrow(
+      /stages\.extract\.draft-model-config: .*needs --draft-model-config/,
+    );
     expect(() => renderPrepareArgv(launch({ extraArgs: ['--enable-aux'] }))).toThrow(/sets --enable-aux-hidden-states/);
   });
 
@@ -192,7 +279,10 @@ describe('specforge-offline extraction on the simulator', () => {
         return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
       },
     });
-    const err = await run({}, { host: small }).then(() => null, (e: unknown) => e);
+    const err = await run({}, { host: small }).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(InsufficientSpaceError);
     const e = err as InsufficientSpaceError;
     expect(e.freeBytes).toBe(1_000_000);

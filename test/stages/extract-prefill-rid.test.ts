@@ -39,7 +39,13 @@ async function serve(busyAnswers: number): Promise<{ baseUrl: string; posts: () 
     }
     await writeFile(join(dir, `${rid}.safetensors`), 'dump');
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ text: 'x', output_ids: [7], meta_info: { id: rid, prompt_tokens: ids.length, completion_tokens: 1 } }));
+    res.end(
+      JSON.stringify({
+        text: 'x',
+        output_ids: [7],
+        meta_info: { id: rid, prompt_tokens: ids.length, completion_tokens: 1 },
+      }),
+    );
   });
   return { baseUrl: server.baseUrl, posts: () => posts };
 }
@@ -50,7 +56,11 @@ describe('extract prefill and a rid still in flight (S14)', () => {
   it('waits for the earlier request to end and asks again', async () => {
     const s = await serve(3);
     const host = new LocalHost({ name: 'local', workdir: dir });
-    const out = await prefillOne({ host, baseUrl: s.baseUrl, dumpDir: dir, dumpWaitMs: 5_000, requestTimeoutMs: 30_000 }, row, new AbortController().signal);
+    const out = await prefillOne(
+      { host, baseUrl: s.baseUrl, dumpDir: dir, dumpWaitMs: 5_000, requestTimeoutMs: 30_000 },
+      row,
+      new AbortController().signal,
+    );
     expect(out).toEqual({ dumpPath: join(dir, 's1.safetensors'), greedyNext: 7 });
     expect(s.posts()).toBe(4);
   });
@@ -58,7 +68,11 @@ describe('extract prefill and a rid still in flight (S14)', () => {
   it('fails the sample once the request timeout has passed with the rid still busy', async () => {
     const s = await serve(Number.POSITIVE_INFINITY);
     const host = new LocalHost({ name: 'local', workdir: dir });
-    const err = await prefillOne({ host, baseUrl: s.baseUrl, dumpDir: dir, dumpWaitMs: 5_000, requestTimeoutMs: 400 }, row, new AbortController().signal).catch((e: unknown) => e);
+    const err = await prefillOne(
+      { host, baseUrl: s.baseUrl, dumpDir: dir, dumpWaitMs: 5_000, requestTimeoutMs: 400 },
+      row,
+      new AbortController().signal,
+    ).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(BadDumpError);
     expect(String(err)).toMatch(/still serves an earlier request for s1 after 400 ms/);
     expect(s.posts()).toBeGreaterThan(1);

@@ -12,7 +12,14 @@ import { LocalHost } from '../../src/hosts/local/local-host.js';
 import { shipAeriePy, type AeriePy } from '../../src/stages/common/aerie-py.js';
 import { runExtract } from '../../src/stages/extract/server-driver.js';
 import { type ExtractJob } from '../../src/stages/extract/server-job.js';
-import { CAPTURE_FLAGS, captureSimEnv, ensureSimTarget, readJsonl, regenerated, VENV_PY } from '../support/capture-sim.js';
+import {
+  CAPTURE_FLAGS,
+  captureSimEnv,
+  ensureSimTarget,
+  readJsonl,
+  regenerated,
+  VENV_PY,
+} from '../support/capture-sim.js';
 import { startSim, stopSim, type Sim } from '../support/sim.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -68,8 +75,8 @@ function job(over: Partial<ExtractJob> = {}): ExtractJob {
 
 const countPrefills = (log: string): number => (log.match(/"POST \/generate HTTP/g) ?? []).length;
 
-describe('runExtract against the simulator with aerie\'s capture', () => {
-  it('writes one SpecForge feature file per sample, indexed by id, and passes the self-check on the simulator\'s states', async () => {
+describe("runExtract against the simulator with aerie's capture", () => {
+  it("writes one SpecForge feature file per sample, indexed by id, and passes the self-check on the simulator's states", async () => {
     const summary = await runExtract(job());
     expect(summary.counts).toEqual({ input: 12, ok: 12, error: 0, resumed: 0 });
     const index = await readJsonl<{ i: number; id: string; tokens: number }>(join(dir, 'hs', 'index.jsonl'));
@@ -78,8 +85,18 @@ describe('runExtract against the simulator with aerie\'s capture', () => {
     expect(new Set(index.map((r) => r.id))).toEqual(new Set(ids.map((r) => r.id)));
     for (const r of index) expect(r.tokens).toBe(ids.find((x) => x.id === r.id)!.input_ids.length);
     // rows_<g>-<g+G>: G = 5 files per folder, as SpecForge's --file-group-size.
-    expect((await readdir(join(dir, 'hs'))).filter((n) => n.startsWith('rows_')).sort()).toEqual(['rows_0-5', 'rows_10-15', 'rows_5-10']);
-    expect((await readdir(join(dir, 'hs', 'rows_0-5'))).sort()).toEqual(['data_0.ckpt', 'data_1.ckpt', 'data_2.ckpt', 'data_3.ckpt', 'data_4.ckpt']);
+    expect((await readdir(join(dir, 'hs'))).filter((n) => n.startsWith('rows_')).sort()).toEqual([
+      'rows_0-5',
+      'rows_10-15',
+      'rows_5-10',
+    ]);
+    expect((await readdir(join(dir, 'hs', 'rows_0-5'))).sort()).toEqual([
+      'data_0.ckpt',
+      'data_1.ckpt',
+      'data_2.ckpt',
+      'data_3.ckpt',
+      'data_4.ckpt',
+    ]);
     // Nothing is left in RAM; the self-check passed on the simulator's states for its own greedy text.
     expect(await readdir(dumpDir)).toEqual([]);
     const teacher = summary.selfCheck.checks.teacher!.figures as { agreement_next: number };
@@ -107,7 +124,9 @@ describe('runExtract against the simulator with aerie\'s capture', () => {
   it('refuses to start when the destination cannot hold the exact token count', async () => {
     await expect(runExtract(job({ outDir: join(dir, 'hs-big'), hiddenSize: 2 ** 40 }))).rejects.toMatchObject({
       name: 'InsufficientSpaceError',
-      message: expect.stringMatching(/extract needs .* tokens × \(8 × hidden 1099511627776 \+ 16\)\) in .* but only .* are free/),
+      message: expect.stringMatching(
+        /extract needs .* tokens × \(8 × hidden 1099511627776 \+ 16\)\) in .* but only .* are free/,
+      ),
     });
   }, 60_000);
 });

@@ -11,7 +11,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SshHost } from '../../src/hosts/ssh/ssh-host.js';
 import { shipAeriePy, type AeriePy } from '../../src/stages/common/aerie-py.js';
 import { runExtract } from '../../src/stages/extract/server-driver.js';
-import { CAPTURE_FLAGS, captureSimEnv, ensureSimTarget, readJsonl, regenerated, VENV_PY } from '../support/capture-sim.js';
+import {
+  CAPTURE_FLAGS,
+  captureSimEnv,
+  ensureSimTarget,
+  readJsonl,
+  regenerated,
+  VENV_PY,
+} from '../support/capture-sim.js';
 import { startSim, stopSim, type Sim } from '../support/sim.js';
 import { startSshFixture, type SshFixture } from '../support/ssh-fixture.js';
 import { mountTmpfs, type Tmpfs } from '../support/tmpfs.js';
@@ -48,9 +55,23 @@ describe('runExtract over SSH, dumps on tmpfs, output on disk', () => {
     const drops = host.link.stats.drops;
     let cutting: Promise<number[]> | null = null;
     const summary = await runExtract({
-      host, baseUrl: sim.baseUrl, py, samplesPath: samples, dumpDir: ram.path, outDir, modelPath: MODEL,
-      hiddenSize: 512, chatTemplate: 'llama3', maxLength: 512, fileGroupSize: 2000, crossCheck: 'auto', trustRemoteCode: false,
-      concurrency: 6, selfCheck: { samples: 4, finalSamples: 8, minAgreement: 0.5 }, convertBatch: 4, convertLingerMs: 200,
+      host,
+      baseUrl: sim.baseUrl,
+      py,
+      samplesPath: samples,
+      dumpDir: ram.path,
+      outDir,
+      modelPath: MODEL,
+      hiddenSize: 512,
+      chatTemplate: 'llama3',
+      maxLength: 512,
+      fileGroupSize: 2000,
+      crossCheck: 'auto',
+      trustRemoteCode: false,
+      concurrency: 6,
+      selfCheck: { samples: 4, finalSamples: 8, minAgreement: 0.5 },
+      convertBatch: 4,
+      convertLingerMs: 200,
       onProgress: (p) => {
         if (p.ok >= 6 && cutting === null) cutting = fx.sshd.dropConnections();
       },

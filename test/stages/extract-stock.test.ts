@@ -19,7 +19,15 @@ const MODEL = join(ROOT, 'examples/models/sim-llama-8b');
 
 /** The flags aerie renders for each stock pass (after the common part of the line). */
 const flags = (mode: 'stock-aux' | 'stock-final') =>
-  renderServerArgv({ launcher: ['sim'], modelPath: 'm', port: 1, tpSize: 1, extraArgs: [], extraction: true, capture: { sglangVersion: '0.5.23', draftLayerIds: DRAFT_IDS, mode } }).slice(9);
+  renderServerArgv({
+    launcher: ['sim'],
+    modelPath: 'm',
+    port: 1,
+    tpSize: 1,
+    extraArgs: [],
+    extraction: true,
+    capture: { sglangVersion: '0.5.23', draftLayerIds: DRAFT_IDS, mode },
+  }).slice(9);
 
 const cap = useCaptureHost('aerie-extstock-', 8);
 
@@ -29,9 +37,24 @@ describe('stock SGLang in two passes', () => {
     const dumpDir = join(outDir, '.stock');
     await mkdir(dumpDir, { recursive: true });
     const job = (baseUrl: string, port: number): ExtractJob & { stock: NonNullable<ExtractJob['stock']> } => ({
-      host: cap.host, baseUrl, py: cap.py, samplesPath: cap.samples, dumpDir, outDir, modelPath: MODEL, hiddenSize: 512, chatTemplate: 'llama3', maxLength: 512,
-      fileGroupSize: 2000, crossCheck: 'auto', trustRemoteCode: false, concurrency: 4, selfCheck: { samples: 2, finalSamples: 8, minAgreement: 0.5 },
-      convertBatch: 4, convertLingerMs: 50, stock: { address: '127.0.0.1', port, concurrency: 4, batch: 3, captureIds: DRAFT_IDS.map((x) => x + 1) },
+      host: cap.host,
+      baseUrl,
+      py: cap.py,
+      samplesPath: cap.samples,
+      dumpDir,
+      outDir,
+      modelPath: MODEL,
+      hiddenSize: 512,
+      chatTemplate: 'llama3',
+      maxLength: 512,
+      fileGroupSize: 2000,
+      crossCheck: 'auto',
+      trustRemoteCode: false,
+      concurrency: 4,
+      selfCheck: { samples: 2, finalSamples: 8, minAgreement: 0.5 },
+      convertBatch: 4,
+      convertLingerMs: 50,
+      stock: { address: '127.0.0.1', port, concurrency: 4, batch: 3, captureIds: DRAFT_IDS.map((x) => x + 1) },
     });
     const aux = await startSim({}, flags('stock-aux'));
     let auxSummary;
@@ -59,7 +82,15 @@ describe('stock SGLang in two passes', () => {
 
   it('refuses a stock pass on a release without the aux flag', () => {
     expect(() =>
-      renderServerArgv({ launcher: ['sim'], modelPath: 'm', port: 1, tpSize: 1, extraArgs: [], extraction: true, capture: { sglangVersion: '0.5.12', draftLayerIds: DRAFT_IDS, mode: 'stock-aux' } }),
+      renderServerArgv({
+        launcher: ['sim'],
+        modelPath: 'm',
+        port: 1,
+        tpSize: 1,
+        extraArgs: [],
+        extraction: true,
+        capture: { sglangVersion: '0.5.12', draftLayerIds: DRAFT_IDS, mode: 'stock-aux' },
+      }),
     ).toThrow(/only from 0.5.23 .* use stages.extract.driver: patched-server/);
   });
 });

@@ -25,7 +25,9 @@ const chat = useFakeServer((body, res) => {
   // Long enough answers that a shard is a few KiB: the budget cuts between shards.
   setTimeout(() => {
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ choices: [{ message: { content: `answer(${msgs.length}):${last}:${'x'.repeat(200)}` } }] }));
+    res.end(
+      JSON.stringify({ choices: [{ message: { content: `answer(${msgs.length}):${last}:${'x'.repeat(200)}` } }] }),
+    );
   }, 2);
 });
 
@@ -36,7 +38,15 @@ beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'aerie-gen-full-'));
   local = new LocalHost({ name: 'local', workdir: dir });
   requests = 0;
-  const input = Array.from({ length: 40 }, (_, i) => JSON.stringify({ id: `d${i}`, conversations: [{ role: 'user', content: `q${i}` }, { role: 'assistant', content: 'old' }] }));
+  const input = Array.from({ length: 40 }, (_, i) =>
+    JSON.stringify({
+      id: `d${i}`,
+      conversations: [
+        { role: 'user', content: `q${i}` },
+        { role: 'assistant', content: 'old' },
+      ],
+    }),
+  );
   await writeFile(join(dir, 'in.jsonl'), input.join('\n') + '\n');
 });
 
@@ -54,7 +64,8 @@ async function bytesUnder(p: string): Promise<number> {
   return total;
 }
 
-const enospc = () => Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28, syscall: 'write' });
+const enospc = () =>
+  Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28, syscall: 'write' });
 
 /** The local host, with a disk of `budget` bytes under root. */
 function smallDisk(root: string, budget: number): { host: Host; free(): void } {
@@ -80,7 +91,9 @@ function smallDisk(root: string, budget: number): { host: Host; free(): void } {
           throw enospc();
         };
       }
-      if (prop === 'freeBytes') return async (path: string) => (under(path + '/') ? Math.max(0, limit - (await bytesUnder(root))) : target.freeBytes(path));
+      if (prop === 'freeBytes')
+        return async (path: string) =>
+          under(path + '/') ? Math.max(0, limit - (await bytesUnder(root))) : target.freeBytes(path);
       const v = Reflect.get(target, prop, receiver) as unknown;
       return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
     },
@@ -89,10 +102,25 @@ function smallDisk(root: string, budget: number): { host: Host; free(): void } {
 }
 
 function job(host: Host, outDir: string): GenerateJob {
-  return { host, baseUrl: chat.baseUrl, model: 'm', inputPath: join(dir, 'in.jsonl'), outDir, temperature: 0, maxTokens: 16, concurrency: 4, retries: 0, shardSize: 4, flushMs: 50 };
+  return {
+    host,
+    baseUrl: chat.baseUrl,
+    model: 'm',
+    inputPath: join(dir, 'in.jsonl'),
+    outDir,
+    temperature: 0,
+    maxTokens: 16,
+    concurrency: 4,
+    retries: 0,
+    shardSize: 4,
+    flushMs: 50,
+  };
 }
 
-const sha = async (p: string) => createHash('sha256').update(await readFile(p)).digest('hex');
+const sha = async (p: string) =>
+  createHash('sha256')
+    .update(await readFile(p))
+    .digest('hex');
 
 /** Every shard on disk is exactly what an index line says aerie wrote; no temp file is left. */
 async function checkShards(shardDir: string): Promise<number> {
@@ -129,7 +157,9 @@ describe('runGenerate when the disk fills up', () => {
     const err = await runGenerate(job(disk.host, out)).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DiskFullError);
     const e = err as DiskFullError;
-    expect(e.message).toMatch(/no space left on device \(ENOSPC\) writing \S+\/out\/shards\/(ok-\d+|index)\.jsonl on local \(\d+ bytes\): .* \(\d+ bytes\) free there\. Fix: free space/);
+    expect(e.message).toMatch(
+      /no space left on device \(ENOSPC\) writing \S+\/out\/shards\/(ok-\d+|index)\.jsonl on local \(\d+ bytes\): .* \(\d+ bytes\) free there\. Fix: free space/,
+    );
     expect(e.freeBytes).toBeLessThan(e.wantedBytes!);
     const saved = await checkShards(join(out, 'shards'));
     expect(saved).toBeGreaterThan(0);
@@ -142,7 +172,10 @@ describe('runGenerate when the disk fills up', () => {
     expect(requests).toBe(asked);
 
     // A SIGKILLed attempt can leave a shard's temp file behind: it must not count or linger.
-    await writeFile(join(out, 'shards', '.ok-000999.jsonl.1.abcd.tmp'), '{"id":"d0","conversations":[],"status":"ok"}\n{"id":"d1", "cut');
+    await writeFile(
+      join(out, 'shards', '.ok-000999.jsonl.1.abcd.tmp'),
+      '{"id":"d0","conversations":[],"status":"ok"}\n{"id":"d1", "cut',
+    );
     disk.free();
     const resumed = await runGenerate(job(disk.host, out));
     expect(resumed.resumed).toBe(saved);
@@ -171,7 +204,9 @@ describe('runGenerate when the disk fills up', () => {
     const err = await runGenerate(job(disk.host, out)).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DiskFullError);
     expect((err as Error).message).toMatch(/writing \S+\/out\/train\.jsonl on local/);
-    expect((await readdir(out)).filter((n) => n.startsWith('.') || n === 'train.jsonl' || n === 'manifest.json')).toEqual([]);
+    expect(
+      (await readdir(out)).filter((n) => n.startsWith('.') || n === 'train.jsonl' || n === 'manifest.json'),
+    ).toEqual([]);
     expect(await checkShards(join(out, 'shards'))).toBe(40);
 
     const asked = requests;
@@ -183,12 +218,18 @@ describe('runGenerate when the disk fills up', () => {
 
   it('the activity retries a full disk (type DiskFull, retryable) and heartbeats "disk full"; other errors pass through', () => {
     const beats: Record<string, unknown>[] = [];
-    const f = generateFailure(new DiskFullError('gpu', '/w/runs/r/data/shards/ok-000003.jsonl', 4096, 100), (d) => beats.push(d));
+    const f = generateFailure(new DiskFullError('gpu', '/w/runs/r/data/shards/ok-000003.jsonl', 4096, 100), (d) =>
+      beats.push(d),
+    );
     expect(f).toBeInstanceOf(ApplicationFailure);
     expect((f as ApplicationFailure).type).toBe('DiskFull');
     expect((f as ApplicationFailure).nonRetryable).toBe(false);
-    expect((f as ApplicationFailure).message).toMatch(/no space left on device \(ENOSPC\) writing \/w\/runs\/r\/data\/shards\/ok-000003\.jsonl on gpu \(4096 bytes\): 100 B \(100 bytes\) free there/);
-    expect(beats).toEqual([{ phase: 'disk full', path: '/w/runs/r/data/shards/ok-000003.jsonl', freeBytes: 100, wantedBytes: 4096 }]);
+    expect((f as ApplicationFailure).message).toMatch(
+      /no space left on device \(ENOSPC\) writing \/w\/runs\/r\/data\/shards\/ok-000003\.jsonl on gpu \(4096 bytes\): 100 B \(100 bytes\) free there/,
+    );
+    expect(beats).toEqual([
+      { phase: 'disk full', path: '/w/runs/r/data/shards/ok-000003.jsonl', freeBytes: 100, wantedBytes: 4096 },
+    ]);
     const other = new Error('boom');
     expect(generateFailure(other)).toBe(other);
   });
@@ -196,7 +237,9 @@ describe('runGenerate when the disk fills up', () => {
   it('recognises a full disk by code locally and by text over SSH', () => {
     expect(isNoSpace(enospc())).toBe(true);
     expect(isNoSpace(Object.assign(new Error('x'), { code: 'EDQUOT' }))).toBe(true);
-    expect(isNoSpace(new Error('write /w/x on gpu failed (exit 1): cat: write error: No space left on device'))).toBe(true);
+    expect(isNoSpace(new Error('write /w/x on gpu failed (exit 1): cat: write error: No space left on device'))).toBe(
+      true,
+    );
     expect(isNoSpace(new Error('EACCES: permission denied'))).toBe(false);
   });
 });

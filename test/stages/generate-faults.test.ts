@@ -43,7 +43,9 @@ const chat = useFakeServer((body, res) => {
       return res.end('transient');
     }
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ choices: [{ message: { role: 'assistant', content: `answer(${msgs.length}):${last}` } }] }));
+    res.end(
+      JSON.stringify({ choices: [{ message: { role: 'assistant', content: `answer(${msgs.length}):${last}` } }] }),
+    );
   }, behaviour.delayMs);
 });
 
@@ -65,7 +67,13 @@ afterEach(async () => {
 });
 
 const sf = (id: string, ...qs: string[]) =>
-  JSON.stringify({ id, conversations: qs.flatMap((q) => [{ role: 'user', content: q }, { role: 'assistant', content: 'old' }]) });
+  JSON.stringify({
+    id,
+    conversations: qs.flatMap((q) => [
+      { role: 'user', content: q },
+      { role: 'assistant', content: 'old' },
+    ]),
+  });
 
 function job(over: Partial<GenerateJob> = {}): GenerateJob {
   return {
@@ -86,7 +94,10 @@ function job(over: Partial<GenerateJob> = {}): GenerateJob {
 
 async function rows(name: string): Promise<Record<string, unknown>[]> {
   const text = await readFile(join(dir, 'out', name), 'utf8');
-  return text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
 describe('runGenerate with a controllable server', () => {
@@ -95,7 +106,13 @@ describe('runGenerate with a controllable server', () => {
       sf('s1', 'q1', 'q1b'),
       '{"id": "broken", ',
       '',
-      JSON.stringify({ id: 'g1', conversations: [{ from: 'human', value: 'gq' }, { from: 'gpt', value: 'old' }] }),
+      JSON.stringify({
+        id: 'g1',
+        conversations: [
+          { from: 'human', value: 'gq' },
+          { from: 'gpt', value: 'old' },
+        ],
+      }),
       JSON.stringify({ id: 'nouser', conversations: [{ role: 'system', content: 's' }] }),
       JSON.stringify({ conversations: [] }),
       sf('s1', 'dup'),
@@ -128,8 +145,12 @@ describe('runGenerate with a controllable server', () => {
       [7, 'duplicate id'],
       [8, 'turn 1: unknown role "robot"'],
     ]);
-    expect((await rows('train_skipped.jsonl')).map((r) => [r.id, r.status, r.error, r.reason])).toEqual([['nouser', 'skipped', 'no user turn', undefined]]);
-    expect((await rows('train_error.jsonl')).map((r) => [r.id, r.error])).toEqual([['../up', 'unsafe id: contains a path separator']]);
+    expect((await rows('train_skipped.jsonl')).map((r) => [r.id, r.status, r.error, r.reason])).toEqual([
+      ['nouser', 'skipped', 'no user turn', undefined],
+    ]);
+    expect((await rows('train_error.jsonl')).map((r) => [r.id, r.error])).toEqual([
+      ['../up', 'unsafe id: contains a path separator'],
+    ]);
     const manifest = JSON.parse(await readFile(join(dir, 'out', 'manifest.json'), 'utf8'));
     expect(manifest.counts).toEqual(summary.counts);
     expect(manifest.files.map((f: { path: string; rows: number }) => [f.path.split('/').pop(), f.rows])).toEqual([
@@ -176,9 +197,7 @@ describe('runGenerate with a controllable server', () => {
     const fullText = await readFile(join(dir, 'full', 'train.jsonl'), 'utf8');
 
     const ctrl = new AbortController();
-    const partial = runGenerate(
-      job({ signal: ctrl.signal, onProgress: (p) => p.ok >= 10 && ctrl.abort() }),
-    );
+    const partial = runGenerate(job({ signal: ctrl.signal, onProgress: (p) => p.ok >= 10 && ctrl.abort() }));
     await expect(partial).rejects.toMatchObject({ name: 'AbortError' });
     const shards = await readdir(join(dir, 'out', 'shards'));
     expect(shards.some((n) => n.startsWith('ok-'))).toBe(true);

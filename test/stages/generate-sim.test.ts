@@ -50,7 +50,11 @@ function job(over: Partial<GenerateJob>): GenerateJob {
 }
 
 const readText = (p: string) => readFile(p, 'utf8');
-const ids = (text: string) => text.split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { id: string }).id);
+const ids = (text: string) =>
+  text
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => (JSON.parse(l) as { id: string }).id);
 
 describe('runGenerate against the simulator', () => {
   it('regenerates SpecForge and ShareGPT inputs alike, answers replacing the originals', async () => {
@@ -61,7 +65,10 @@ describe('runGenerate against the simulator', () => {
     const sharegpt = lines.map((l) => {
       const o = JSON.parse(l) as { id: string; conversations: { role: string; content: string }[] };
       const from = { user: 'human', assistant: 'gpt', system: 'system' } as Record<string, string>;
-      return JSON.stringify({ id: o.id, conversations: o.conversations.map((t) => ({ from: from[t.role], value: t.content })) });
+      return JSON.stringify({
+        id: o.id,
+        conversations: o.conversations.map((t) => ({ from: from[t.role], value: t.content })),
+      });
     });
     await writeFile(join(dir, 'sharegpt.jsonl'), sharegpt.join('\n') + '\n');
     const sg = await runGenerate(job({ inputPath: join(dir, 'sharegpt.jsonl'), outDir: join(dir, 'sg') }));

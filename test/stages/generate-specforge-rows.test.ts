@@ -26,10 +26,22 @@ function conversationRules(messages: unknown): [string, boolean][] {
   const ordered = list.filter((m, i) => !(m?.role === 'system' && (firstUser < 0 || i < firstUser)));
   return [
     ['conversation_validation.py:16-19 conversations is a non-empty list', list.length > 0],
-    ['conversation_validation.py:24-27 every message is an object', list.every((m) => typeof m === 'object' && m !== null && !Array.isArray(m))],
-    ['conversation_validation.py:28-36 every content is a non-empty string', list.every((m) => typeof m.content === 'string' && m.content.trim() !== '')],
-    ['conversation_validation.py:38-43 system only before the first user; otherwise user or assistant', ordered.every((m) => m.role === 'user' || m.role === 'assistant')],
-    ['conversation_validation.py:44-55 roles alternate user, assistant, user, …', ordered.every((m, i) => m.role === (i % 2 === 0 ? 'user' : 'assistant'))],
+    [
+      'conversation_validation.py:24-27 every message is an object',
+      list.every((m) => typeof m === 'object' && m !== null && !Array.isArray(m)),
+    ],
+    [
+      'conversation_validation.py:28-36 every content is a non-empty string',
+      list.every((m) => typeof m.content === 'string' && m.content.trim() !== ''),
+    ],
+    [
+      'conversation_validation.py:38-43 system only before the first user; otherwise user or assistant',
+      ordered.every((m) => m.role === 'user' || m.role === 'assistant'),
+    ],
+    [
+      'conversation_validation.py:44-55 roles alternate user, assistant, user, …',
+      ordered.every((m, i) => m.role === (i % 2 === 0 ? 'user' : 'assistant')),
+    ],
     ['conversation_validation.py:57-60 at least one user message', firstUser >= 0],
   ];
 }
@@ -43,9 +55,18 @@ function validatorRules(row: Row): [string, boolean][] {
     ['validate_regenerated_data.py:69-71 id is a non-empty string', typeof row.id === 'string' && row.id.trim() !== ''],
     ['validate_regenerated_data.py:72-73 status is "success"', row.status === 'success'],
     ...conversationRules(messages),
-    ['validate_regenerated_data.py:88-92 reasoning_content is a string or null', assistants.every((m) => m.reasoning_content === undefined || m.reasoning_content === null || typeof m.reasoning_content === 'string')],
+    [
+      'validate_regenerated_data.py:88-92 reasoning_content is a string or null',
+      assistants.every(
+        (m) =>
+          m.reasoning_content === undefined || m.reasoning_content === null || typeof m.reasoning_content === 'string',
+      ),
+    ],
     ['validate_regenerated_data.py:112-113 at least one assistant message', assistants.length > 0],
-    ['validate_regenerated_data.py:114-115 the last message is the assistant’s', list.length > 0 && list[list.length - 1]!.role === 'assistant'],
+    [
+      'validate_regenerated_data.py:114-115 the last message is the assistant’s',
+      list.length > 0 && list[list.length - 1]!.role === 'assistant',
+    ],
   ];
 }
 
@@ -67,7 +88,11 @@ const chat = useFakeServer((body, res) => {
   const msgs = (JSON.parse(body) as { messages: { content: string }[] }).messages;
   const last = msgs[msgs.length - 1]!.content;
   res.writeHead(200, { 'content-type': 'application/json' });
-  res.end(JSON.stringify({ choices: [{ message: { role: 'assistant', content: last === 'say nothing' ? '' : `answer:${last}` } }] }));
+  res.end(
+    JSON.stringify({
+      choices: [{ message: { role: 'assistant', content: last === 'say nothing' ? '' : `answer:${last}` } }],
+    }),
+  );
 });
 
 let dir: string;
@@ -86,7 +111,19 @@ afterEach(async () => {
 });
 
 function job(): GenerateJob {
-  return { host, baseUrl: chat.baseUrl, model: 'm', inputPath: join(dir, 'in.jsonl'), outDir: join(dir, 'out'), temperature: 0, maxTokens: 16, concurrency: 2, retries: 0, shardSize: 2, flushMs: 20 };
+  return {
+    host,
+    baseUrl: chat.baseUrl,
+    model: 'm',
+    inputPath: join(dir, 'in.jsonl'),
+    outDir: join(dir, 'out'),
+    temperature: 0,
+    maxTokens: 16,
+    concurrency: 2,
+    retries: 0,
+    shardSize: 2,
+    flushMs: 20,
+  };
 }
 
 const u = (content: string) => ({ role: 'user', content });
@@ -98,7 +135,13 @@ const INPUT = [
   { id: 'system', conversations: [{ role: 'system', content: 'be brief' }, u('q'), a('old')] },
   { id: 'trailing-user', conversations: [u('q1'), a('old'), u('q2')] },
   { id: 'leading-assistant', conversations: [a('hello'), u('q'), a('old')] },
-  { id: 'sharegpt', conversations: [{ from: 'human', value: 'q' }, { from: 'gpt', value: 'old' }] },
+  {
+    id: 'sharegpt',
+    conversations: [
+      { from: 'human', value: 'q' },
+      { from: 'gpt', value: 'old' },
+    ],
+  },
   { id: 'nouser', conversations: [{ role: 'system', content: 's' }] },
   { id: 'empty-answer', conversations: [u('say nothing'), a('old')] },
   { id: '../unsafe', conversations: [u('q'), a('old')] },
@@ -106,12 +149,22 @@ const INPUT = [
 
 async function rows(name: string): Promise<Row[]> {
   const text = await readFile(join(dir, 'out', name), 'utf8');
-  return text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Row);
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Row);
 }
 
 async function expectSpecforgeShaped(): Promise<void> {
   const train = await rows('train.jsonl');
-  expect(train.map((r) => r.id)).toEqual(['single', 'multi', 'system', 'trailing-user', 'leading-assistant', 'sharegpt']);
+  expect(train.map((r) => r.id)).toEqual([
+    'single',
+    'multi',
+    'system',
+    'trailing-user',
+    'leading-assistant',
+    'sharegpt',
+  ]);
   for (const r of train) expect(broken(r), `row ${String(r.id)} breaks SpecForge's validator`).toEqual([]);
   // Skipped and failed rows as SpecForge writes them: status and `error` (regenerate_train_data.py:67-72, 266-267).
   const skipped = await rows('train_skipped.jsonl');
@@ -120,7 +173,9 @@ async function expectSpecforgeShaped(): Promise<void> {
     ['empty-answer', 'skipped', 'string', false],
   ]);
   const errors = await rows('train_error.jsonl');
-  expect(errors.map((r) => [r.id, r.status, r.error])).toEqual([['../unsafe', 'error', 'unsafe id: contains a path separator']]);
+  expect(errors.map((r) => [r.id, r.status, r.error])).toEqual([
+    ['../unsafe', 'error', 'unsafe id: contains a path separator'],
+  ]);
 }
 
 describe("generate's rows pass SpecForge's validator field rules", () => {
@@ -133,9 +188,15 @@ describe("generate's rows pass SpecForge's validator field rules", () => {
   });
 
   it('the rules catch what the validator rejects (the judge can fail)', () => {
-    expect(broken({ id: 'x', status: 'ok', conversations: [u('q'), a('r')] })).toEqual(['validate_regenerated_data.py:72-73 status is "success"']);
-    expect(broken({ id: 'x', status: 'success', conversations: [u('q'), a('')] })).toEqual(['conversation_validation.py:28-36 every content is a non-empty string']);
-    expect(broken({ id: 'x', status: 'success', conversations: [u('q'), u('q2'), a('r')] })).toEqual(['conversation_validation.py:44-55 roles alternate user, assistant, user, …']);
+    expect(broken({ id: 'x', status: 'ok', conversations: [u('q'), a('r')] })).toEqual([
+      'validate_regenerated_data.py:72-73 status is "success"',
+    ]);
+    expect(broken({ id: 'x', status: 'success', conversations: [u('q'), a('')] })).toEqual([
+      'conversation_validation.py:28-36 every content is a non-empty string',
+    ]);
+    expect(broken({ id: 'x', status: 'success', conversations: [u('q'), u('q2'), a('r')] })).toEqual([
+      'conversation_validation.py:44-55 roles alternate user, assistant, user, …',
+    ]);
     expect(broken({ id: ' ', status: 'success', conversations: [u('q')] })).toEqual([
       'validate_regenerated_data.py:69-71 id is a non-empty string',
       'validate_regenerated_data.py:112-113 at least one assistant message',
@@ -164,8 +225,23 @@ describe("generate's rows pass SpecForge's validator field rules", () => {
       await writeFile(join(shardDir, name), old.join('\n') + '\n');
     }
     await rm(join(shardDir, 'index.jsonl'));
-    for (const f of ['train.jsonl', 'train_skipped.jsonl', 'train_error.jsonl', 'train_rejected.jsonl', 'manifest.json']) await rm(join(dir, 'out', f));
-    expect((await readFile(join(shardDir, (await readdir(shardDir)).find((n) => n.startsWith('ok-'))!), 'utf8'))).toContain('"status":"ok"');
+    for (const f of [
+      'train.jsonl',
+      'train_skipped.jsonl',
+      'train_error.jsonl',
+      'train_rejected.jsonl',
+      'manifest.json',
+    ])
+      await rm(join(dir, 'out', f));
+    expect(
+      await readFile(
+        join(
+          shardDir,
+          (await readdir(shardDir)).find((n) => n.startsWith('ok-'))!,
+        ),
+        'utf8',
+      ),
+    ).toContain('"status":"ok"');
     answering = false;
     requests = 0;
     const again = await runGenerate(job());
@@ -177,9 +253,17 @@ describe("generate's rows pass SpecForge's validator field rules", () => {
 
 describe('specforgeRowText', () => {
   it('rewrites old tags and leaves SpecForge-tagged rows byte for byte', () => {
-    expect(specforgeRowText('{"id":"a","conversations":[],"status":"ok"}')).toBe('{"id":"a","conversations":[],"status":"success"}');
-    expect(JSON.parse(specforgeRowText('{"id":"a","status":"ok","conversations":[]}'))).toEqual({ id: 'a', status: 'success', conversations: [] });
-    expect(JSON.parse(specforgeRowText('{"id":"a","conversations":[],"status":"skipped","reason":"no user turn"}'))).toEqual({ id: 'a', conversations: [], status: 'skipped', error: 'no user turn' });
+    expect(specforgeRowText('{"id":"a","conversations":[],"status":"ok"}')).toBe(
+      '{"id":"a","conversations":[],"status":"success"}',
+    );
+    expect(JSON.parse(specforgeRowText('{"id":"a","status":"ok","conversations":[]}'))).toEqual({
+      id: 'a',
+      status: 'success',
+      conversations: [],
+    });
+    expect(
+      JSON.parse(specforgeRowText('{"id":"a","conversations":[],"status":"skipped","reason":"no user turn"}')),
+    ).toEqual({ id: 'a', conversations: [], status: 'skipped', error: 'no user turn' });
     for (const text of [
       '{"id":"a","conversations":[],"status":"success"}',
       '{"id":"a","conversations":[],"status":"skipped","error":"no user turn"}',

@@ -45,11 +45,18 @@ describe('superviseJob and processes that outlive the leader', () => {
 
     const run = superviseJob<string, number>(
       {
-        host, prefix: 'r.train.', logPath, cwd: dir, env: {}, crashRetries: 2, pollMs: 50,
+        host,
+        prefix: 'r.train.',
+        logPath,
+        cwd: dir,
+        env: {},
+        crashRetries: 2,
+        pollMs: 50,
         heartbeat: (d) => {
           if (d.note) notes.push(d.note);
         },
-        what: 'trainer', crashType: 'TrainerCrashed',
+        what: 'trainer',
+        crashType: 'TrainerCrashed',
       },
       {
         fresh: async () => ({ kind: 'launch', argv: ['python3', launcher, 'die', out] }),
@@ -57,7 +64,10 @@ describe('superviseJob and processes that outlive the leader', () => {
           crashes.push(ended);
           return { kind: 'launch', argv: ['sh', '-c', CHECK_WORKER_GONE, 'sh', out] };
         },
-        afterSuccess: async (ended) => ({ kind: 'done', result: (await readFile(ended.record.logPath, 'utf8')).trim() }),
+        afterSuccess: async (ended) => ({
+          kind: 'done',
+          result: (await readFile(ended.record.logPath, 'utf8')).trim(),
+        }),
         classify: () => ({ kind: 'crash', retryable: true, advice: 'relaunch' }),
         failureType: () => 'TrainerFailed',
         parse: (_chunk, prev) => (prev ?? 0) + 1,
@@ -71,6 +81,8 @@ describe('superviseJob and processes that outlive the leader', () => {
     expect(launches).toBe(2);
     const remnants = 'python3 exited (code 137); 2 processes in sessions of their own still ran: stopped (TERM)';
     expect(notes).toEqual([remnants]);
-    expect(crashes.map((c) => ({ gen: c.gen, code: c.code, remnants: c.remnants }))).toEqual([{ gen: 0, code: 137, remnants }]);
+    expect(crashes.map((c) => ({ gen: c.gen, code: c.code, remnants: c.remnants }))).toEqual([
+      { gen: 0, code: 137, remnants },
+    ]);
   });
 });

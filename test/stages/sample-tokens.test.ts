@@ -11,8 +11,14 @@ describe('parseTokensLine', () => {
       kind: 'tokens',
       tokens: { id: 's1', inputIds: [0, 2, 88, 3], lossMask: [0, 0, 1, 1] },
     });
-    expect(parseTokensLine('{"id": "empty", "error": "no turns (empty conversation)"}')).toEqual({ kind: 'error', id: 'empty', error: 'no turns (empty conversation)' });
-    expect(parseTokensLine('{"id": null, "line": 2, "error": "bad JSON: Expecting value: line 1 column 1 (char 0)"}')).toEqual({
+    expect(parseTokensLine('{"id": "empty", "error": "no turns (empty conversation)"}')).toEqual({
+      kind: 'error',
+      id: 'empty',
+      error: 'no turns (empty conversation)',
+    });
+    expect(
+      parseTokensLine('{"id": null, "line": 2, "error": "bad JSON: Expecting value: line 1 column 1 (char 0)"}'),
+    ).toEqual({
       kind: 'malformed',
       line: 2,
       error: 'bad JSON: Expecting value: line 1 column 1 (char 0)',
@@ -40,10 +46,22 @@ describe('parseTokensSummary', () => {
     const stderr =
       "[transformers] PyTorch was not found. Models won't be available.\n" +
       '{"aerie_tokens": {"lines": 8, "ok": 2, "errors": 2, "malformed": 4, "method": "aerie+specforge", "chat_template": "llama3", "max_length": 2048}}\n';
-    expect(parseTokensSummary(stderr)).toEqual({ lines: 8, ok: 2, errors: 2, malformed: 4, method: 'aerie+specforge', chatTemplate: 'llama3', maxLength: 2048 });
+    expect(parseTokensSummary(stderr)).toEqual({
+      lines: 8,
+      ok: 2,
+      errors: 2,
+      malformed: 4,
+      method: 'aerie+specforge',
+      chatTemplate: 'llama3',
+      maxLength: 2048,
+    });
   });
   it('is null when the script ended without one (a traceback, a kill)', () => {
     expect(parseTokensSummary('Traceback (most recent call last):\n  ...\nKeyError: x\n')).toBeNull();
-    expect(parseTokensSummary('{"aerie_tokens": {"lines": 1, "ok": 1, "errors": 0, "malformed": 0, "method": "guess", "chat_template": "llama3", "max_length": 9}}')).toBeNull();
+    expect(
+      parseTokensSummary(
+        '{"aerie_tokens": {"lines": 1, "ok": 1, "errors": 0, "malformed": 0, "method": "guess", "chat_template": "llama3", "max_length": 9}}',
+      ),
+    ).toBeNull();
   });
 });

@@ -19,19 +19,35 @@ const base: TrainLaunch = {
 describe('renderTrainArgv', () => {
   it('renders a fresh online launch: launcher, then the v0.2 flags, output dir last', () => {
     expect(renderTrainArgv(base)).toEqual([
-      'torchrun', '--standalone', '--nproc_per_node', '8', '/opt/SpecForge/scripts/train_eagle3.py',
-      '--target-model-path', '/models/llama-8b',
-      '--draft-model-config', '/cfg/llama3-8B-eagle3.json',
-      '--train-data-path', '/runs/r1/generate/regen.jsonl',
-      '--chat-template', 'llama3',
-      '--max-length', '2048',
-      '--num-epochs', '2',
-      '--batch-size', '1',
-      '--learning-rate', '0.0001',
-      '--ttt-length', '7',
-      '--tp-size', '1',
-      '--save-interval', '500',
-      '--output-dir', '/runs/r1/train/out',
+      'torchrun',
+      '--standalone',
+      '--nproc_per_node',
+      '8',
+      '/opt/SpecForge/scripts/train_eagle3.py',
+      '--target-model-path',
+      '/models/llama-8b',
+      '--draft-model-config',
+      '/cfg/llama3-8B-eagle3.json',
+      '--train-data-path',
+      '/runs/r1/generate/regen.jsonl',
+      '--chat-template',
+      'llama3',
+      '--max-length',
+      '2048',
+      '--num-epochs',
+      '2',
+      '--batch-size',
+      '1',
+      '--learning-rate',
+      '0.0001',
+      '--ttt-length',
+      '7',
+      '--tp-size',
+      '1',
+      '--save-interval',
+      '500',
+      '--output-dir',
+      '/runs/r1/train/out',
     ]);
   });
 
@@ -46,22 +62,38 @@ describe('renderTrainArgv', () => {
       extraArgs: ['--dist-timeout', '60'],
     });
     expect(argv.slice(5)).toEqual([
-      '--target-model-path', '/models/llama-8b',
-      '--draft-model-config', '/cfg/llama3-8B-eagle3.json',
-      '--train-data-path', '/runs/r1/generate/regen.jsonl',
-      '--train-hidden-states-path', '/runs/r1/extract/hs',
-      '--chat-template', 'llama3',
-      '--max-length', '2048',
-      '--num-epochs', '2',
-      '--batch-size', '1',
-      '--learning-rate', '1e-7',
-      '--ttt-length', '7',
-      '--tp-size', '1',
-      '--save-interval', '500',
-      '--ckpt-dir', '/runs/r1/train/out/epoch_0_step_40',
-      '--max-num-steps', '152',
-      '--output-dir', '/runs/r1/train/out/resume_step_40',
-      '--dist-timeout', '60',
+      '--target-model-path',
+      '/models/llama-8b',
+      '--draft-model-config',
+      '/cfg/llama3-8B-eagle3.json',
+      '--train-data-path',
+      '/runs/r1/generate/regen.jsonl',
+      '--train-hidden-states-path',
+      '/runs/r1/extract/hs',
+      '--chat-template',
+      'llama3',
+      '--max-length',
+      '2048',
+      '--num-epochs',
+      '2',
+      '--batch-size',
+      '1',
+      '--learning-rate',
+      '1e-7',
+      '--ttt-length',
+      '7',
+      '--tp-size',
+      '1',
+      '--save-interval',
+      '500',
+      '--ckpt-dir',
+      '/runs/r1/train/out/epoch_0_step_40',
+      '--max-num-steps',
+      '152',
+      '--output-dir',
+      '/runs/r1/train/out/resume_step_40',
+      '--dist-timeout',
+      '60',
     ]);
   });
 
@@ -75,7 +107,10 @@ describe('renderTrainArgv', () => {
     expect(() => renderTrainArgv({ ...base, extraArgs: ['--num-ep=3'] })).toThrow(/sets --num-epochs/);
     expect(() => renderTrainArgv({ ...base, extraArgs: ['--ckpt', '/x'] })).toThrow(/sets --ckpt-dir/);
     expect(renderTrainArgv({ ...base, extraArgs: ['--max-grad-norm', '1.0', '--seed', '3'] }).slice(-4)).toEqual([
-      '--max-grad-norm', '1.0', '--seed', '3',
+      '--max-grad-norm',
+      '1.0',
+      '--seed',
+      '3',
     ]);
   });
 
@@ -88,26 +123,43 @@ describe('renderTrainArgv', () => {
 });
 
 describe('renderTrainArgv by SpecForge revision', () => {
-  const on = (id: keyof typeof SPECFORGE_PROFILES, over: Partial<TrainLaunch> = {}): TrainLaunch => ({ ...base, profile: SPECFORGE_PROFILES[id], ...over });
+  const on = (id: keyof typeof SPECFORGE_PROFILES, over: Partial<TrainLaunch> = {}): TrainLaunch => ({
+    ...base,
+    profile: SPECFORGE_PROFILES[id],
+    ...over,
+  });
 
   it('refuses --resume in extra-args where it is broken (v0.2.0, 03a3dedb…), naming the revision', () => {
     for (const id of ['v0.2.0', 'v0.2-final-save'] as const) {
-      expect(() => renderTrainArgv(on(id, { extraArgs: ['--resume'] }))).toThrow(/remove --resume.*epoch_N directories/);
-      expect(() => renderTrainArgv(on(id, { extraArgs: ['--resu'] }))).toThrow(`On ${SPECFORGE_PROFILES[id].label} --resume`);
+      expect(() => renderTrainArgv(on(id, { extraArgs: ['--resume'] }))).toThrow(
+        /remove --resume.*epoch_N directories/,
+      );
+      expect(() => renderTrainArgv(on(id, { extraArgs: ['--resu'] }))).toThrow(
+        `On ${SPECFORGE_PROFILES[id].label} --resume`,
+      );
     }
   });
 
   it('where --resume works, accepts it in extra-args and renders it once when aerie resumes too', () => {
-    expect(renderTrainArgv(on('v0.2-resume', { extraArgs: ['--resume'] })).filter((a) => a === '--resume')).toHaveLength(1);
+    expect(
+      renderTrainArgv(on('v0.2-resume', { extraArgs: ['--resume'] })).filter((a) => a === '--resume'),
+    ).toHaveLength(1);
     const argv = renderTrainArgv(on('v0.2-resume', { resume: true }));
     expect(argv.filter((a) => a === '--resume')).toHaveLength(1);
     expect(argv).not.toContain('--ckpt-dir');
-    expect(argv.slice(argv.indexOf('--output-dir'), argv.indexOf('--output-dir') + 2)).toEqual(['--output-dir', base.outputDir]);
-    expect(renderTrainArgv(on('v0.2-resume', { resume: true, extraArgs: ['--resume'] })).filter((a) => a === '--resume')).toHaveLength(1);
+    expect(argv.slice(argv.indexOf('--output-dir'), argv.indexOf('--output-dir') + 2)).toEqual([
+      '--output-dir',
+      base.outputDir,
+    ]);
+    expect(
+      renderTrainArgv(on('v0.2-resume', { resume: true, extraArgs: ['--resume'] })).filter((a) => a === '--resume'),
+    ).toHaveLength(1);
   });
 
   it('never renders --resume where it does not resume, and is v0.2.0 when no profile is given', () => {
-    expect(() => renderTrainArgv(on('v0.2.0', { resume: true }))).toThrow(/--resume does not resume on SpecForge v0.2.0/);
+    expect(() => renderTrainArgv(on('v0.2.0', { resume: true }))).toThrow(
+      /--resume does not resume on SpecForge v0.2.0/,
+    );
     expect(() => renderTrainArgv({ ...base, resume: true })).toThrow(TrainLaunchError);
   });
 

@@ -1,7 +1,15 @@
 import { TRAIN_HYPER } from '../support/train-hyper.js';
 import { describe, expect, it } from 'vitest';
 import { SPECFORGE_PROFILES } from '../../src/stages/common/specforge-revision.js';
-import { dividingInterval, quarantineDir, latestCheckpoint, planTrainResume, rankCheckpoints, resumeSegmentDir, segmentBases } from '../../src/stages/train/v02-checkpoints.js';
+import {
+  dividingInterval,
+  quarantineDir,
+  latestCheckpoint,
+  planTrainResume,
+  rankCheckpoints,
+  resumeSegmentDir,
+  segmentBases,
+} from '../../src/stages/train/v02-checkpoints.js';
 import { type TrainLaunch } from '../../src/stages/train/launch.js';
 
 describe('latestCheckpoint', () => {
@@ -22,7 +30,11 @@ describe('latestCheckpoint', () => {
   });
 
   it('returns the entry as given when it is a path, and null when nothing matches', () => {
-    expect(latestCheckpoint(['/o/epoch_0_step_9', '/o/epoch_0_step_10/'])).toEqual({ dir: '/o/epoch_0_step_10/', epoch: 0, step: 10 });
+    expect(latestCheckpoint(['/o/epoch_0_step_9', '/o/epoch_0_step_10/'])).toEqual({
+      dir: '/o/epoch_0_step_10/',
+      epoch: 0,
+      step: 10,
+    });
     expect(latestCheckpoint(['.epoch_0_step_3.tmp-1', 'logs'])).toBeNull();
     expect(latestCheckpoint([])).toBeNull();
   });
@@ -31,7 +43,9 @@ describe('latestCheckpoint', () => {
 describe('continuation segments', () => {
   it('names a continuation by the steps already done and finds those names again', () => {
     expect(resumeSegmentDir('/runs/r1/train/out', 40)).toBe('/runs/r1/train/out/resume_step_40');
-    expect(segmentBases(['epoch_0_step_40', 'resume_step_120', 'resume_step_40', 'resume_step_x', '.resume_step_9'])).toEqual([40, 120]);
+    expect(
+      segmentBases(['epoch_0_step_40', 'resume_step_120', 'resume_step_40', 'resume_step_x', '.resume_step_9']),
+    ).toEqual([40, 120]);
   });
 
   it('ranks checkpoints across segments by total steps, newest first', () => {
@@ -61,12 +75,11 @@ const original: TrainLaunch = {
 };
 
 describe('planTrainResume', () => {
-
   it('starts fresh when there is no checkpoint', () => {
     expect(planTrainResume(original, null, 96)).toEqual({ kind: 'fresh', launch: original });
   });
 
-  it('continues from a checkpoint loaded through the epoch_0 link (v0.2.0\'s --ckpt-dir is broken), the steps still owed, and its own output dir', () => {
+  it("continues from a checkpoint loaded through the epoch_0 link (v0.2.0's --ckpt-dir is broken), the steps still owed, and its own output dir", () => {
     const [from] = rankCheckpoints([{ dir: '/o', baseStep: 0, entries: ['epoch_0_step_40', 'epoch_1_step_120'] }]);
     const plan = planTrainResume(original, from, 96);
     expect(plan).toEqual({
@@ -99,7 +112,12 @@ describe('planTrainResume by SpecForge revision', () => {
 
   it('where --resume works, a crash relaunches the same launch with --resume into the same output dir', () => {
     const from = top('epoch_0_step_40', 'epoch_1_step_120');
-    expect(planTrainResume(resumable, from, 96)).toEqual({ kind: 'resume', from, stepsOwed: 72, launch: { ...resumable, resume: true } });
+    expect(planTrainResume(resumable, from, 96)).toEqual({
+      kind: 'resume',
+      from,
+      stepsOwed: 72,
+      launch: { ...resumable, resume: true },
+    });
   });
 
   it('where --resume works but the newest checkpoint is in an older continuation segment, keeps continuing that layout', () => {
@@ -110,12 +128,14 @@ describe('planTrainResume by SpecForge revision', () => {
     const plan = planTrainResume(resumable, from!, 96);
     expect(plan.kind).toBe('continue');
     // --ckpt-dir works from 07959b44, so where --resume works it is the way into the old layout.
-    expect(plan.kind === 'continue' && [plan.launch.resumeFrom, plan.launch.outputDir, plan.launch.maxNumSteps, plan.launch.resume]).toEqual([
-      '/o/resume_step_40/epoch_0_step_40',
-      '/o/resume_step_80',
-      112,
-      undefined,
-    ]);
+    expect(
+      plan.kind === 'continue' && [
+        plan.launch.resumeFrom,
+        plan.launch.outputDir,
+        plan.launch.maxNumSteps,
+        plan.launch.resume,
+      ],
+    ).toEqual(['/o/resume_step_40/epoch_0_step_40', '/o/resume_step_80', 112, undefined]);
   });
 
   it('where --resume works, resumes even without the steps-per-epoch figure (the script sizes itself)', () => {
@@ -137,17 +157,29 @@ describe('planTrainResume by SpecForge revision', () => {
   it('v0.2.0, clean exit of a run shorter than one save interval: runs it again as planned, saving at its last step', () => {
     const plan = planTrainResume({ ...base, saveInterval: 5000 }, null, 96, true);
     expect(plan.kind).toBe('fresh');
-    expect(plan.kind === 'fresh' && [plan.launch.saveInterval, plan.launch.maxNumSteps, plan.note]).toEqual([192, undefined, expect.stringMatching(/left no checkpoint/)]);
+    expect(plan.kind === 'fresh' && [plan.launch.saveInterval, plan.launch.maxNumSteps, plan.note]).toEqual([
+      192,
+      undefined,
+      expect.stringMatching(/left no checkpoint/),
+    ]);
   });
 
   it('suggests the largest save-interval not above the configured one whose last save is the last step', () => {
-    expect([dividingInterval(192, 40), dividingInterval(192, 500), dividingInterval(97, 40), dividingInterval(8, 3)]).toEqual([32, 192, 1, 2]);
+    expect([
+      dividingInterval(192, 40),
+      dividingInterval(192, 500),
+      dividingInterval(97, 40),
+      dividingInterval(8, 3),
+    ]).toEqual([32, 192, 1, 2]);
   });
 
   it('a clean exit short by a whole interval or more, or on a revision with a final save, is short: nothing a relaunch fixes', () => {
     expect(planTrainResume(base, top('epoch_0_step_80'), 96, true)).toMatchObject({ kind: 'short', stepsOwed: 112 });
     const finalSave = { ...base, profile: SPECFORGE_PROFILES['v0.2-final-save'] };
-    expect(planTrainResume(finalSave, top('epoch_1_step_160'), 96, true)).toMatchObject({ kind: 'short', stepsOwed: 32 });
+    expect(planTrainResume(finalSave, top('epoch_1_step_160'), 96, true)).toMatchObject({
+      kind: 'short',
+      stepsOwed: 32,
+    });
     expect(planTrainResume(resumable, null, 96, true)).toMatchObject({ kind: 'short', from: null });
     expect(planTrainResume(base, top('epoch_1_step_192'), 96, true)).toMatchObject({ kind: 'done' });
   });

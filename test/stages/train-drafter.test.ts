@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { parseSafetensorsHeader, safetensorsHeaderLength, SafetensorsTruncatedError, verifyDrafter, sglangEagle3ParamName } from '../../src/stages/train/drafter.js';
+import {
+  parseSafetensorsHeader,
+  safetensorsHeaderLength,
+  SafetensorsTruncatedError,
+  verifyDrafter,
+  sglangEagle3ParamName,
+} from '../../src/stages/train/drafter.js';
 
 function file(header: unknown, data = Buffer.alloc(0)): Buffer {
   const json = Buffer.from(typeof header === 'string' ? header : JSON.stringify(header), 'utf8');
@@ -43,10 +49,16 @@ function drafterHeader(): Record<string, unknown> {
 
 describe('parseSafetensorsHeader', () => {
   it('reads the little-endian length and the JSON header', () => {
-    const buf = file({ __metadata__: { format: 'pt' }, d2t: { dtype: 'I64', shape: [2], data_offsets: [0, 16] } }, Buffer.alloc(16));
+    const buf = file(
+      { __metadata__: { format: 'pt' }, d2t: { dtype: 'I64', shape: [2], data_offsets: [0, 16] } },
+      Buffer.alloc(16),
+    );
     const { headerLength, header } = parseSafetensorsHeader(buf);
     expect(headerLength).toBe(buf.length - 8 - 16);
-    expect(header).toEqual({ __metadata__: { format: 'pt' }, d2t: { dtype: 'I64', shape: [2], data_offsets: [0, 16] } });
+    expect(header).toEqual({
+      __metadata__: { format: 'pt' },
+      d2t: { dtype: 'I64', shape: [2], data_offsets: [0, 16] },
+    });
     expect(safetensorsHeaderLength(buf.subarray(0, 8))).toBe(headerLength);
   });
 
@@ -63,13 +75,17 @@ describe('parseSafetensorsHeader', () => {
 
   it('rejects what is not a safetensors file, with a clear reason', () => {
     expect(() => parseSafetensorsHeader(Buffer.from('abc'))).toThrow(/need 8 bytes/);
-    expect(() => parseSafetensorsHeader(Buffer.from('PK\x03\x04 this is a zip (torch.save)', 'latin1'))).toThrow(/header length \d+ is outside/);
+    expect(() => parseSafetensorsHeader(Buffer.from('PK\x03\x04 this is a zip (torch.save)', 'latin1'))).toThrow(
+      /header length \d+ is outside/,
+    );
     expect(() => parseSafetensorsHeader(file('{"d2t": '))).toThrow(/not JSON/);
     expect(() => parseSafetensorsHeader(file('[1, 2]'))).toThrow(/not a JSON object/);
     expect(() => parseSafetensorsHeader(file({ d2t: { dtype: 'I64', shape: [4], data_offsets: [0, 16] } }))).toThrow(
       /tensor "d2t" spans 16 bytes but I64\[4\] needs 32/,
     );
-    expect(() => parseSafetensorsHeader(file({ fc: { dtype: 'BF16', shape: [2] } }))).toThrow(/tensor "fc" has no valid data_offsets/);
+    expect(() => parseSafetensorsHeader(file({ fc: { dtype: 'BF16', shape: [2] } }))).toThrow(
+      /tensor "fc" has no valid data_offsets/,
+    );
   });
 });
 
@@ -91,7 +107,9 @@ describe('verifyDrafter', () => {
 
   it('catches a config SGLang would not serve as EAGLE-3', () => {
     const { draft_vocab_size: _d, ...noDraftVocab } = cfg;
-    expect(verifyDrafter({ ...noDraftVocab, architectures: ['LlamaForCausalLM'], num_hidden_layers: 2 }, drafterHeader())).toEqual([
+    expect(
+      verifyDrafter({ ...noDraftVocab, architectures: ['LlamaForCausalLM'], num_hidden_layers: 2 }, drafterHeader()),
+    ).toEqual([
       'config.json architectures is ["LlamaForCausalLM"]: SGLang\'s EAGLE3 drafter class is LlamaForCausalLMEagle3',
       'config.json has no positive integer draft_vocab_size: the draft head and d2t cannot be sized',
       'config.json num_hidden_layers is 2: an EAGLE-3 drafter has exactly 1',
@@ -142,7 +160,9 @@ describe('verifyDrafter', () => {
     const h = drafterHeader();
     h['draft_model.fc.weight'] = h['fc.weight'];
     delete h['fc.weight'];
-    expect(verifyDrafter(cfg, h)[0]).toMatch(/names it "draft_model\.fc\.weight": SGLang loads only "fc\.weight" or "model\.fc\.weight"/);
+    expect(verifyDrafter(cfg, h)[0]).toMatch(
+      /names it "draft_model\.fc\.weight": SGLang loads only "fc\.weight" or "model\.fc\.weight"/,
+    );
   });
 });
 

@@ -21,7 +21,7 @@ describe('classifyTrainFailure', () => {
     expect(f.evidence).toMatch(/^torch\.OutOfMemoryError: CUDA out of memory/);
   });
 
-  it('a crash is retryable and names the root cause, not torchrun\'s wrapper', () => {
+  it("a crash is retryable and names the root cause, not torchrun's wrapper", () => {
     const tail =
       '[rank0]: Traceback (most recent call last):\n' +
       '[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered\n' +
@@ -30,7 +30,11 @@ describe('classifyTrainFailure', () => {
       '  File "/usr/local/bin/torchrun", line 8, in <module>\n' +
       CHILD_FAILED;
     const f = classifyTrainFailure(tail);
-    expect([f.kind, f.retryable, f.evidence]).toEqual(['crash', true, 'RuntimeError: CUDA error: an illegal memory access was encountered']);
+    expect([f.kind, f.retryable, f.evidence]).toEqual([
+      'crash',
+      true,
+      'RuntimeError: CUDA error: an illegal memory access was encountered',
+    ]);
     expect(f.advice).toMatch(/relaunches it from the newest complete checkpoint/);
   });
 
@@ -45,7 +49,7 @@ describe('classifyTrainFailure', () => {
 
   it('a wrong interpreter is a missing module, not retryable', () => {
     for (const tail of [
-      "Traceback (most recent call last):\n  File \"scripts/train_eagle3.py\", line 10, in <module>\nModuleNotFoundError: No module named 'specforge'\n",
+      'Traceback (most recent call last):\n  File "scripts/train_eagle3.py", line 10, in <module>\nModuleNotFoundError: No module named \'specforge\'\n',
       '/usr/bin/python3: No module named torch.distributed.run\n',
       "/usr/bin/python3: can't open file '/opt/SpecForge/scripts/train_eagle3.py': [Errno 2] No such file or directory\n",
       'bash: line 1: torchrun: command not found\n',
@@ -57,10 +61,14 @@ describe('classifyTrainFailure', () => {
   });
 
   it('argparse refusals, missing inputs and a full disk are not retryable', () => {
-    const usage = classifyTrainFailure('usage: train_eagle3.py [-h] --target-model-path TARGET_MODEL_PATH\ntrain_eagle3.py: error: unrecognized arguments: --bogus 1\n');
+    const usage = classifyTrainFailure(
+      'usage: train_eagle3.py [-h] --target-model-path TARGET_MODEL_PATH\ntrain_eagle3.py: error: unrecognized arguments: --bogus 1\n',
+    );
     expect([usage.kind, usage.retryable]).toEqual(['usage', false]);
     expect(usage.advice).toContain('unrecognized arguments: --bogus 1');
-    const missing = classifyTrainFailure("[rank0]: FileNotFoundError: Unable to find '/runs/r1/regen.jsonl'\n" + CHILD_FAILED);
+    const missing = classifyTrainFailure(
+      "[rank0]: FileNotFoundError: Unable to find '/runs/r1/regen.jsonl'\n" + CHILD_FAILED,
+    );
     expect([missing.kind, missing.retryable]).toEqual(['missing-file', false]);
     const disk = classifyTrainFailure('[rank0]: OSError: [Errno 28] No space left on device\n' + CHILD_FAILED);
     expect([disk.kind, disk.retryable]).toEqual(['disk-full', false]);

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { parsePythonMetricDict, parseSpecforgeProgress, specforgeStopStep, type CliTrainProgress } from '../../src/stages/train/specforge-progress.js';
+import {
+  parsePythonMetricDict,
+  parseSpecforgeProgress,
+  specforgeStopStep,
+  type CliTrainProgress,
+} from '../../src/stages/train/specforge-progress.js';
 
 // Lines built as HEAD builds them: the dict in _reduce_eagle3_metrics' key order
 // (SpecForge@a6b6b023:specforge/training/controller.py:283-303,471-473, then lr and perf/* at
@@ -11,7 +16,8 @@ const STEP8 =
 const STEP8_TRACKED =
   "step 8: {'train/acc_0': 0.4375, 'train/acc_1': 0.3125, 'train/acc_2': 0.25, 'train/ploss_0': 5.123456789, 'train/ploss_1': 5.5, 'train/ploss_2': 6.0, 'train/acc': 0.3333333333333333, 'train/loss': 16.623456789, 'train/acceptance_rate_0': 0.5, 'train/acceptance_rate_1': 0.375, 'train/acceptance_rate_2': 0.25, 'train/acceptance_rate': 0.375, 'train/grad_norm': 3.0625, 'train/lr': 9.5e-05, 'train/perf/optimizer_steps_per_hour': 7200.0, 'train/perf/optimizer_step_time_s': 0.5, 'train/perf/data_wait_time_s': 0.0012, 'train/perf/train_compute_time_s': 0.48, 'train/perf/durable_ack_time_s': 0.0, 'train/perf/global_samples_per_second': 16.0}\n";
 // An eval pass at the same step (controller.py:729-735; evaluator.py:146-149 keys).
-const EVAL8 = "step 8: {'eval/avg_loss': 17.0, 'eval/avg_acc': 0.4, 'eval/per_position_acc': [0.4, 0.3, 0.2], 'eval/simulated_acc_len': 1.7}\n";
+const EVAL8 =
+  "step 8: {'eval/avg_loss': 17.0, 'eval/avg_acc': 0.4, 'eval/per_position_acc': [0.4, 0.3, 0.2], 'eval/simulated_acc_len': 1.7}\n";
 // Python's last-resort handler prints the bare message (checkpoint.py:114-118).
 const REWIND = 'rewinding checkpoint timeline at step 4: deleting /o/demo-step4, /o/demo-step8\n';
 
@@ -27,7 +33,7 @@ describe('parseSpecforgeProgress', () => {
       step: 8,
       loss: 16.623456789,
       acc: 0.3333333333333333,
-      lr: 9.5e-05,
+      lr: 9.5e-5,
       gradNorm: 3.0625,
       acceptanceRate: 0.375,
     });
@@ -109,7 +115,8 @@ describe('parseSpecforgeProgress', () => {
 });
 
 describe('parseSpecforgeProgress with several ranks in one log', () => {
-  const dict = (step: number, loss: number) => `step ${step}: {'acc': 0.5, 'loss': ${loss}, 'lr': 1e-05, 'perf/optimizer_step_time_s': 0.${step}}`;
+  const dict = (step: number, loss: number) =>
+    `step ${step}: {'acc': 0.5, 'loss': ${loss}, 'lr': 1e-05, 'perf/optimizer_step_time_s': 0.${step}}`;
   it('reads two ranks’ prints that ran together before their newlines (test/fixtures/real/specforge-a6b6b023-cpu-ws2/resume.log)', () => {
     const p = parseSpecforgeProgress(`${dict(6, 1.5)}\n${dict(6, 1.5)}\n${dict(7, 1.25)}${dict(7, 1.25)}\n\n`);
     expect(p).toMatchObject({ step: 7, loss: 1.25, acc: 0.5, lr: 1e-5 });
@@ -127,7 +134,11 @@ describe('specforgeStopStep', () => {
     expect(specforgeStopStep({ samples: 16, worldSize: 1, batchSize: 1, accumulationSteps: 1, numEpochs: 1 })).toBe(16);
   });
   it('is capped by max_steps, and max_steps past the data stops at the data', () => {
-    expect(specforgeStopStep({ samples: 16, worldSize: 1, batchSize: 1, accumulationSteps: 1, numEpochs: 2, maxSteps: 10 })).toBe(10);
-    expect(specforgeStopStep({ samples: 16, worldSize: 1, batchSize: 1, accumulationSteps: 1, numEpochs: 1, maxSteps: 100 })).toBe(16);
+    expect(
+      specforgeStopStep({ samples: 16, worldSize: 1, batchSize: 1, accumulationSteps: 1, numEpochs: 2, maxSteps: 10 }),
+    ).toBe(10);
+    expect(
+      specforgeStopStep({ samples: 16, worldSize: 1, batchSize: 1, accumulationSteps: 1, numEpochs: 1, maxSteps: 100 }),
+    ).toBe(16);
   });
 });

@@ -46,18 +46,24 @@ describe('parseTrainProgress', () => {
   });
 
   it('reports a --ckpt-dir continuation in run-wide steps: its meter counts from zero', () => {
-    const p = parseTrainProgress(meter(0, 5, 96, ', loss=4.0, acc=0.5, time=0.5s'), seedProgress({ numEpochs: 2, maxNumSteps: 72 }, 120));
+    const p = parseTrainProgress(
+      meter(0, 5, 96, ', loss=4.0, acc=0.5, time=0.5s'),
+      seedProgress({ numEpochs: 2, maxNumSteps: 72 }, 120),
+    );
     expect([p.step, p.totalSteps, p.baseStep]).toEqual([125, 192, 120]);
   });
 
   it('reads acceptance_rate and grad_norm where the meter has them (20e2e3f0), without taking either for acc', () => {
-    const p = parseTrainProgress(meter(1, 3, 8, ', loss=3.21, acc=0.44, acceptance_rate=0.39, time=0.50s, grad_norm=1.25'));
+    const p = parseTrainProgress(
+      meter(1, 3, 8, ', loss=3.21, acc=0.44, acceptance_rate=0.39, time=0.50s, grad_norm=1.25'),
+    );
     expect([p.loss, p.acc, p.acceptanceRate, p.gradNorm, p.step]).toEqual([3.21, 0.44, 0.39, 1.25, 11]);
   });
 
   it('ignores logger.info lines even if a handler printed them: only prints and meters count', () => {
     const p = parseTrainProgress(
-      'rank 0: Auto-calculated total_steps: 999 (num_epochs=9 * steps_per_epoch=111)\nSaved model configuration to /o/epoch_0_step_40\n' + meter(0, 2, 96),
+      'rank 0: Auto-calculated total_steps: 999 (num_epochs=9 * steps_per_epoch=111)\nSaved model configuration to /o/epoch_0_step_40\n' +
+        meter(0, 2, 96),
     );
     expect([p.totalEpochs, p.stepsPerEpoch, p.lastCheckpoint]).toEqual([undefined, 96, undefined]);
   });
@@ -70,7 +76,10 @@ describe('parseTrainProgress', () => {
     }
     for (let a = 0; a < LOG.length; a += 37) {
       for (let b = a; b <= LOG.length; b += 53) {
-        const p = parseTrainProgress(LOG.slice(b), parseTrainProgress(LOG.slice(a, b), parseTrainProgress(LOG.slice(0, a))));
+        const p = parseTrainProgress(
+          LOG.slice(b),
+          parseTrainProgress(LOG.slice(a, b), parseTrainProgress(LOG.slice(0, a))),
+        );
         expect(stable(p), `cuts at ${a}, ${b}`).toEqual(whole);
       }
     }
@@ -85,7 +94,9 @@ describe('parseTrainProgress', () => {
   });
 
   it('counts global steps across epochs and reads nan losses', () => {
-    const p = parseTrainProgress(`${meter(0, 96, 96, ', loss=5.1, acc=0.5, time=0.5s')}\n${meter(1, 96, 96, ', loss=nan, acc=0.00, time=0.50s')}\n`);
+    const p = parseTrainProgress(
+      `${meter(0, 96, 96, ', loss=5.1, acc=0.5, time=0.5s')}\n${meter(1, 96, 96, ', loss=nan, acc=0.00, time=0.50s')}\n`,
+    );
     expect([p.epoch, p.step, p.epochStep, p.lines]).toEqual([1, 192, 96, 2]);
     expect(p.loss).toBeNaN();
   });

@@ -48,9 +48,23 @@ async function rebuild(listing: string): Promise<string> {
 }
 
 const run = (world: number): SpecforgeRun => ({
-  launcher: ['specforge'], configPath: '/c.yaml', runId: 'tiny', outputDir: '/o', targetModelPath: '/t', draftModelConfig: '/d.json',
-  targetBackend: 'sglang', trainDataPath: '/x.jsonl', hiddenStatesPath: '/h', chatTemplate: 'llama3', maxLength: 256, numEpochs: 1,
-  batchSize: 1, learningRate: 1e-4, tttLength: 3, saveInterval: 4, overrides: { 'deployment.trainer.nproc_per_node': world },
+  launcher: ['specforge'],
+  configPath: '/c.yaml',
+  runId: 'tiny',
+  outputDir: '/o',
+  targetModelPath: '/t',
+  draftModelConfig: '/d.json',
+  targetBackend: 'sglang',
+  trainDataPath: '/x.jsonl',
+  hiddenStatesPath: '/h',
+  chatTemplate: 'llama3',
+  maxLength: 256,
+  numEpochs: 1,
+  batchSize: 1,
+  learningRate: 1e-4,
+  tttLength: 3,
+  saveInterval: 4,
+  overrides: { 'deployment.trainer.nproc_per_node': world },
 });
 const dictSteps = (log: string): number[] => [...log.matchAll(/step (\d+): \{/g)].map((m) => Number(m[1]));
 
@@ -65,7 +79,12 @@ describe('real SpecForge at world size 2 (CPU, gloo)', () => {
     const out = await rebuild('ls-after-clean.txt');
     const l = await listSpecforgeCheckpoints(host, out, 'tiny');
     // max_checkpoints 2 rotated step 4 away; DDP keeps the optimizer in the shared file, the rank files hold RNG only.
-    expect(l.checkpoints.map((c) => [c.step, c.files])).toEqual([9, 8].map((s) => [s, { 'training_state.pt': 20227892, 'training_state_rank0.pt': 6937, 'training_state_rank1.pt': 6937 }]));
+    expect(l.checkpoints.map((c) => [c.step, c.files])).toEqual(
+      [9, 8].map((s) => [
+        s,
+        { 'training_state.pt': 20227892, 'training_state_rank0.pt': 6937, 'training_state_rank1.pt': 6937 },
+      ]),
+    );
     expect(l.latest?.step).toBe(9);
     expect(planSpecforgeResume(l, 2)).toMatchObject({ kind: 'resume', checkpoint: { step: 9 } });
   });
@@ -73,11 +92,17 @@ describe('real SpecForge at world size 2 (CPU, gloo)', () => {
   it('killed in step 8’s save: both rank files landed, the shared state did not; aerie resumes step 4, as the run did, and refuses world size 1', async () => {
     const out = await rebuild('ls-after-kill.txt');
     const l = await listSpecforgeCheckpoints(host, out, 'tiny');
-    expect(l.checkpoints.find((c) => c.step === 8)!.files).toEqual({ 'training_state.pt.tmp': 0, 'training_state_rank0.pt': 6937, 'training_state_rank1.pt': 6937 });
+    expect(l.checkpoints.find((c) => c.step === 8)!.files).toEqual({
+      'training_state.pt.tmp': 0,
+      'training_state_rank0.pt': 6937,
+      'training_state_rank1.pt': 6937,
+    });
     const plan = planSpecforgeResume(l, 2);
     expect(plan.kind === 'resume' && plan.checkpoint.dir).toBe(join(out, 'tiny-step4'));
     expect((await fixture('resume-from.txt')).trim().endsWith('/tiny-step4')).toBe(true);
-    expect(plan.kind === 'resume' && plan.skipped).toEqual([`${join(out, 'tiny-step8')} lacks training_state.pt (a save cut short)`]);
+    expect(plan.kind === 'resume' && plan.skipped).toEqual([
+      `${join(out, 'tiny-step8')} lacks training_state.pt (a save cut short)`,
+    ]);
     expect(planSpecforgeResume(l, 1)).toMatchObject({ kind: 'world-mismatch', writtenAt: 2, worldSize: 1 });
     // A SIGKILL leaves no traceback: a plain crash, worth the relaunch.
     expect(classifySpecforgeFailure(await fixture('kill.log'))).toMatchObject({ kind: 'crash', retryable: true });
@@ -110,7 +135,13 @@ describe('real SpecForge at world size 2 (CPU, gloo)', () => {
 describe('real SpecForge: a one-rank checkpoint resumed at two ranks', () => {
   it('both ranks refuse, torchrun reports both; aerie’s planner refuses it before launching and the classifier after', async () => {
     const log = await fixture('grow-resume.log');
-    for (const rank of [0, 1]) expect(log).toMatch(new RegExp(`^\\[rank${rank}\\]: ValueError: checkpoint \\S+tiny-step4 has no usable per-rank state for rank ${rank} at world_size=2 \\(written at world_size=1\\)`, 'm'));
+    for (const rank of [0, 1])
+      expect(log).toMatch(
+        new RegExp(
+          `^\\[rank${rank}\\]: ValueError: checkpoint \\S+tiny-step4 has no usable per-rank state for rank ${rank} at world_size=2 \\(written at world_size=1\\)`,
+          'm',
+        ),
+      );
     expect(log).toMatch(/^specforge\.cli FAILED$/m);
     const f = classifySpecforgeFailure(log);
     expect(f).toMatchObject({ kind: 'usage', retryable: false });
@@ -126,17 +157,33 @@ describe('the simulator against the real two-rank runs', () => {
     await mkdir(features, { recursive: true });
     for (let i = 0; i < 17; i++) await writeFile(join(features, `data_${i}.ckpt`), 'x');
     const p = join(dir, 'sim.yaml');
-    await writeFile(p, [
-      'run_id: tiny',
-      'model:', `  target_model_path: ${join(ROOT, 'examples/models/sim-llama-8b')}`, `  draft_model_config: ${join(ROOT, 'examples/models/sim-llama-8b-eagle3-draft.json')}`,
-      'data:', `  hidden_states_path: ${join(dir, 'features')}`,
-      'training:', '  num_epochs: 1', '  batch_size: 1', '  save_interval: 4', '  max_checkpoints: 2', '  log_interval: 1',
-      'deployment:', '  trainer:', '    nproc_per_node: 2',
-    ].join('\n'));
+    await writeFile(
+      p,
+      [
+        'run_id: tiny',
+        'model:',
+        `  target_model_path: ${join(ROOT, 'examples/models/sim-llama-8b')}`,
+        `  draft_model_config: ${join(ROOT, 'examples/models/sim-llama-8b-eagle3-draft.json')}`,
+        'data:',
+        `  hidden_states_path: ${join(dir, 'features')}`,
+        'training:',
+        '  num_epochs: 1',
+        '  batch_size: 1',
+        '  save_interval: 4',
+        '  max_checkpoints: 2',
+        '  log_interval: 1',
+        'deployment:',
+        '  trainer:',
+        '    nproc_per_node: 2',
+      ].join('\n'),
+    );
     return p;
   };
   const sim = (env: Record<string, string>, ...args: string[]) =>
-    spawnSync(process.execPath, [join(ROOT, 'bin/aerie-sim.mjs'), 'specforge', 'train', ...args], { encoding: 'utf8', env: { ...process.env, AERIE_SIM_TIME_SCALE: '0', ...env } });
+    spawnSync(process.execPath, [join(ROOT, 'bin/aerie-sim.mjs'), 'specforge', 'train', ...args], {
+      encoding: 'utf8',
+      env: { ...process.env, AERIE_SIM_TIME_SCALE: '0', ...env },
+    });
   const names = async (out: string) => {
     const l = await listSpecforgeCheckpoints(host, out, 'tiny');
     return { steps: l.checkpoints.map((c) => [c.step, Object.keys(c.files).sort()]), latest: l.latest?.target };
@@ -149,11 +196,15 @@ describe('the simulator against the real two-rank runs', () => {
     expect(dictSteps(clean.stdout)).toEqual(dictSteps(await fixture('clean.log')));
     expect(await names(join(dir, 'sim-clean'))).toEqual(await names(await rebuild('ls-after-clean.txt')));
     const killed = join(dir, 'sim-kill');
-    expect(sim({ AERIE_SIM_SPECFORGE_CRASH_IN_SAVE: '8:peers-written' }, '-c', c, `output_dir=${killed}`).status).toBe(137);
+    expect(sim({ AERIE_SIM_SPECFORGE_CRASH_IN_SAVE: '8:peers-written' }, '-c', c, `output_dir=${killed}`).status).toBe(
+      137,
+    );
     expect(await names(killed)).toEqual(await names(await rebuild('ls-after-kill.txt')));
     const resumed = sim({}, '-c', c, `output_dir=${killed}`, `training.resume_from=${join(killed, 'tiny-step4')}`);
     expect(dictSteps(resumed.stdout)).toEqual(dictSteps(await fixture('resume.log')));
-    expect(resumed.stderr).toContain(`rewinding checkpoint timeline at step 8: deleting ${join(killed, 'tiny-step8')}\n`);
+    expect(resumed.stderr).toContain(
+      `rewinding checkpoint timeline at step 8: deleting ${join(killed, 'tiny-step8')}\n`,
+    );
     expect(await names(killed)).toEqual(await names(await rebuild('ls-after-resume.txt')));
     expect((await readdir(killed)).sort()).toEqual(['tiny-latest', 'tiny-step8', 'tiny-step9']);
   });
@@ -162,14 +213,25 @@ describe('the simulator against the real two-rank runs', () => {
     const c = await cfg();
     const out = join(dir, 'sim-shrink');
     expect(sim({}, '-c', c, `output_dir=${out}`).status).toBe(0);
-    const r = sim({}, '-c', c, `output_dir=${out}`, `training.resume_from=${join(out, 'tiny-step8')}`, 'deployment.trainer.nproc_per_node=1');
+    const r = sim(
+      {},
+      '-c',
+      c,
+      `output_dir=${out}`,
+      `training.resume_from=${join(out, 'tiny-step8')}`,
+      'deployment.trainer.nproc_per_node=1',
+    );
     expect(r.status).toBe(1);
     // PyPI's cli.py has 5 more lines at 259 (worker_env's None values unset the variable).
-    const frames = (t: string, pypi = false) => [...t.matchAll(/^\[rank0\]:\s+File "([^"]+)", line (\d+), in (\S+)$/gm)]
-      .map(([, f, l, fn]) => `${f!.replace(/^.*\/(specforge\/)/, '$1')}:${pypi && f!.endsWith('specforge/cli.py') && Number(l) > 259 ? Number(l) - 5 : l}:${fn}`);
+    const frames = (t: string, pypi = false) =>
+      [...t.matchAll(/^\[rank0\]:\s+File "([^"]+)", line (\d+), in (\S+)$/gm)].map(
+        ([, f, l, fn]) =>
+          `${f!.replace(/^.*\/(specforge\/)/, '$1')}:${pypi && f!.endsWith('specforge/cli.py') && Number(l) > 259 ? Number(l) - 5 : l}:${fn}`,
+      );
     const real = await fixture('shrink.log');
     expect(frames(r.stderr)).toEqual(frames(real, true));
-    const refusal = (t: string) => /^\[rank0\]: (ValueError: checkpoint )\S+( has no usable per-rank state .*)$/m.exec(t)!.slice(1).join('<dir>');
+    const refusal = (t: string) =>
+      /^\[rank0\]: (ValueError: checkpoint )\S+( has no usable per-rank state .*)$/m.exec(t)!.slice(1).join('<dir>');
     expect(refusal(r.stderr)).toBe(refusal(real));
     expect(r.stderr).not.toContain('ChildFailedError');
   });
@@ -177,11 +239,16 @@ describe('the simulator against the real two-rank runs', () => {
   it('refuses a one-rank checkpoint at two ranks as the real run did: both ranks, then torchrun’s report with its frames', async () => {
     const c = await cfg();
     const out = join(dir, 'sim-grow');
-    expect(sim({}, '-c', c, `output_dir=${out}`, 'deployment.trainer.nproc_per_node=1', 'training.max_steps=4').status).toBe(0);
+    expect(
+      sim({}, '-c', c, `output_dir=${out}`, 'deployment.trainer.nproc_per_node=1', 'training.max_steps=4').status,
+    ).toBe(0);
     const r = sim({}, '-c', c, `output_dir=${out}`, `training.resume_from=${join(out, 'tiny-step4')}`);
     expect(r.status).toBe(1);
     const real = await fixture('grow-resume.log');
-    const refusals = (t: string) => [...t.matchAll(/^\[rank(\d)\]: ValueError: checkpoint \S+( has no usable .*)$/gm)].map((m) => `${m[1]}${m[2]}`).sort();
+    const refusals = (t: string) =>
+      [...t.matchAll(/^\[rank(\d)\]: ValueError: checkpoint \S+( has no usable .*)$/gm)]
+        .map((m) => `${m[1]}${m[2]}`)
+        .sort();
     expect(refusals(r.stderr)).toEqual(refusals(real));
     // torchrun's own traceback and report, down to the failure entries (whose order follows timing).
     const report = (t: string) => {
@@ -189,7 +256,11 @@ describe('the simulator against the real two-rank runs', () => {
       return t.slice(from, t.indexOf('Failures:', from)).replace(/File "[^"]*\/torch\//g, 'File "torch/');
     };
     expect(report(r.stderr)).toBe(report(real));
-    expect(r.stderr).toMatch(/^W\d{4} [\d:.]+ \d+ \S+\/elastic\/multiprocessing\/api\.py:1028\] Sending process \d+ closing signal SIGTERM$/m);
-    expect(real).toMatch(/^W\d{4} [\d:.]+ \d+ \S+\/elastic\/multiprocessing\/api\.py:1028\] Sending process \d+ closing signal SIGTERM$/m);
+    expect(r.stderr).toMatch(
+      /^W\d{4} [\d:.]+ \d+ \S+\/elastic\/multiprocessing\/api\.py:1028\] Sending process \d+ closing signal SIGTERM$/m,
+    );
+    expect(real).toMatch(
+      /^W\d{4} [\d:.]+ \d+ \S+\/elastic\/multiprocessing\/api\.py:1028\] Sending process \d+ closing signal SIGTERM$/m,
+    );
   });
 });

@@ -67,12 +67,28 @@ const tag = (run: SpecforgeRun): string => run.configPath.split('/').at(-2)!;
 async function supervise(run: SpecforgeRun, env: Record<string, string> = {}) {
   const trainDir = join(run.configPath, '..');
   const seen: TrainProgress[] = [];
-  const base = { host, cwd: trainDir, env: { AERIE_SIM_TIME_SCALE: '0', ...env }, pollMs: 20, heartbeat: () => undefined };
-  const hooks = specforgeHooks(host, run, join(trainDir, 'drafter'), { ...base, crashRetries: 1, prefix: `${tag(run)}.export.`, logPath: (g) => join(trainDir, `export-${g}.log`) });
+  const base = {
+    host,
+    cwd: trainDir,
+    env: { AERIE_SIM_TIME_SCALE: '0', ...env },
+    pollMs: 20,
+    heartbeat: () => undefined,
+  };
+  const hooks = specforgeHooks(host, run, join(trainDir, 'drafter'), {
+    ...base,
+    crashRetries: 1,
+    prefix: `${tag(run)}.export.`,
+    logPath: (g) => join(trainDir, `export-${g}.log`),
+  });
   const notes: string[] = [];
   const outcome = await superviseJob<TrainResult, TrainProgress>(
     {
-      ...base, prefix: `${tag(run)}.train.`, logPath: (g) => join(trainDir, `train-${g}.log`), crashRetries: 3, what: 'trainer', crashType: 'TrainerCrashed',
+      ...base,
+      prefix: `${tag(run)}.train.`,
+      logPath: (g) => join(trainDir, `train-${g}.log`),
+      crashRetries: 3,
+      what: 'trainer',
+      crashType: 'TrainerCrashed',
       heartbeat: (d) => {
         if (d.progress) seen.push(d.progress);
         if (d.note) notes.push(d.note);
@@ -103,7 +119,11 @@ describe('two ranks, simulated from SpecForge@a6b6b023', () => {
     expect(outcome.result.drafterDir).toBe(join(trainDir, 'drafter'));
     expect((await readdir(run.outputDir)).sort()).toEqual(['r-latest', 'r-step1', 'r-step2', 'r-step3', 'r-step4']);
     for (const s of [1, 2, 3, 4]) {
-      expect((await readdir(join(run.outputDir, `r-step${s}`))).sort()).toEqual(['training_state.pt', 'training_state_rank0.pt', 'training_state_rank1.pt']);
+      expect((await readdir(join(run.outputDir, `r-step${s}`))).sort()).toEqual([
+        'training_state.pt',
+        'training_state_rank0.pt',
+        'training_state_rank1.pt',
+      ]);
     }
     expect(await readlink(join(run.outputDir, 'r-latest'))).toBe('r-step4');
 
@@ -125,10 +145,30 @@ describe('two ranks, simulated from SpecForge@a6b6b023', () => {
 
   // Killed in step 3's save: where the kill lands decides which checkpoint is complete.
   const cases = [
-    { point: 'rank0-opened', files: ['training_state_rank0.pt.tmp'], resumeFrom: 2, skipped: /r-step3 lacks training_state\.pt, training_state_rank0\.pt, training_state_rank1\.pt/ },
-    { point: 'shared-written', files: ['training_state.pt', 'training_state_rank0.pt'], resumeFrom: 2, skipped: /r-step3 lacks training_state_rank1\.pt/ },
-    { point: 'peers-written', files: ['training_state.pt.tmp', 'training_state_rank0.pt', 'training_state_rank1.pt'], resumeFrom: 2, skipped: /r-step3 lacks training_state\.pt/ },
-    { point: 'files-written', files: ['training_state.pt', 'training_state_rank0.pt', 'training_state_rank1.pt'], resumeFrom: 3, skipped: undefined },
+    {
+      point: 'rank0-opened',
+      files: ['training_state_rank0.pt.tmp'],
+      resumeFrom: 2,
+      skipped: /r-step3 lacks training_state\.pt, training_state_rank0\.pt, training_state_rank1\.pt/,
+    },
+    {
+      point: 'shared-written',
+      files: ['training_state.pt', 'training_state_rank0.pt'],
+      resumeFrom: 2,
+      skipped: /r-step3 lacks training_state_rank1\.pt/,
+    },
+    {
+      point: 'peers-written',
+      files: ['training_state.pt.tmp', 'training_state_rank0.pt', 'training_state_rank1.pt'],
+      resumeFrom: 2,
+      skipped: /r-step3 lacks training_state\.pt/,
+    },
+    {
+      point: 'files-written',
+      files: ['training_state.pt', 'training_state_rank0.pt', 'training_state_rank1.pt'],
+      resumeFrom: 3,
+      skipped: undefined,
+    },
   ] as const;
   for (const c of cases) {
     it(`killed at ${c.point} of a save: resumes from step ${c.resumeFrom}, the newest checkpoint with all of both ranks' files`, async () => {
@@ -147,18 +187,27 @@ describe('two ranks, simulated from SpecForge@a6b6b023', () => {
         return origList(p);
       };
       try {
-        const { outcome, notes, trainDir } = await supervise(run, { AERIE_SIM_SPECFORGE_CRASH_IN_SAVE: `3:${c.point}`, AERIE_SIM_FAULT_ONCE: once });
+        const { outcome, notes, trainDir } = await supervise(run, {
+          AERIE_SIM_SPECFORGE_CRASH_IN_SAVE: `3:${c.point}`,
+          AERIE_SIM_FAULT_ONCE: once,
+        });
         expect(leftovers).toEqual([...c.files].sort());
         expect(latest).toBe('r-step2'); // -latest moves only after every rank's files (checkpoint.py:102-104)
         expect(outcome.launches).toBe(2);
-        expect((await launched(run, 1))!.at(-1)).toBe(`training.resume_from=${join(run.outputDir, `r-step${c.resumeFrom}`)}`);
+        expect((await launched(run, 1))!.at(-1)).toBe(
+          `training.resume_from=${join(run.outputDir, `r-step${c.resumeFrom}`)}`,
+        );
         const note = notes.find((n) => n.startsWith('resuming from'))!;
         if (c.skipped) expect(note).toMatch(c.skipped);
         else expect(note).toBe(`resuming from ${join(run.outputDir, 'r-step3')}`);
         const second = await readFile(join(trainDir, 'train-1.log'), 'utf8');
         // Rank 0 alone deletes the stale step 3 when it saves step 3 again (checkpoint.py:85-86,109-120).
         expect(second.match(/rewinding checkpoint timeline/g)?.length ?? 0).toBe(c.resumeFrom === 2 ? 1 : 0);
-        expect((await readdir(join(run.outputDir, 'r-step4'))).sort()).toEqual(['training_state.pt', 'training_state_rank0.pt', 'training_state_rank1.pt']);
+        expect((await readdir(join(run.outputDir, 'r-step4'))).sort()).toEqual([
+          'training_state.pt',
+          'training_state_rank0.pt',
+          'training_state_rank1.pt',
+        ]);
         expect((await host.findLaunch(`${tag(run)}.export.0`))!.argv).toContain(join(run.outputDir, 'r-step4'));
       } finally {
         host.list = origList;
@@ -178,7 +227,9 @@ describe('two ranks, simulated from SpecForge@a6b6b023', () => {
     const err = await hooks.afterCrash(ended, classifySpecforgeFailure('')).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(JobFailure);
     expect((err as JobFailure).type).toBe('TrainerFailed');
-    expect((err as JobFailure).message).toMatch(/written at world size 2 \(r-step\d+ \(what -latest points at\) holds training_state_rank0\.pt … training_state_rank1\.pt\), this launch trains at world size 1/);
+    expect((err as JobFailure).message).toMatch(
+      /written at world size 2 \(r-step\d+ \(what -latest points at\) holds training_state_rank0\.pt … training_state_rank1\.pt\), this launch trains at world size 1/,
+    );
     expect((err as JobFailure).message).toMatch(/deployment\.trainer\.nproc_per_node \(× nnodes\) back to 2/);
   });
 
@@ -192,21 +243,36 @@ describe('two ranks, simulated from SpecForge@a6b6b023', () => {
     let launches = 0;
     const err = await superviseJob<TrainResult, TrainProgress>(
       {
-        host, cwd: trainDir, env: { AERIE_SIM_TIME_SCALE: '0', AERIE_SIM_SPECFORGE_CRASH_IN_SAVE: '1', AERIE_SIM_FAULT_ONCE: once },
-        pollMs: 20, heartbeat: () => undefined, prefix: 'first-cut.train.', logPath: (g) => join(trainDir, `train-${g}.log`),
-        crashRetries: 5, what: 'trainer', crashType: 'TrainerCrashed',
+        host,
+        cwd: trainDir,
+        env: { AERIE_SIM_TIME_SCALE: '0', AERIE_SIM_SPECFORGE_CRASH_IN_SAVE: '1', AERIE_SIM_FAULT_ONCE: once },
+        pollMs: 20,
+        heartbeat: () => undefined,
+        prefix: 'first-cut.train.',
+        logPath: (g) => join(trainDir, `train-${g}.log`),
+        crashRetries: 5,
+        what: 'trainer',
+        crashType: 'TrainerCrashed',
       },
       (() => {
         const two = specforgeHooks(host, run, join(trainDir, 'drafter'), {} as never);
         const one = specforgeHooks(host, shrunk, join(trainDir, 'drafter'), {} as never);
-        return { ...two, fresh: async () => (launches++, two.fresh()), afterCrash: async (e, f) => (launches++, one.afterCrash(e, f)) };
+        return {
+          ...two,
+          fresh: async () => (launches++, two.fresh()),
+          afterCrash: async (e, f) => (launches++, one.afterCrash(e, f)),
+        };
       })(),
     ).catch((e: unknown) => e);
     expect(launches).toBe(2);
     expect(err).toBeInstanceOf(JobFailure);
-    expect((err as JobFailure).message).toMatch(/SpecForge refuses to resume a checkpoint written at world_size=2 with world_size=1/);
+    expect((err as JobFailure).message).toMatch(
+      /SpecForge refuses to resume a checkpoint written at world_size=2 with world_size=1/,
+    );
     const log = await readFile(join(trainDir, 'train-1.log'), 'utf8');
-    expect(log).toMatch(/^\[rank0\]: ValueError: checkpoint \S+r-step1 has no usable per-rank state for rank 0 at world_size=1 \(written at world_size=2\)/m);
+    expect(log).toMatch(
+      /^\[rank0\]: ValueError: checkpoint \S+r-step1 has no usable per-rank state for rank 0 at world_size=1 \(written at world_size=2\)/m,
+    );
     expect(log).not.toContain('ChildFailedError'); // one rank: no torchrun (launch_plan.py:540-541)
   });
 });
@@ -214,24 +280,50 @@ describe('two ranks, simulated from SpecForge@a6b6b023', () => {
 describe("the simulated CLI's refusals, each as aerie classifies it", () => {
   const cfg = async (name: string): Promise<string> => {
     const p = join(dir, `${name}.yaml`);
-    await writeFile(p, [
-      'run_id: r', `output_dir: ${join(dir, name)}`,
-      'model:', `  target_model_path: ${join(ROOT, 'examples/models/sim-llama-8b')}`, `  draft_model_config: ${join(ROOT, 'examples/models/sim-llama-8b-eagle3-draft.json')}`,
-      'data:', `  hidden_states_path: ${features}`,
-      'training:', '  num_epochs: 1', '  batch_size: 1', '  save_interval: 2',
-    ].join('\n'));
+    await writeFile(
+      p,
+      [
+        'run_id: r',
+        `output_dir: ${join(dir, name)}`,
+        'model:',
+        `  target_model_path: ${join(ROOT, 'examples/models/sim-llama-8b')}`,
+        `  draft_model_config: ${join(ROOT, 'examples/models/sim-llama-8b-eagle3-draft.json')}`,
+        'data:',
+        `  hidden_states_path: ${features}`,
+        'training:',
+        '  num_epochs: 1',
+        '  batch_size: 1',
+        '  save_interval: 2',
+      ].join('\n'),
+    );
     return p;
   };
   const train = (config: string, env: Record<string, string>, ...o: string[]) =>
-    spawnSync(SIM[0]!, [...SIM.slice(1), 'train', '-c', config, ...o], { encoding: 'utf8', env: { ...process.env, AERIE_SIM_TIME_SCALE: '0', ...env } });
+    spawnSync(SIM[0]!, [...SIM.slice(1), 'train', '-c', config, ...o], {
+      encoding: 'utf8',
+      env: { ...process.env, AERIE_SIM_TIME_SCALE: '0', ...env },
+    });
 
   it('one-rank checkpoints resumed at two ranks: both ranks refuse, torchrun reports both, and aerie does not retry', async () => {
     const c = await cfg('grow');
     expect(train(c, {}).status).toBe(0);
-    const r = train(c, {}, `training.resume_from=${join(dir, 'grow', 'r-step4')}`, 'deployment.trainer.nproc_per_node=2');
+    const r = train(
+      c,
+      {},
+      `training.resume_from=${join(dir, 'grow', 'r-step4')}`,
+      'deployment.trainer.nproc_per_node=2',
+    );
     expect(r.status).toBe(1);
-    for (const rank of [0, 1]) expect(r.stderr).toMatch(new RegExp(`^\\[rank${rank}\\]: ValueError: checkpoint \\S+ has no usable per-rank state for rank ${rank} at world_size=2 \\(written at world_size=1\\)`, 'm'));
-    expect(r.stderr).toMatch(/specforge\.cli FAILED\n-+\nFailures:\n\[1\]:\n(.*\n){2}  rank      : 1 \(local_rank: 1\)\n[\s\S]*Root Cause \(first observed failure\):\n\[0\]:\n(.*\n){2}  rank      : 0 \(local_rank: 0\)/);
+    for (const rank of [0, 1])
+      expect(r.stderr).toMatch(
+        new RegExp(
+          `^\\[rank${rank}\\]: ValueError: checkpoint \\S+ has no usable per-rank state for rank ${rank} at world_size=2 \\(written at world_size=1\\)`,
+          'm',
+        ),
+      );
+    expect(r.stderr).toMatch(
+      /specforge\.cli FAILED\n-+\nFailures:\n\[1\]:\n(.*\n){2}  rank      : 1 \(local_rank: 1\)\n[\s\S]*Root Cause \(first observed failure\):\n\[0\]:\n(.*\n){2}  rank      : 0 \(local_rank: 0\)/,
+    );
     const f = classifySpecforgeFailure(r.stderr);
     expect(f).toMatchObject({ kind: 'usage', retryable: false });
     expect(f.advice).toMatch(/written at world_size=1 with world_size=2.*nproc_per_node × nnodes = 1/);
@@ -240,12 +332,16 @@ describe("the simulated CLI's refusals, each as aerie classifies it", () => {
   it('a checkpoint lacking rank 1’s file passed at two ranks: rank 1 alone refuses, classified as a save cut short', async () => {
     const c = await cfg('cut');
     const out = join(dir, 'cut');
-    expect(train(c, { AERIE_SIM_SPECFORGE_CRASH_IN_SAVE: '4' }, 'deployment.trainer.nproc_per_node=2').status).toBe(137);
+    expect(train(c, { AERIE_SIM_SPECFORGE_CRASH_IN_SAVE: '4' }, 'deployment.trainer.nproc_per_node=2').status).toBe(
+      137,
+    );
     expect((await readdir(join(out, 'r-step4'))).sort()).toEqual(['training_state.pt', 'training_state_rank0.pt']);
     const r = train(c, {}, `training.resume_from=${join(out, 'r-step4')}`, 'deployment.trainer.nproc_per_node=2');
     expect(r.status).toBe(1);
     expect(r.stderr).not.toMatch(/\[rank0\]: ValueError/);
-    expect(r.stderr).toMatch(/^\[rank1\]: ValueError: checkpoint \S+r-step4 has no usable per-rank state for rank 1 at world_size=2 \(written at world_size=2\)/m);
+    expect(r.stderr).toMatch(
+      /^\[rank1\]: ValueError: checkpoint \S+r-step4 has no usable per-rank state for rank 1 at world_size=2 \(written at world_size=2\)/m,
+    );
     const f = classifySpecforgeFailure(r.stderr);
     expect(f).toMatchObject({ kind: 'usage', retryable: false });
     expect(f.advice).toMatch(/lacks a rank's training_state_rank<r>\.pt \(a save cut short\)/);

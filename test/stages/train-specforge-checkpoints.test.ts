@@ -3,7 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LocalHost } from '../../src/hosts/local/local-host.js';
-import { checkpointProblem, listSpecforgeCheckpoints, newestCompleteCheckpoint, planSpecforgeResume, specforgeWorldSize } from '../../src/stages/train/specforge-checkpoints.js';
+import {
+  checkpointProblem,
+  listSpecforgeCheckpoints,
+  newestCompleteCheckpoint,
+  planSpecforgeResume,
+  specforgeWorldSize,
+} from '../../src/stages/train/specforge-checkpoints.js';
 
 let dir: string;
 let host: LocalHost;
@@ -43,7 +49,9 @@ describe('listSpecforgeCheckpoints', () => {
     expect(l.checkpoints[0]!.files).toEqual(full(2));
     expect(l.latest).toEqual({ target: 'demo-step8', dir: join(dir, 'out', 'demo-step8'), step: 8 });
     expect(l.best).toBeUndefined();
-    expect((await listSpecforgeCheckpoints(host, `${join(dir, 'out')}/`, 'demo')).latest?.dir).toBe(join(dir, 'out', 'demo-step8'));
+    expect((await listSpecforgeCheckpoints(host, `${join(dir, 'out')}/`, 'demo')).latest?.dir).toBe(
+      join(dir, 'out', 'demo-step8'),
+    );
   });
 
   it('is empty for an output dir that does not exist yet', async () => {
@@ -54,7 +62,11 @@ describe('listSpecforgeCheckpoints', () => {
 describe('newestCompleteCheckpoint', () => {
   it('skips a save cut short: rank 1 had not written its file when rank 0 wrote training_state.pt', async () => {
     await ckpt('demo', 4, full(2));
-    await ckpt('demo', 8, { 'training_state.pt': 100, 'training_state_rank0.pt': 10, 'training_state_rank1.pt.tmp': 5 });
+    await ckpt('demo', 8, {
+      'training_state.pt': 100,
+      'training_state_rank0.pt': 10,
+      'training_state_rank1.pt.tmp': 5,
+    });
     const l = await listSpecforgeCheckpoints(host, join(dir, 'out'), 'demo');
     expect(newestCompleteCheckpoint(l, 2)?.step).toBe(4);
     expect(checkpointProblem(l.checkpoints[0]!, 2)).toMatch(/lacks training_state_rank1\.pt/);
@@ -106,14 +118,21 @@ describe('planSpecforgeResume', () => {
     await latest(4);
     const p = await plan(2);
     expect(p).toMatchObject({ kind: 'resume', checkpoint: { step: 4 } });
-    expect(p.kind === 'resume' && p.skipped).toEqual([`${join(out(), 'demo-step8')} lacks training_state_rank1.pt (a save cut short)`]);
+    expect(p.kind === 'resume' && p.skipped).toEqual([
+      `${join(out(), 'demo-step8')} lacks training_state_rank1.pt (a save cut short)`,
+    ]);
   });
 
   it('refuses at one rank what two ranks wrote, though the save cut short looks complete at one (-latest proves the world size)', async () => {
     await ckpt('demo', 4, full(2));
     await ckpt('demo', 8, { 'training_state.pt': 100, 'training_state_rank0.pt': 10 });
     await latest(4);
-    expect(await plan(1)).toEqual({ kind: 'world-mismatch', writtenAt: 2, worldSize: 1, evidence: 'demo-step4 (what -latest points at) holds training_state_rank0.pt … training_state_rank1.pt' });
+    expect(await plan(1)).toEqual({
+      kind: 'world-mismatch',
+      writtenAt: 2,
+      worldSize: 1,
+      evidence: 'demo-step4 (what -latest points at) holds training_state_rank0.pt … training_state_rank1.pt',
+    });
   });
 
   it('refuses at two ranks what one rank wrote, rather than starting over (whose first save would delete later steps)', async () => {
@@ -126,18 +145,29 @@ describe('planSpecforgeResume', () => {
   it('without -latest, an older step proves the world size; the newest alone proves only a larger one', async () => {
     await ckpt('demo', 4, full(2));
     await ckpt('demo', 8, { 'training_state.pt': 100, 'training_state_rank0.pt': 10 });
-    expect(await plan(1)).toMatchObject({ kind: 'world-mismatch', writtenAt: 2, evidence: 'demo-step4 holds training_state_rank0.pt … training_state_rank1.pt' });
+    expect(await plan(1)).toMatchObject({
+      kind: 'world-mismatch',
+      writtenAt: 2,
+      evidence: 'demo-step4 holds training_state_rank0.pt … training_state_rank1.pt',
+    });
     await rm(join(out(), 'demo-step4'), { recursive: true });
     // One directory, two ranks' files: at least two ranks wrote it.
     await ckpt('demo', 12, full(2));
     await rm(join(out(), 'demo-step8'), { recursive: true });
-    expect(await plan(1)).toMatchObject({ kind: 'world-mismatch', writtenAt: 2, evidence: 'demo-step12 holds training_state_rank1.pt' });
+    expect(await plan(1)).toMatchObject({
+      kind: 'world-mismatch',
+      writtenAt: 2,
+      evidence: 'demo-step12 holds training_state_rank1.pt',
+    });
   });
 
   it('a first save cut short proves nothing: resumed at one rank, it is left for SpecForge to refuse', async () => {
     await ckpt('demo', 4, { 'training_state.pt': 100, 'training_state_rank0.pt': 10 });
     expect(await plan(1)).toMatchObject({ kind: 'resume', checkpoint: { step: 4 } });
-    expect(await plan(2)).toEqual({ kind: 'fresh', skipped: [`${join(out(), 'demo-step4')} lacks training_state_rank1.pt (a save cut short)`] });
+    expect(await plan(2)).toEqual({
+      kind: 'fresh',
+      skipped: [`${join(out(), 'demo-step4')} lacks training_state_rank1.pt (a save cut short)`],
+    });
   });
 
   it('a -latest whose target a rewind deleted is no evidence', async () => {

@@ -32,19 +32,30 @@ export const CAPTURE_FLAGS = renderServerArgv({
 }).slice(9); // after: sim --model-path m --host 127.0.0.1 --port 1 --tp-size 1
 
 /** The environment aerie gives the extraction launch (PYTHONPATH, AERIE_HS_DUMP_DIR, AERIE_HS_AUX_LAYERS). */
-export function captureSimEnv(pythonPath: string, dumpDir: string, extra: Record<string, string> = {}): Record<string, string> {
+export function captureSimEnv(
+  pythonPath: string,
+  dumpDir: string,
+  extra: Record<string, string> = {},
+): Record<string, string> {
   const { PYTHONUNBUFFERED: _, ...env } = serverLaunchEnv({}, { pythonPath, dumpDir, draftLayerIds: DRAFT_IDS });
   return { ...env, ...extra };
 }
 
 /** The example target's weights: made by set-up; made here too (idempotent) so a test never depends on set-up order. */
 export async function ensureSimTarget(): Promise<void> {
-  const r = spawnSync(process.execPath, [join(ROOT, 'bin/aerie-sim.mjs'), 'make-target', join(ROOT, 'examples/models/sim-llama-8b')], { encoding: 'utf8' });
+  const r = spawnSync(
+    process.execPath,
+    [join(ROOT, 'bin/aerie-sim.mjs'), 'make-target', join(ROOT, 'examples/models/sim-llama-8b')],
+    { encoding: 'utf8' },
+  );
   if (r.status !== 0) throw new Error(`make-target failed: ${r.stderr}`);
 }
 
 export async function readJsonl<T>(path: string): Promise<T[]> {
-  return (await readFile(path, 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l) as T);
+  return (await readFile(path, 'utf8'))
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as T);
 }
 
 /**
@@ -52,14 +63,29 @@ export async function readJsonl<T>(path: string): Promise<T[]> {
  * into `<dir>/data/train.jsonl`: conversations whose answers the simulator's states predict.
  * Uses the server at `baseUrl`, or a plain simulator started (and stopped) for it.
  */
-export async function regenerated(host: Host, dir: string, count: number, opts: { baseUrl?: string; maxTokens?: number; concurrency?: number } = {}): Promise<string> {
-  const prompts = (await readFile(join(ROOT, 'examples/data/prompts.jsonl'), 'utf8')).split('\n').filter(Boolean).slice(0, count);
+export async function regenerated(
+  host: Host,
+  dir: string,
+  count: number,
+  opts: { baseUrl?: string; maxTokens?: number; concurrency?: number } = {},
+): Promise<string> {
+  const prompts = (await readFile(join(ROOT, 'examples/data/prompts.jsonl'), 'utf8'))
+    .split('\n')
+    .filter(Boolean)
+    .slice(0, count);
   await writeFile(join(dir, 'prompts.jsonl'), prompts.join('\n') + '\n');
   const plain = opts.baseUrl ? undefined : await startSim();
   try {
     await runGenerate({
-      host, baseUrl: opts.baseUrl ?? plain!.baseUrl, model: join(ROOT, 'examples/models/sim-llama-8b'), inputPath: join(dir, 'prompts.jsonl'),
-      outDir: join(dir, 'data'), temperature: 0.7, maxTokens: opts.maxTokens ?? 40, concurrency: opts.concurrency ?? 4, retries: 1,
+      host,
+      baseUrl: opts.baseUrl ?? plain!.baseUrl,
+      model: join(ROOT, 'examples/models/sim-llama-8b'),
+      inputPath: join(dir, 'prompts.jsonl'),
+      outDir: join(dir, 'data'),
+      temperature: 0.7,
+      maxTokens: opts.maxTokens ?? 40,
+      concurrency: opts.concurrency ?? 4,
+      retries: 1,
     });
   } finally {
     if (plain) await stopSim(plain);

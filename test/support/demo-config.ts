@@ -28,7 +28,10 @@ export function demoConfig(workdir: string, port: number, tweak: (c: Config) => 
 export const LEGACY_SGLANG = '0.5.4';
 
 export function legacyDemoConfig(workdir: string, port: number, tweak: (c: Config) => void = () => undefined): Config {
-  const doc = YAML.parse(readFileSync(join(AERIE_HOME, 'examples', 'demo.yaml'), 'utf8')) as { stages: Record<string, Record<string, unknown>>; server: Record<string, unknown> };
+  const doc = YAML.parse(readFileSync(join(AERIE_HOME, 'examples', 'demo.yaml'), 'utf8')) as {
+    stages: Record<string, Record<string, unknown>>;
+    server: Record<string, unknown>;
+  };
   const train = doc.stages.train!;
   doc.stages.extract = {
     driver: 'specforge-offline',

@@ -44,7 +44,8 @@ export function useFakeServer(handler: FakeHandler): { readonly baseUrl: string 
   });
   return {
     get baseUrl() {
-      if (!fake) throw new Error('useFakeServer(): the server is started in beforeAll; read baseUrl inside a hook or test');
+      if (!fake)
+        throw new Error('useFakeServer(): the server is started in beforeAll; read baseUrl inside a hook or test');
       return fake.baseUrl;
     },
   };

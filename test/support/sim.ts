@@ -18,12 +18,25 @@ export interface Sim {
   log: () => string;
 }
 
-export async function startSim(env: Record<string, string> = {}, args: string[] = [], opts: { version?: string } = {}): Promise<Sim> {
+export async function startSim(
+  env: Record<string, string> = {},
+  args: string[] = [],
+  opts: { version?: string } = {},
+): Promise<Sim> {
   const port = await freePort();
   const release = opts.version ? ['--version', opts.version] : [];
   const child = spawn(
     process.execPath,
-    [join(ROOT, 'bin/aerie-sim.mjs'), 'sglang', ...release, '--model-path', join(ROOT, 'examples/models/sim-llama-8b'), '--port', String(port), ...args],
+    [
+      join(ROOT, 'bin/aerie-sim.mjs'),
+      'sglang',
+      ...release,
+      '--model-path',
+      join(ROOT, 'examples/models/sim-llama-8b'),
+      '--port',
+      String(port),
+      ...args,
+    ],
     {
       cwd: ROOT,
       detached: true, // setsid: its own process group, stopped by pgid in afterAll
@@ -34,11 +47,20 @@ export async function startSim(env: Record<string, string> = {}, args: string[] 
   let log = '';
   child.stdout!.on('data', (d: Buffer) => (log += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
-  const sim: Sim = { version: opts.version, child, pgid: child.pid!, baseUrl: `http://127.0.0.1:${port}`, log: () => log };
+  const sim: Sim = {
+    version: opts.version,
+    child,
+    pgid: child.pid!,
+    baseUrl: `http://127.0.0.1:${port}`,
+    log: () => log,
+  };
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`simulator exited (${child.exitCode}):\n${log}`);
-    const status = await fetch(`${sim.baseUrl}/health`).then((r) => r.status, () => 0);
+    const status = await fetch(`${sim.baseUrl}/health`).then(
+      (r) => r.status,
+      () => 0,
+    );
     if (status === 200) return sim;
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -64,4 +86,3 @@ export async function stopSim(sim: Sim): Promise<void> {
   await exited;
   clearTimeout(timer);
 }
-

@@ -33,7 +33,14 @@ export async function startSshFixture(): Promise<SshFixture> {
   await writeFile(
     sshConfig,
     sshConfigText({
-      [alias]: { HostName: '127.0.0.1', Port: sshd.port, User: 'root', IdentityFile: clientKey.path, IdentitiesOnly: 'yes', UserKnownHostsFile: knownHosts },
+      [alias]: {
+        HostName: '127.0.0.1',
+        Port: sshd.port,
+        User: 'root',
+        IdentityFile: clientKey.path,
+        IdentitiesOnly: 'yes',
+        UserKnownHostsFile: knownHosts,
+      },
     }),
   );
   const hosts: SshHost[] = [];

@@ -69,7 +69,9 @@ export class StubActivities {
 
   /** Every server launched and not (yet) stopped, by launch id. */
   liveServers(): string[] {
-    const stopped = new Set(this.calls.filter((c) => c.name === 'stopServer').map((c) => (c.input as Input<'stopServer'>).launch.launchId));
+    const stopped = new Set(
+      this.calls.filter((c) => c.name === 'stopServer').map((c) => (c.input as Input<'stopServer'>).launch.launchId),
+    );
     return this.launched.filter((id) => !stopped.has(id));
   }
 
@@ -82,7 +84,9 @@ export class StubActivities {
         const call = { name, input, attempt: Context.current().info.attempt };
         this.calls.push(call);
         const scripted = this.script[name] as ((i: never, n: number) => unknown) | undefined;
-        const out = await (scripted ? scripted(input, nth) : (DEFAULTS[name] as (s: StubActivities, i: never) => unknown)(this, input));
+        const out = await (scripted
+          ? scripted(input, nth)
+          : (DEFAULTS[name] as (s: StubActivities, i: never) => unknown)(this, input));
         if (name === 'launchServer') this.launched.push((out as ServerLaunch).launchId);
         this.succeeded.push(call);
         return out;
@@ -98,7 +102,13 @@ export class StubActivities {
     this.launches.set(key, n + 1);
     const launchId = `${key}.${n}`;
     const pid = this.nextPid++;
-    const argv = ['sglang', '--model-path', input.config.target['model-path'], '--port', String(input.config.server.port)];
+    const argv = [
+      'sglang',
+      '--model-path',
+      input.config.target['model-path'],
+      '--port',
+      String(input.config.server.port),
+    ];
     return {
       role: input.role,
       launchId,
@@ -115,14 +125,30 @@ export class StubActivities {
       reattached: false,
       notes: [],
       watchMs: 250,
-      record: { launchId, pid, pgid: pid, startTime: '1', argvHash: 'stub', argv, logPath: `/stub/logs/${launchId}.log`, exitPath: `/stub/logs/${launchId}.exit`, startedAt: STUB_TIME, host: input.config.target.host } as ServerLaunch['record'],
+      record: {
+        launchId,
+        pid,
+        pgid: pid,
+        startTime: '1',
+        argvHash: 'stub',
+        argv,
+        logPath: `/stub/logs/${launchId}.log`,
+        exitPath: `/stub/logs/${launchId}.exit`,
+        startedAt: STUB_TIME,
+        host: input.config.target.host,
+      } as ServerLaunch['record'],
     };
   }
 }
 
 /** A server's calls in trace() from ready to stop when all goes well, with its stage's activities between. */
 export function serve(launchId: string, ...use: string[]): string[] {
-  return [`awaitServerReady ${launchId}`, `smokeTest ${launchId}`, ...use.map((u) => `${u} ${launchId}`), `stopServer ${launchId}`];
+  return [
+    `awaitServerReady ${launchId}`,
+    `smokeTest ${launchId}`,
+    ...use.map((u) => `${u} ${launchId}`),
+    `stopServer ${launchId}`,
+  ];
 }
 
 const STUB_TIME = '2026-01-01T00:00:00.000Z';
@@ -133,7 +159,12 @@ export function stubHash(stage: StageName, upstream: string[]): string {
 }
 
 const DEFAULTS: { [K in ActivityName]: (s: StubActivities, input: Input<K>) => Output<K> } = {
-  preflight: () => ({ note: 'stub host reachable', checks: [], specforge: 'cli', sglang: { version: '0.5.23', how: 'stub' } }),
+  preflight: () => ({
+    note: 'stub host reachable',
+    checks: [],
+    specforge: 'cli',
+    sglang: { version: '0.5.23', how: 'stub' },
+  }),
   checkLedger: (s, { stage, upstream }) => {
     const hash = stubHash(stage, upstream);
     const record = s.ledger.get(stage);
@@ -141,23 +172,73 @@ const DEFAULTS: { [K in ActivityName]: (s: StubActivities, input: Input<K>) => O
     return { valid: false, inputsHash: hash, reason: record ? 'inputs changed' : 'no ledger record' };
   },
   writeLedger: (s, i) => {
-    const record: LedgerRecord = { stage: i.stage, inputsHash: i.inputsHash, outputs: i.outputs.map((path) => ({ path, bytes: 1 })), result: i.result, note: i.note, finishedAt: STUB_TIME, runId: i.runId };
+    const record: LedgerRecord = {
+      stage: i.stage,
+      inputsHash: i.inputsHash,
+      outputs: i.outputs.map((path) => ({ path, bytes: 1 })),
+      result: i.result,
+      note: i.note,
+      finishedAt: STUB_TIME,
+      runId: i.runId,
+    };
     s.ledger.set(i.stage, record);
     return record;
   },
   launchServer: (s, i) => s.launch(i),
-  awaitServerReady: () => ({ elapsedMs: 1, phase: 'ready', warnings: [], notes: ['ready (stub)'], startupRecord: '/stub/startup.json' }),
+  awaitServerReady: () => ({
+    elapsedMs: 1,
+    phase: 'ready',
+    warnings: [],
+    notes: ['ready (stub)'],
+    startupRecord: '/stub/startup.json',
+  }),
   smokeTest: () => ({ text: 'hello', completionTokens: 1, elapsedMs: 1 }),
   stopServer: () => ({ signals: ['TERM'], groupEmpty: true, gpuReleased: true, foreignGpuProcesses: 0 }),
-  generateData: () => ({ dataPath: '/stub/data/train.jsonl', counts: { samples: 4 }, outputs: ['/stub/data/train.jsonl'], note: '4 samples' }),
+  generateData: () => ({
+    dataPath: '/stub/data/train.jsonl',
+    counts: { samples: 4 },
+    outputs: ['/stub/data/train.jsonl'],
+    note: '4 samples',
+  }),
   checkExtractSpace: () => ({ neededBytes: 1, freeBytes: 1000, note: '1 B of 1000 B free' }),
-  extractHiddenStates: (_s, i) => ({ hidden: { dir: '/stub/hidden', layout: 'specforge' }, count: 4, bytes: 1, outputs: ['/stub/hidden'], note: `4 samples${i.pass ? ` (${i.pass} pass)` : ''}` }),
-  extractOffline: () => ({ hidden: { dir: '/stub/hidden', layout: 'specforge' }, count: 4, bytes: 1, outputs: ['/stub/hidden'], note: '4 samples (offline)' }),
-  trainDrafter: () => ({ drafterDir: '/stub/drafter', launches: 1, argv: ['train'], outputs: ['/stub/drafter'], note: 'trained 2 epochs' }),
+  extractHiddenStates: (_s, i) => ({
+    hidden: { dir: '/stub/hidden', layout: 'specforge' },
+    count: 4,
+    bytes: 1,
+    outputs: ['/stub/hidden'],
+    note: `4 samples${i.pass ? ` (${i.pass} pass)` : ''}`,
+  }),
+  extractOffline: () => ({
+    hidden: { dir: '/stub/hidden', layout: 'specforge' },
+    count: 4,
+    bytes: 1,
+    outputs: ['/stub/hidden'],
+    note: '4 samples (offline)',
+  }),
+  trainDrafter: () => ({
+    drafterDir: '/stub/drafter',
+    launches: 1,
+    argv: ['train'],
+    outputs: ['/stub/drafter'],
+    note: 'trained 2 epochs',
+  }),
   acceptanceGate: () => ({ acceptLength: 2.5, perRequest: [2.5], notes: [], warnings: [] }),
   benchmarkSweep: () => ({ records: [], notes: [] }),
-  storedSweep: (s, i) => ({ records: [], missing: s.succeeded.some((c) => c.name === 'benchmarkSweep' && (c.input as Input<'benchmarkSweep'>).variant === i.variant) ? [] : i.config.stages.benchmark.concurrencies }),
-  writeReport: () => ({ markdown: '# report', table: '| level | speedup |', paths: ['/stub/bench/report.md'], host: 'local', dir: '/stub/bench' }),
+  storedSweep: (s, i) => ({
+    records: [],
+    missing: s.succeeded.some(
+      (c) => c.name === 'benchmarkSweep' && (c.input as Input<'benchmarkSweep'>).variant === i.variant,
+    )
+      ? []
+      : i.config.stages.benchmark.concurrencies,
+  }),
+  writeReport: () => ({
+    markdown: '# report',
+    table: '| level | speedup |',
+    paths: ['/stub/bench/report.md'],
+    host: 'local',
+    dir: '/stub/bench',
+  }),
 };
 
 function describe(c: StubCall): string {

@@ -7,7 +7,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import {
+  bundleWorkflowCode,
+  DefaultLogger,
+  NativeConnection,
+  Runtime,
+  type WorkflowBundleWithSourceMap,
+} from '@temporalio/worker';
 import { HostPool } from '../../src/hosts/index.js';
 import { TASK_QUEUE } from '../../src/shared.js';
 import { ensureSearchAttributes } from '../../src/temporal/connect.js';
@@ -44,7 +50,12 @@ export async function startTestTemporal(): Promise<TestTemporal> {
     bundle,
     async withWorker<T>(fn: (hosts: HostPool) => Promise<T>): Promise<T> {
       const hosts = new HostPool();
-      const { worker } = await createWorker({ connection: nativeConnection, workflowBundle: bundle, hosts, taskQueue: TASK_QUEUE });
+      const { worker } = await createWorker({
+        connection: nativeConnection,
+        workflowBundle: bundle,
+        hosts,
+        taskQueue: TASK_QUEUE,
+      });
       try {
         return await worker.runUntil(fn(hosts));
       } finally {
@@ -95,7 +106,8 @@ export function useTemporalSuite(prefix: string, opts: TemporalSuiteOptions = {}
     await t?.stop();
     if (work) await removeWorkdir(work);
   });
-  const unready = (what: string) => new Error(`useTemporalSuite('${prefix}'): ${what} is made in beforeAll; read it inside a hook or test`);
+  const unready = (what: string) =>
+    new Error(`useTemporalSuite('${prefix}'): ${what} is made in beforeAll; read it inside a hook or test`);
   const suite: TemporalSuite = {
     get t() {
       if (!t) throw unready('the dev server');
@@ -118,7 +130,12 @@ const noop = () => undefined;
 const quietLogger = { log: noop, trace: noop, debug: noop, info: noop, warn: noop, error: console.error };
 
 /** Poll until cond() returns a value, or fail naming what was awaited. */
-export async function waitUntil<T>(cond: () => Promise<T | undefined | false>, what: string, timeoutMs = 120_000, everyMs = 250): Promise<T> {
+export async function waitUntil<T>(
+  cond: () => Promise<T | undefined | false>,
+  what: string,
+  timeoutMs = 120_000,
+  everyMs = 250,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await cond();

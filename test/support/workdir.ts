@@ -34,7 +34,8 @@ export function useWorkdir(prefix: string): Workdir {
   });
   return {
     get path() {
-      if (!dir) throw new Error(`useWorkdir('${prefix}'): the folder is made in beforeAll; read it inside a hook or test`);
+      if (!dir)
+        throw new Error(`useWorkdir('${prefix}'): the folder is made in beforeAll; read it inside a hook or test`);
       return dir;
     },
   };

@@ -17,7 +17,13 @@ import type { Config } from '../../src/config/schema.js';
 import { pipeline } from '../../src/workflows/index.js';
 import type { StubActivities } from './stub-activities.js';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import {
+  bundleWorkflowCode,
+  DefaultLogger,
+  Runtime,
+  Worker,
+  type WorkflowBundleWithSourceMap,
+} from '@temporalio/worker';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { SEARCH_ATTRIBUTES } from '../../src/shared.js';
 import { temporalBinary } from '../../src/temporal/dev-server.js';
@@ -27,7 +33,8 @@ import { temporalBinary } from '../../src/temporal/dev-server.js';
  * it). AERIE_TEST_WORKFLOWS_INDEX points it at another checkout's, only to record histories
  * from an older commit (test/fixtures/histories/README.md).
  */
-export const WORKFLOWS_INDEX = process.env.AERIE_TEST_WORKFLOWS_INDEX ?? fileURLToPath(new URL('../../src/workflows/index.ts', import.meta.url));
+export const WORKFLOWS_INDEX =
+  process.env.AERIE_TEST_WORKFLOWS_INDEX ?? fileURLToPath(new URL('../../src/workflows/index.ts', import.meta.url));
 
 /** Saves a workflow's history as the replay test reads it: historyToJSON, gzipped (payloads are base64, so gzip hides nothing readable). */
 export async function saveHistory(handle: { fetchHistory(): Promise<History> }, path: string): Promise<number> {
@@ -46,7 +53,10 @@ let runtimeInstalled = false;
  */
 export function quietWorkerLogs(): void {
   if (runtimeInstalled) return;
-  Runtime.install({ logger: new DefaultLogger('ERROR'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
+  Runtime.install({
+    logger: new DefaultLogger('ERROR'),
+    telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } },
+  });
   runtimeInstalled = true;
 }
 quietWorkerLogs.logger = quietLogger;
@@ -60,7 +70,11 @@ export interface WorkflowEnv {
    * The pipeline for runId on a fresh worker with these stubs; fn gets its handle. With
    * AERIE_RECORD_HISTORIES=<dir>, a run given a record name saves its history there as <record>.json.gz.
    */
-  runPipeline<T>(stubs: StubActivities, run: { runId: string; config: Config; record?: string }, fn: (h: PipelineHandle) => Promise<T>): Promise<T>;
+  runPipeline<T>(
+    stubs: StubActivities,
+    run: { runId: string; config: Config; record?: string },
+    fn: (h: PipelineHandle) => Promise<T>,
+  ): Promise<T>;
   stop(): Promise<void>;
 }
 
@@ -77,7 +91,9 @@ export async function startWorkflowEnv(): Promise<WorkflowEnv> {
         executable: { type: 'existing-path', path: temporalBinary() },
         ip: '127.0.0.1',
         // The workflow upserts AerieStage: the server must know the keys (as aerie's own dev server does).
-        searchAttributes: Object.keys(SEARCH_ATTRIBUTES).map((name) => defineSearchAttributeKey(name, SearchAttributeType.KEYWORD)),
+        searchAttributes: Object.keys(SEARCH_ATTRIBUTES).map((name) =>
+          defineSearchAttributeKey(name, SearchAttributeType.KEYWORD),
+        ),
         log: { format: 'pretty', level: 'error' },
       },
     }),
@@ -105,7 +121,11 @@ export async function startWorkflowEnv(): Promise<WorkflowEnv> {
     },
     runPipeline(stubs, { runId, config, record }, fn) {
       return self.withWorker(stubs.activities(), async (taskQueue) => {
-        const handle = await env.client.workflow.start(pipeline, { taskQueue, workflowId: `${runId}-wf${++runs}`, args: [{ runId, config, configPath: 'test' }] });
+        const handle = await env.client.workflow.start(pipeline, {
+          taskQueue,
+          workflowId: `${runId}-wf${++runs}`,
+          args: [{ runId, config, configPath: 'test' }],
+        });
         const out = await fn(handle);
         const dir = process.env.AERIE_RECORD_HISTORIES;
         if (dir && record) await saveHistory(handle, join(dir, `${record}.json.gz`));

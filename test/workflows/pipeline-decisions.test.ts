@@ -30,7 +30,12 @@ afterAll(async () => {
 /** The runs whose histories the replay test keeps: a relaunch, giving up, an operator's retry, a cancel (see test/fixtures/histories/README.md). */
 const RECORDED = new Set(['load-ServerCrashed', 'inuse', 'dies', 'force', 'cancel-generateData']);
 
-function withRun<T>(stubs: StubActivities, runId: string, config: Config, fn: (h: PipelineHandle) => Promise<T>): Promise<T> {
+function withRun<T>(
+  stubs: StubActivities,
+  runId: string,
+  config: Config,
+  fn: (h: PipelineHandle) => Promise<T>,
+): Promise<T> {
   return w.runPipeline(stubs, { runId, config, ...(RECORDED.has(runId) ? { record: `decision-${runId}` } : {}) }, fn);
 }
 
@@ -98,11 +103,21 @@ describe('pipeline decisions against stub activities', { timeout: 30_000 }, () =
     const stubs = new StubActivities();
     const result = await withRun(stubs, 'fresh', config(), (h) => h.result());
     expect(stubs.trace()).toEqual(freshRun('fresh'));
-    expect(states(result)).toEqual(['preflight:done', 'generate:done', 'extract:done', 'train:done', 'deploy:done', 'benchmark:done']);
+    expect(states(result)).toEqual([
+      'preflight:done',
+      'generate:done',
+      'extract:done',
+      'train:done',
+      'deploy:done',
+      'benchmark:done',
+    ]);
     // Each stage is checked against the hash of the stage before it; every launch renders for preflight's release.
-    const checks = stubs.calls.filter((c) => c.name === 'checkLedger').map((c) => (c.input as { upstream: string[] }).upstream);
+    const checks = stubs.calls
+      .filter((c) => c.name === 'checkLedger')
+      .map((c) => (c.input as { upstream: string[] }).upstream);
     expect(checks).toEqual([[], ['generate'], ['extract<generate'], ['train<extract<generate']]);
-    for (const c of stubs.calls.filter((c) => c.name === 'launchServer')) expect((c.input as { sglang?: unknown }).sglang).toEqual({ version: '0.5.23', how: 'stub' });
+    for (const c of stubs.calls.filter((c) => c.name === 'launchServer'))
+      expect((c.input as { sglang?: unknown }).sglang).toEqual({ version: '0.5.23', how: 'stub' });
     // The baseline was measured on the generate server, so the benchmark stage launches no baseline server.
     expect(stubs.launched).toEqual(['fresh.server-generate.0', 'fresh.server-extract.0', 'fresh.server-deploy.0']);
     expect(stubs.liveServers()).toEqual([]);
@@ -114,8 +129,21 @@ describe('pipeline decisions against stub activities', { timeout: 30_000 }, () =
     await withRun(stubs, 'skip', config(), (h) => h.result());
     const before = stubs.calls.length;
     const again = await withRun(stubs, 'skip', config(), (h) => h.result());
-    expect(stubs.trace().slice(before)).toEqual(['preflight', 'checkLedger generate', 'checkLedger extract', 'checkLedger train', 'checkLedger benchmark']);
-    expect(states(again)).toEqual(['preflight:done', 'generate:skipped', 'extract:skipped', 'train:skipped', 'deploy:skipped', 'benchmark:skipped']);
+    expect(stubs.trace().slice(before)).toEqual([
+      'preflight',
+      'checkLedger generate',
+      'checkLedger extract',
+      'checkLedger train',
+      'checkLedger benchmark',
+    ]);
+    expect(states(again)).toEqual([
+      'preflight:done',
+      'generate:skipped',
+      'extract:skipped',
+      'train:skipped',
+      'deploy:skipped',
+      'benchmark:skipped',
+    ]);
     expect(again.report?.paths).toEqual(['/stub/bench/report.md']);
 
     // No train record (as when its drafter was deleted): train runs again. The workflow trusts each
@@ -123,36 +151,66 @@ describe('pipeline decisions against stub activities', { timeout: 30_000 }, () =
     stubs.ledger.delete('train');
     const mark = stubs.calls.length;
     const third = await withRun(stubs, 'skip', config(), (h) => h.result());
-    expect(stubs.trace().slice(mark)).toEqual(['preflight', 'checkLedger generate', 'checkLedger extract', 'checkLedger train', 'trainDrafter', 'writeLedger train', 'checkLedger benchmark']);
-    expect(states(third)).toEqual(['preflight:done', 'generate:skipped', 'extract:skipped', 'train:done', 'deploy:skipped', 'benchmark:skipped']);
-  });
-
-  it.each(SERVER_RELAUNCHABLE)('relaunches a server that dies while loading (%s): the dead one is stopped first', async (type) => {
-    const stubs = new StubActivities().on('awaitServerReady', (_i, nth) => {
-      if (nth === 1) throw failure(type, 'server exited with code 137 while loading');
-      return { elapsedMs: 1, phase: 'ready', warnings: [], notes: [], startupRecord: '/stub/startup.json' };
-    });
-    const r = `load-${type}`;
-    const { result, summaries } = await withRun(stubs, r, config(), async (h) => ({ result: await h.result(), summaries: await launchSummaries(h) }));
-    // What the Web UI and `aerie status` show for each launch.
-    expect(summaries).toEqual([expect.not.stringContaining('relaunch'), expect.stringMatching(/^launch sglang target tp=1 on local:30000 \(relaunch 1 of 2\)$/)]);
-    expect(stubs.trace().slice(0, 11)).toEqual([
+    expect(stubs.trace().slice(mark)).toEqual([
       'preflight',
       'checkLedger generate',
-      'launchServer generate',
-      `awaitServerReady ${r}.server-generate.0`,
-      `stopServer ${r}.server-generate.0`,
-      'launchServer generate',
-      ...serve(`${r}.server-generate.1`, 'generateData', 'benchmarkSweep baseline'),
+      'checkLedger extract',
+      'checkLedger train',
+      'trainDrafter',
+      'writeLedger train',
+      'checkLedger benchmark',
     ]);
-    expect(states(result).every((s) => s.endsWith(':done'))).toBe(true);
-    expect(stubs.liveServers()).toEqual([]);
+    expect(states(third)).toEqual([
+      'preflight:done',
+      'generate:skipped',
+      'extract:skipped',
+      'train:done',
+      'deploy:skipped',
+      'benchmark:skipped',
+    ]);
   });
+
+  it.each(SERVER_RELAUNCHABLE)(
+    'relaunches a server that dies while loading (%s): the dead one is stopped first',
+    async (type) => {
+      const stubs = new StubActivities().on('awaitServerReady', (_i, nth) => {
+        if (nth === 1) throw failure(type, 'server exited with code 137 while loading');
+        return { elapsedMs: 1, phase: 'ready', warnings: [], notes: [], startupRecord: '/stub/startup.json' };
+      });
+      const r = `load-${type}`;
+      const { result, summaries } = await withRun(stubs, r, config(), async (h) => ({
+        result: await h.result(),
+        summaries: await launchSummaries(h),
+      }));
+      // What the Web UI and `aerie status` show for each launch.
+      expect(summaries).toEqual([
+        expect.not.stringContaining('relaunch'),
+        expect.stringMatching(/^launch sglang target tp=1 on local:30000 \(relaunch 1 of 2\)$/),
+      ]);
+      expect(stubs.trace().slice(0, 11)).toEqual([
+        'preflight',
+        'checkLedger generate',
+        'launchServer generate',
+        `awaitServerReady ${r}.server-generate.0`,
+        `stopServer ${r}.server-generate.0`,
+        'launchServer generate',
+        ...serve(`${r}.server-generate.1`, 'generateData', 'benchmarkSweep baseline'),
+      ]);
+      expect(states(result).every((s) => s.endsWith(':done'))).toBe(true);
+      expect(stubs.liveServers()).toEqual([]);
+    },
+  );
 
   it('relaunches a server that dies while its stage uses it, and runs the stage activity again on the new one', async () => {
     const stubs = new StubActivities().on('extractHiddenStates', (_i, nth) => {
       if (nth === 1) throw failure('ServerCrashed', 'the extraction server died (exit 139) after 2 of 4 samples');
-      return { hidden: { dir: '/stub/hidden', layout: 'specforge' }, count: 4, bytes: 1, outputs: ['/stub/hidden'], note: '4 samples' };
+      return {
+        hidden: { dir: '/stub/hidden', layout: 'specforge' },
+        count: 4,
+        bytes: 1,
+        outputs: ['/stub/hidden'],
+        note: '4 samples',
+      };
     });
     await withRun(stubs, 'inuse', config(), (h) => h.result());
     const t = stubs.trace();
@@ -172,7 +230,13 @@ describe('pipeline decisions against stub activities', { timeout: 30_000 }, () =
     });
     const message = await withRun(stubs, 'oom', config(), (h) => failureOf(h.result()));
     expect(message).toMatch(/^generate failed: CUDA out of memory/);
-    expect(stubs.trace()).toEqual(['preflight', 'checkLedger generate', 'launchServer generate', 'awaitServerReady oom.server-generate.0', 'stopServer oom.server-generate.0']);
+    expect(stubs.trace()).toEqual([
+      'preflight',
+      'checkLedger generate',
+      'launchServer generate',
+      'awaitServerReady oom.server-generate.0',
+      'stopServer oom.server-generate.0',
+    ]);
   });
 
   it('gives up after three launches of a server that keeps dying while loading', async () => {
@@ -181,7 +245,11 @@ describe('pipeline decisions against stub activities', { timeout: 30_000 }, () =
     });
     const message = await withRun(stubs, 'dies', config(), (h) => failureOf(h.result()));
     expect(message).toMatch(/^generate failed: server exited with code 1 while loading/);
-    const each = (n: number) => ['launchServer generate', `awaitServerReady dies.server-generate.${n}`, `stopServer dies.server-generate.${n}`];
+    const each = (n: number) => [
+      'launchServer generate',
+      `awaitServerReady dies.server-generate.${n}`,
+      `stopServer dies.server-generate.${n}`,
+    ];
     expect(stubs.trace()).toEqual(['preflight', 'checkLedger generate', ...each(0), ...each(1), ...each(2)]);
   });
 
@@ -221,8 +289,12 @@ describe('operator decisions (run.on-failure: wait)', { timeout: 30_000 }, () =>
     const stubs = trainFailsOnce();
     const result = await withRun(stubs, 'wait', waitConfig(), async (h) => {
       const status = await waitingAt(h, 'train');
-      expect(status.stages.find((s) => s.stage === 'train')?.note).toMatch(/^failed: trainer exited with code 1: loss is NaN — fix the cause, then: aerie retry wait/);
-      expect(await refusal(h.executeUpdate(retryUpdate, { args: [{ stage: 'deploy' }] }))).toBe('cannot retry from deploy: the run failed earlier, at train');
+      expect(status.stages.find((s) => s.stage === 'train')?.note).toMatch(
+        /^failed: trainer exited with code 1: loss is NaN — fix the cause, then: aerie retry wait/,
+      );
+      expect(await refusal(h.executeUpdate(retryUpdate, { args: [{ stage: 'deploy' }] }))).toBe(
+        'cannot retry from deploy: the run failed earlier, at train',
+      );
       const mark = stubs.calls.length;
       expect(await h.executeUpdate(retryUpdate, { args: [{}] })).toBe('retrying wait from train');
       const r = await h.result();
@@ -242,7 +314,14 @@ describe('operator decisions (run.on-failure: wait)', { timeout: 30_000 }, () =>
       'writeReport',
       'writeLedger benchmark',
     ]);
-    expect(states(result.r)).toEqual(['preflight:done', 'generate:skipped', 'extract:skipped', 'train:done', 'deploy:done', 'benchmark:done']);
+    expect(states(result.r)).toEqual([
+      'preflight:done',
+      'generate:skipped',
+      'extract:skipped',
+      'train:done',
+      'deploy:done',
+      'benchmark:done',
+    ]);
   });
 
   it('a retry from an earlier stage forces that stage and every later one, though their ledger records are valid', async () => {
@@ -272,13 +351,26 @@ describe('operator decisions (run.on-failure: wait)', { timeout: 30_000 }, () =>
       'writeReport',
       'writeLedger benchmark',
     ]);
-    expect(states(result.r)).toEqual(['preflight:done', 'generate:skipped', 'extract:done', 'train:done', 'deploy:done', 'benchmark:done']);
+    expect(states(result.r)).toEqual([
+      'preflight:done',
+      'generate:skipped',
+      'extract:done',
+      'train:done',
+      'deploy:done',
+      'benchmark:done',
+    ]);
   });
 
   it('a failure in a server stage stops the server before the run waits', async () => {
     const stubs = new StubActivities().on('generateData', (_i, nth) => {
-      if (nth === 1) throw failure('DataIncomplete', 'only 2 of 4 samples came back. Fix: raise stages.generate.max-tokens');
-      return { dataPath: '/stub/data/train.jsonl', counts: { samples: 4 }, outputs: ['/stub/data/train.jsonl'], note: '4 samples' };
+      if (nth === 1)
+        throw failure('DataIncomplete', 'only 2 of 4 samples came back. Fix: raise stages.generate.max-tokens');
+      return {
+        dataPath: '/stub/data/train.jsonl',
+        counts: { samples: 4 },
+        outputs: ['/stub/data/train.jsonl'],
+        note: '4 samples',
+      };
     });
     await withRun(stubs, 'srvwait', waitConfig(), async (h) => {
       await waitingAt(h, 'generate');
@@ -298,28 +390,33 @@ describe('cancel', { timeout: 30_000 }, () => {
     { during: 'the benchmark sweep', activity: 'benchmarkSweep', server: 'server-deploy.0' },
   ] as const;
 
-  it.each(points)('a cancel during $during stops the live server and nothing runs after', async ({ activity, server, during }) => {
-    const runId = `cancel-${activity}`;
-    let started!: () => void;
-    const running = new Promise<void>((r) => (started = r));
-    const stubs = new StubActivities().on(activity, (i: { variant?: string }) => {
-      // The baseline sweep on the generate server answers; the deploy server's sweep runs until cancelled.
-      if (activity === 'benchmarkSweep' && i.variant === 'baseline') return { records: [], notes: [] };
-      return untilCancelled(started);
-    });
-    await withRun(stubs, runId, config(), async (h) => {
-      await running;
-      expect(stubs.liveServers(), during).toEqual([`${runId}.${server}`]);
-      // Not waiting for an operator: the retry update is refused while a stage runs.
-      expect(await refusal(h.executeUpdate(retryUpdate, { args: [{}] }))).toMatch(/^run cancel-\w+ is not waiting for an operator/);
-      await h.cancel();
-      const err = await h.result().catch((e: unknown) => e);
-      expect(err).toBeInstanceOf(WorkflowFailedError);
-      expect((err as WorkflowFailedError).cause?.name).toBe('CancelledFailure');
-    });
-    expect(stubs.liveServers()).toEqual([]);
-    const t = stubs.trace();
-    expect(t.at(-1)).toBe(`stopServer ${runId}.${server}`);
-    expect(t.filter((x) => x.startsWith('stopServer')).length).toBe(stubs.launched.length);
-  });
+  it.each(points)(
+    'a cancel during $during stops the live server and nothing runs after',
+    async ({ activity, server, during }) => {
+      const runId = `cancel-${activity}`;
+      let started!: () => void;
+      const running = new Promise<void>((r) => (started = r));
+      const stubs = new StubActivities().on(activity, (i: { variant?: string }) => {
+        // The baseline sweep on the generate server answers; the deploy server's sweep runs until cancelled.
+        if (activity === 'benchmarkSweep' && i.variant === 'baseline') return { records: [], notes: [] };
+        return untilCancelled(started);
+      });
+      await withRun(stubs, runId, config(), async (h) => {
+        await running;
+        expect(stubs.liveServers(), during).toEqual([`${runId}.${server}`]);
+        // Not waiting for an operator: the retry update is refused while a stage runs.
+        expect(await refusal(h.executeUpdate(retryUpdate, { args: [{}] }))).toMatch(
+          /^run cancel-\w+ is not waiting for an operator/,
+        );
+        await h.cancel();
+        const err = await h.result().catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(WorkflowFailedError);
+        expect((err as WorkflowFailedError).cause?.name).toBe('CancelledFailure');
+      });
+      expect(stubs.liveServers()).toEqual([]);
+      const t = stubs.trace();
+      expect(t.at(-1)).toBe(`stopServer ${runId}.${server}`);
+      expect(t.filter((x) => x.startsWith('stopServer')).length).toBe(stubs.launched.length);
+    },
+  );
 });

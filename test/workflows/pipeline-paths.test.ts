@@ -19,7 +19,8 @@ afterAll(async () => {
   await w?.stop();
 });
 
-const run = (stubs: StubActivities, runId: string, config: Config) => w.runPipeline(stubs, { runId, config }, (h) => h.result());
+const run = (stubs: StubActivities, runId: string, config: Config) =>
+  w.runPipeline(stubs, { runId, config }, (h) => h.result());
 
 /** The calls between two trace lines, both included. */
 function between(trace: string[], first: string, last: string): string[] {
@@ -49,7 +50,12 @@ describe('pipeline paths by config', { timeout: 30_000 }, () => {
   });
 
   it("specforge-offline extract launches no server; train gets its files and preflight's SpecForge revision", async () => {
-    const stubs = new StubActivities().on('preflight', () => ({ note: 'ok', checks: [], specforge: 'v0.2.0', sglang: { version: '0.5.4', how: 'pinned' } }));
+    const stubs = new StubActivities().on('preflight', () => ({
+      note: 'ok',
+      checks: [],
+      specforge: 'v0.2.0',
+      sglang: { version: '0.5.4', how: 'pinned' },
+    }));
     await run(stubs, 'offline', legacyDemoConfig('/stub/work', 30000));
     expect(between(stubs.trace(), 'checkLedger extract', 'writeLedger train')).toEqual([
       'checkLedger extract',
@@ -60,9 +66,14 @@ describe('pipeline paths by config', { timeout: 30_000 }, () => {
       'trainDrafter',
       'writeLedger train',
     ]);
-    const input = (name: string) => stubs.calls.find((c) => c.name === name)!.input as unknown as Record<string, unknown>;
+    const input = (name: string) =>
+      stubs.calls.find((c) => c.name === name)!.input as unknown as Record<string, unknown>;
     expect(input('extractOffline')).toMatchObject({ dataPath: '/stub/data/train.jsonl', specforge: 'v0.2.0' });
-    expect(input('trainDrafter')).toMatchObject({ dataPath: '/stub/data/train.jsonl', specforge: 'v0.2.0', hidden: { dir: '/stub/hidden', layout: 'specforge' } });
+    expect(input('trainDrafter')).toMatchObject({
+      dataPath: '/stub/data/train.jsonl',
+      specforge: 'v0.2.0',
+      hidden: { dir: '/stub/hidden', layout: 'specforge' },
+    });
     expect(stubs.launched).toEqual(['offline.server-generate.0', 'offline.server-deploy.0']);
   });
 
@@ -90,19 +101,40 @@ describe('pipeline paths by config', { timeout: 30_000 }, () => {
 
   it('without reuse-generate-server the generate server measures nothing; without a baseline no baseline server runs', async () => {
     const noReuse = new StubActivities();
-    await run(noReuse, 'noreuse', demoConfig('/stub/work', 30000, (c) => (c.stages.benchmark['reuse-generate-server'] = false)));
-    expect(noReuse.trace().filter((x) => x.startsWith('benchmarkSweep'))).toEqual(['benchmarkSweep eagle3 noreuse.server-deploy.0', 'benchmarkSweep baseline noreuse.server-baseline.0']);
+    await run(
+      noReuse,
+      'noreuse',
+      demoConfig('/stub/work', 30000, (c) => (c.stages.benchmark['reuse-generate-server'] = false)),
+    );
+    expect(noReuse.trace().filter((x) => x.startsWith('benchmarkSweep'))).toEqual([
+      'benchmarkSweep eagle3 noreuse.server-deploy.0',
+      'benchmarkSweep baseline noreuse.server-baseline.0',
+    ]);
 
     const none = new StubActivities();
-    await run(none, 'nobaseline', demoConfig('/stub/work', 30000, (c) => (c.stages.benchmark.baseline = false)));
-    expect(none.trace().filter((x) => x.startsWith('benchmarkSweep') || x.startsWith('storedSweep'))).toEqual(['benchmarkSweep eagle3 nobaseline.server-deploy.0']);
-    expect(none.launched).toEqual(['nobaseline.server-generate.0', 'nobaseline.server-extract.0', 'nobaseline.server-deploy.0']);
+    await run(
+      none,
+      'nobaseline',
+      demoConfig('/stub/work', 30000, (c) => (c.stages.benchmark.baseline = false)),
+    );
+    expect(none.trace().filter((x) => x.startsWith('benchmarkSweep') || x.startsWith('storedSweep'))).toEqual([
+      'benchmarkSweep eagle3 nobaseline.server-deploy.0',
+    ]);
+    expect(none.launched).toEqual([
+      'nobaseline.server-generate.0',
+      'nobaseline.server-extract.0',
+      'nobaseline.server-deploy.0',
+    ]);
   });
 
   it('schedules every activity that heartbeats with run.heartbeat-timeout, and the quick ones with none', async () => {
     const stubs = new StubActivities();
     const config = demoConfig('/stub/work', 30000, (c) => (c.run['heartbeat-timeout'] = 10_000));
-    const history = await w.runPipeline(stubs, { runId: 'beats', config }, async (h) => (await h.result(), h.fetchHistory()));
+    const history = await w.runPipeline(
+      stubs,
+      { runId: 'beats', config },
+      async (h) => (await h.result(), h.fetchHistory()),
+    );
     // Seconds of heartbeat timeout per activity type; the server writes 0 for none.
     const scheduled = new Map<string, Set<number>>();
     for (const e of history.events ?? []) {
@@ -111,12 +143,24 @@ describe('pipeline paths by config', { timeout: 30_000 }, () => {
       const t = Number(a.heartbeatTimeout?.seconds ?? 0);
       scheduled.set(a.activityType!.name!, (scheduled.get(a.activityType!.name!) ?? new Set()).add(t));
     }
-    const beating = ['launchServer', 'awaitServerReady', 'smokeTest', 'acceptanceGate', 'stopServer', 'generateData', 'extractHiddenStates', 'trainDrafter', 'benchmarkSweep'];
+    const beating = [
+      'launchServer',
+      'awaitServerReady',
+      'smokeTest',
+      'acceptanceGate',
+      'stopServer',
+      'generateData',
+      'extractHiddenStates',
+      'trainDrafter',
+      'benchmarkSweep',
+    ];
     expect(Object.fromEntries([...scheduled].map(([k, v]) => [k, [...v]]))).toEqual({
       ...Object.fromEntries(beating.map((k) => [k, [10]])),
       // Measuring the destination walks the tree on the host: its own, longer allowance.
       checkExtractSpace: [120],
-      ...Object.fromEntries(['preflight', 'checkLedger', 'writeLedger', 'storedSweep', 'writeReport'].map((k) => [k, [0]])),
+      ...Object.fromEntries(
+        ['preflight', 'checkLedger', 'writeLedger', 'storedSweep', 'writeReport'].map((k) => [k, [0]]),
+      ),
     });
   });
 });

@@ -43,14 +43,21 @@ describe('recorded pipeline histories replay on the current workflow code', () =
       expect(events[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name, f).toBe(RECORDED_TYPE);
       // Completed, failed (given up) or cancelled: a history that ends open would replay only its start.
       const last = events.at(-1) ?? {};
-      const closing = (['workflowExecutionCompletedEventAttributes', 'workflowExecutionFailedEventAttributes', 'workflowExecutionCanceledEventAttributes'] as const)
-        .filter((k) => last[k] != null);
+      const closing = (
+        [
+          'workflowExecutionCompletedEventAttributes',
+          'workflowExecutionFailedEventAttributes',
+          'workflowExecutionCanceledEventAttributes',
+        ] as const
+      ).filter((k) => last[k] != null);
       expect(closing, f).toHaveLength(1);
     }
   });
 
   it.each(histories)('%s', async (file) => {
     // Rejects with DeterminismViolationError (or the workflow's own error) when the code diverges.
-    await expect(Worker.runReplayHistory({ workflowBundle: bundle, replayName: file }, load(file), file)).resolves.toBeUndefined();
+    await expect(
+      Worker.runReplayHistory({ workflowBundle: bundle, replayName: file }, load(file), file),
+    ).resolves.toBeUndefined();
   });
 });

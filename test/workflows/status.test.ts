@@ -9,7 +9,12 @@ describe('stage board', () => {
     b.set('generate', 'running', 'regenerating', '2026-01-01T00:00:01Z');
     const s = b.snapshot();
     expect(s.current).toBe('generate');
-    expect(s.stages[0]).toEqual({ stage: 'preflight', state: 'done', note: 'host local reachable', finishedAt: '2026-01-01T00:00:00Z' });
+    expect(s.stages[0]).toEqual({
+      stage: 'preflight',
+      state: 'done',
+      note: 'host local reachable',
+      finishedAt: '2026-01-01T00:00:00Z',
+    });
     expect(renderStageMarkdown(s)).toBe(
       [
         '**aerie run** `demo-1` (demo)',
@@ -37,12 +42,23 @@ describe('stage board', () => {
   });
 
   it('describes heartbeats in researcher words', () => {
-    expect(describeActivity({ activityType: 'awaitServerReady', attempt: 1, details: { phase: 'loading weights', elapsedMs: 12_400, lastHttp: 503 } })).toBe(
-      'server loading weights 12 s, HTTP 503',
-    );
-    expect(describeActivity({ activityType: 'trainDrafter', attempt: 2, details: { epoch: 1, totalEpochs: 2, step: 40, loss: 2.3141 }, lastFailure: 'heartbeat timeout' })).toBe(
-      'training epoch 1/2 step 40 loss 2.314 [attempt 2: heartbeat timeout]',
-    );
-    expect(describeActivity({ activityType: 'generateData', attempt: 1, details: { done: 5, total: 96, rate: 2.5 } })).toBe('regenerated 5/96 (2.5/s)');
+    expect(
+      describeActivity({
+        activityType: 'awaitServerReady',
+        attempt: 1,
+        details: { phase: 'loading weights', elapsedMs: 12_400, lastHttp: 503 },
+      }),
+    ).toBe('server loading weights 12 s, HTTP 503');
+    expect(
+      describeActivity({
+        activityType: 'trainDrafter',
+        attempt: 2,
+        details: { epoch: 1, totalEpochs: 2, step: 40, loss: 2.3141 },
+        lastFailure: 'heartbeat timeout',
+      }),
+    ).toBe('training epoch 1/2 step 40 loss 2.314 [attempt 2: heartbeat timeout]');
+    expect(
+      describeActivity({ activityType: 'generateData', attempt: 1, details: { done: 5, total: 96, rate: 2.5 } }),
+    ).toBe('regenerated 5/96 (2.5/s)');
   });
 });

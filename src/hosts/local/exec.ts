@@ -25,7 +25,13 @@ function signalGroup(pgid: number | undefined, signal: NodeJS.Signals): void {
 
 /** What a shell would answer for a program it cannot run, so LocalHost and SshHost agree. */
 async function spawnFailure(argv: readonly string[], err: NodeJS.ErrnoException, cwd?: string): Promise<ExecResult> {
-  if (cwd !== undefined && !(await stat(cwd).then((s) => s.isDirectory(), () => false))) {
+  if (
+    cwd !== undefined &&
+    !(await stat(cwd).then(
+      (s) => s.isDirectory(),
+      () => false,
+    ))
+  ) {
     throw new Error(`exec ${argv[0]}: working directory does not exist: ${cwd}`);
   }
   if (err.code === 'ENOENT') return { code: 127, signal: null, stdout: '', stderr: `${argv[0]}: command not found\n` };
@@ -33,7 +39,11 @@ async function spawnFailure(argv: readonly string[], err: NodeJS.ErrnoException,
   throw err;
 }
 
-export function execLocal(argv: readonly string[], opts: ExecOptions = {}, tuning: LocalExecTuning = {}): Promise<ExecResult> {
+export function execLocal(
+  argv: readonly string[],
+  opts: ExecOptions = {},
+  tuning: LocalExecTuning = {},
+): Promise<ExecResult> {
   if (argv.length === 0) return Promise.reject(new Error('exec: empty argv'));
   const cap = tuning.outputCap ?? DEFAULT_OUTPUT_CAP;
   const killGraceMs = tuning.killGraceMs ?? 2_000;
@@ -105,7 +115,8 @@ export function execLocal(argv: readonly string[], opts: ExecOptions = {}, tunin
       });
     });
 
-    if (opts.timeoutMs !== undefined && opts.timeoutMs > 0) timers.push(setTimeout(() => stop('timeout'), opts.timeoutMs));
+    if (opts.timeoutMs !== undefined && opts.timeoutMs > 0)
+      timers.push(setTimeout(() => stop('timeout'), opts.timeoutMs));
     opts.signal?.addEventListener('abort', onAbort, { once: true });
   });
 }

@@ -88,7 +88,11 @@ export async function removePath(path: string): Promise<void> {
  * has not created); a file shorter than offset was truncated or replaced, so it is read
  * again from the start.
  */
-export async function tailFrom(path: string, offset: number, maxBytes = DEFAULT_TAIL_BYTES): Promise<{ data: string; offset: number }> {
+export async function tailFrom(
+  path: string,
+  offset: number,
+  maxBytes = DEFAULT_TAIL_BYTES,
+): Promise<{ data: string; offset: number }> {
   if (!Number.isSafeInteger(offset) || offset < 0) throw new Error(`tailFrom: bad offset ${offset}`);
   if (!Number.isSafeInteger(maxBytes) || maxBytes <= 0) throw new Error(`tailFrom: bad maxBytes ${maxBytes}`);
   let handle;

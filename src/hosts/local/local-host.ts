@@ -6,11 +6,49 @@
 import { spawn } from 'node:child_process';
 import { mkdir, readdir, readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ExecOptions, ExecResult, FileStat, GpuInventory, Host, KillResult, ProcRecord, ProcStatus, SpawnOptions, SpawnResult } from '../host.js';
+import type {
+  ExecOptions,
+  ExecResult,
+  FileStat,
+  GpuInventory,
+  Host,
+  KillResult,
+  ProcRecord,
+  ProcStatus,
+  SpawnOptions,
+  SpawnResult,
+} from '../host.js';
 import { execLocal } from './exec.js';
 import { appendFile, freeBytes, listDir, removePath, renamePath, statPath, tailFrom, writeFileAtomic } from './fs.js';
-import { pidOfSocketInode, readCmdline, readProcStat, scanLaunchProcs, scanProcStats, signalProcessIfSame } from './proc.js';
-import { renderLaunchScript, wrapperArgv, killGroupWith, type GroupSignal, launchView, liveRecordedGroups, remnantStatus, statusFrom, argvHash, isAbsolutePath, launchIdOfRecordFile, launchPaths, newLaunchToken, parsePidFile, parseProcRecord, procsDir, renderProcRecord, type LaunchPaths, sharedInFlight } from '../protocol/index.js';
+import {
+  pidOfSocketInode,
+  readCmdline,
+  readProcStat,
+  scanLaunchProcs,
+  scanProcStats,
+  signalProcessIfSame,
+} from './proc.js';
+import {
+  renderLaunchScript,
+  wrapperArgv,
+  killGroupWith,
+  type GroupSignal,
+  launchView,
+  liveRecordedGroups,
+  remnantStatus,
+  statusFrom,
+  argvHash,
+  isAbsolutePath,
+  launchIdOfRecordFile,
+  launchPaths,
+  newLaunchToken,
+  parsePidFile,
+  parseProcRecord,
+  procsDir,
+  renderProcRecord,
+  type LaunchPaths,
+  sharedInFlight,
+} from '../protocol/index.js';
 import { listenersOnPort, parseProcNetTcp } from '../util/index.js';
 import { gpuInventoryFrom, nvidiaSmiQueries } from '../gpu.js';
 
@@ -51,7 +89,8 @@ export class LocalHost implements Host {
   private readonly launching = new Map<string, Promise<SpawnResult>>();
 
   constructor(opts: LocalHostOptions) {
-    if (!isAbsolutePath(opts.workdir)) throw new Error(`host ${opts.name}: workdir must be an absolute path: ${opts.workdir}`);
+    if (!isAbsolutePath(opts.workdir))
+      throw new Error(`host ${opts.name}: workdir must be an absolute path: ${opts.workdir}`);
     this.name = opts.name;
     this.workdir = opts.workdir.replace(/(.)\/+$/, '$1');
     this.nvidiaSmi = opts.nvidiaSmi;
@@ -65,11 +104,18 @@ export class LocalHost implements Host {
 
   async spawnDetached(launchId: string, argv: string[], opts: SpawnOptions): Promise<SpawnResult> {
     const paths = launchPaths(this.workdir, launchId);
-    const { value, shared } = await sharedInFlight(this.launching, launchId, () => this.launchOnce(launchId, argv, opts, paths));
+    const { value, shared } = await sharedInFlight(this.launching, launchId, () =>
+      this.launchOnce(launchId, argv, opts, paths),
+    );
     return shared ? { ...value, reattached: true } : value;
   }
 
-  private async launchOnce(launchId: string, argv: string[], opts: SpawnOptions, paths: LaunchPaths): Promise<SpawnResult> {
+  private async launchOnce(
+    launchId: string,
+    argv: string[],
+    opts: SpawnOptions,
+    paths: LaunchPaths,
+  ): Promise<SpawnResult> {
     const existing = await this.findLaunch(launchId);
     if (existing) return { record: existing, reattached: true };
 
@@ -85,7 +131,15 @@ export class LocalHost implements Host {
     }
 
     const token = newLaunchToken(launchId);
-    const script = renderLaunchScript({ launchId, argv, env: opts.env, cwd: opts.cwd, logPath: opts.logPath, paths, token });
+    const script = renderLaunchScript({
+      launchId,
+      argv,
+      env: opts.env,
+      cwd: opts.cwd,
+      logPath: opts.logPath,
+      paths,
+      token,
+    });
     await mkdir(paths.dir, { recursive: true });
     await Promise.all([removePath(paths.exit), removePath(`${paths.exit}.tmp`), removePath(`${paths.pid}.tmp`)]);
     await writeFileAtomic(paths.script, script, 0o600);
@@ -118,15 +172,21 @@ export class LocalHost implements Host {
       const text = await readTextOrNull(paths.pid);
       const info = text === null ? null : parsePidFile(text);
       if (info) return info;
-      if (exited !== null) throw new Error(`launch wrapper ${paths.script} exited (${exited}) before writing ${paths.pid}`);
-      if (Date.now() > deadline) throw new Error(`launch wrapper ${paths.script} wrote no pid file within ${PID_FILE_WAIT_MS} ms`);
+      if (exited !== null)
+        throw new Error(`launch wrapper ${paths.script} exited (${exited}) before writing ${paths.pid}`);
+      if (Date.now() > deadline)
+        throw new Error(`launch wrapper ${paths.script} wrote no pid file within ${PID_FILE_WAIT_MS} ms`);
       await sleep(10);
     }
   }
 
   private async recordFor(
-    launchId: string, argv: string[], opts: SpawnOptions, paths: LaunchPaths,
-    info: { pid: number; startTime: string; token?: string }, startedAt: string,
+    launchId: string,
+    argv: string[],
+    opts: SpawnOptions,
+    paths: LaunchPaths,
+    info: { pid: number; startTime: string; token?: string },
+    startedAt: string,
   ): Promise<ProcRecord> {
     // The wrapper reads its own start time; /proc fills in only if it could not.
     let startTime = info.startTime;
@@ -186,8 +246,12 @@ export class LocalHost implements Host {
   killGroup(record: ProcRecord, opts: { graceMs?: number } = {}): Promise<KillResult> {
     return killGroupWith(
       {
-        scan: scanProcStats, scanLaunch: scanLaunchProcs, signalGroup: signalLocalGroup, signalProcess: signalProcessIfSame,
-        sleep: (ms) => sleep(ms), now: () => Date.now(),
+        scan: scanProcStats,
+        scanLaunch: scanLaunchProcs,
+        signalGroup: signalLocalGroup,
+        signalProcess: signalProcessIfSame,
+        sleep: (ms) => sleep(ms),
+        now: () => Date.now(),
       },
       record,
       { graceMs: opts.graceMs ?? 10_000, pollMs: 100 },
@@ -249,7 +313,12 @@ export class LocalHost implements Host {
 
   async gpuInventory(): Promise<GpuInventory> {
     const run = (argv: string[]): Promise<ExecResult> =>
-      this.exec(argv, { timeoutMs: 30_000 }).catch((err: Error) => ({ code: 1, signal: null, stdout: '', stderr: err.message }));
+      this.exec(argv, { timeoutMs: 30_000 }).catch((err: Error) => ({
+        code: 1,
+        signal: null,
+        stdout: '',
+        stderr: err.message,
+      }));
     const q = nvidiaSmiQueries(this.nvidiaSmi);
     const gpusRun = await run(q.gpus);
     const appsRun = gpusRun.code === 0 ? await run(q.apps) : null;

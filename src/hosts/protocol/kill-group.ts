@@ -83,7 +83,8 @@ export function stopTargets(view: LaunchView, record: ProcRecord): Target[] {
 async function send(ops: GroupOps, targets: readonly Target[], signal: GroupSignal): Promise<boolean> {
   let delivered = false;
   for (const t of targets) {
-    const ok = t.kind === 'group' ? await ops.signalGroup(t.pgid, signal) : await ops.signalProcess(t.pid, t.startTime, signal);
+    const ok =
+      t.kind === 'group' ? await ops.signalGroup(t.pgid, signal) : await ops.signalProcess(t.pid, t.startTime, signal);
     delivered ||= ok;
   }
   return delivered;

@@ -30,12 +30,16 @@ function dirOf(path: string): string {
 
 function checkSpec(spec: LaunchSpec): void {
   if (spec.argv.length === 0) throw new Error(`launch ${spec.launchId}: empty argv`);
-  if (!isAbsolutePath(spec.logPath)) throw new Error(`launch ${spec.launchId}: logPath must be absolute: ${spec.logPath}`);
-  if (spec.cwd !== undefined && !isAbsolutePath(spec.cwd)) throw new Error(`launch ${spec.launchId}: cwd must be absolute: ${spec.cwd}`);
+  if (!isAbsolutePath(spec.logPath))
+    throw new Error(`launch ${spec.launchId}: logPath must be absolute: ${spec.logPath}`);
+  if (spec.cwd !== undefined && !isAbsolutePath(spec.cwd))
+    throw new Error(`launch ${spec.launchId}: cwd must be absolute: ${spec.cwd}`);
   if (spec.token !== undefined) {
     assertLaunchToken(spec.token);
     if (spec.env && LAUNCH_TOKEN_ENV in spec.env) {
-      throw new Error(`launch ${spec.launchId}: env sets ${LAUNCH_TOKEN_ENV}, which aerie sets itself to find the launch's processes; remove it from the env`);
+      throw new Error(
+        `launch ${spec.launchId}: env sets ${LAUNCH_TOKEN_ENV}, which aerie sets itself to find the launch's processes; remove it from the env`,
+      );
     }
   }
 }
@@ -59,7 +63,8 @@ export function renderLaunchScript(spec: LaunchSpec): string {
   const run = [...shAssignments(spec.env), shJoin(spec.argv)].join(' ');
   const body = spec.cwd !== undefined ? `cd ${shQuote(spec.cwd)} && ${run}` : run;
   const token = spec.token === undefined ? '' : ` ${shQuote(spec.token)}`;
-  const mark = spec.token === undefined ? [] : [`${LAUNCH_TOKEN_ENV}=${shQuote(spec.token)}; export ${LAUNCH_TOKEN_ENV}`];
+  const mark =
+    spec.token === undefined ? [] : [`${LAUNCH_TOKEN_ENV}=${shQuote(spec.token)}; export ${LAUNCH_TOKEN_ENV}`];
   return [
     `# aerie launch ${spec.launchId}`,
     'trap : TERM INT HUP',

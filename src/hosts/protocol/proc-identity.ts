@@ -36,7 +36,8 @@ export interface GroupView {
  */
 export function groupView(stats: readonly ProcStat[], record: ProcRecord): GroupView {
   const leader = stats.find((s) => s.pid === record.pid) ?? null;
-  const leaderRecycled = leader !== null && !isDead(leader) && record.startTime !== '' && leader.startTime !== record.startTime;
+  const leaderRecycled =
+    leader !== null && !isDead(leader) && record.startTime !== '' && leader.startTime !== record.startTime;
   if (leaderRecycled) return { leaderRecycled, members: [] };
   const members = stats.filter((s) => s.pgrp === record.pgid && !isDead(s));
   return { leaderRecycled, members };

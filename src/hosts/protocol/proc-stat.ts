@@ -25,11 +25,15 @@ export function parseProcStat(text: string): ProcStat | null {
   if (!Number.isSafeInteger(pid) || pid <= 0) return null;
   const comm = text.slice(open + 2, close);
   // After ')' come fields 3.. separated by single spaces; field N is rest[N - 3].
-  const rest = text.slice(close + 1).trim().split(/\s+/);
+  const rest = text
+    .slice(close + 1)
+    .trim()
+    .split(/\s+/);
   if (rest.length < 20) return null;
   const [state, ppid, pgrp, session] = [rest[0], Number(rest[1]), Number(rest[2]), Number(rest[3])];
   const startTime = rest[19];
-  if (!/^[A-Za-z]$/.test(state) || ![ppid, pgrp, session].every(Number.isSafeInteger) || !/^\d+$/.test(startTime)) return null;
+  if (!/^[A-Za-z]$/.test(state) || ![ppid, pgrp, session].every(Number.isSafeInteger) || !/^\d+$/.test(startTime))
+    return null;
   return { pid, comm, state, ppid, pgrp, session, startTime };
 }
 

@@ -112,11 +112,13 @@ export function parseProcRecord(text: string): ProcRecord {
   const pidNum = (key: string): number => {
     const v = raw[key];
     // pid 0 and 1 would turn a group signal into "my own group" or "everything".
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v <= 1) throw new Error(`process record: ${key} is not a pid`);
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v <= 1)
+      throw new Error(`process record: ${key} is not a pid`);
     return v;
   };
   const argv = raw.argv;
-  if (!Array.isArray(argv) || !argv.every((a) => typeof a === 'string')) throw new Error('process record: argv is not a string list');
+  if (!Array.isArray(argv) || !argv.every((a) => typeof a === 'string'))
+    throw new Error('process record: argv is not a string list');
   const record: ProcRecord = {
     launchId: str('launchId'),
     pid: pidNum('pid'),
@@ -130,7 +132,8 @@ export function parseProcRecord(text: string): ProcRecord {
     host: str('host'),
   };
   if (raw.token !== undefined) {
-    if (typeof raw.token !== 'string' || !TOKEN.test(raw.token)) throw new Error('process record: token is not a launch token');
+    if (typeof raw.token !== 'string' || !TOKEN.test(raw.token))
+      throw new Error('process record: token is not a launch token');
     record.token = raw.token;
   }
   assertLaunchId(record.launchId);

@@ -13,7 +13,16 @@ import type { AnyAuthMethod, AuthenticationType, Client, ConnectConfig } from 's
 // ssh2 (~14 MB resident) loads on the first SSH connection: a worker with only local hosts never pays for it.
 let ssh2Lib: typeof import('ssh2') | undefined;
 const ssh2 = (): typeof import('ssh2') => (ssh2Lib ??= createRequire(import.meta.url)('ssh2') as typeof import('ssh2'));
-import { fingerprintSha256, judgeHostKey, keyTypeOf, knownHostName, knownHostsLine, parseKnownHosts, preferredHostKeyAlgorithms, type KnownHostEntry } from './known-hosts.js';
+import {
+  fingerprintSha256,
+  judgeHostKey,
+  keyTypeOf,
+  knownHostName,
+  knownHostsLine,
+  parseKnownHosts,
+  preferredHostKeyAlgorithms,
+  type KnownHostEntry,
+} from './known-hosts.js';
 import type { SshEndpoint } from './options.js';
 
 export type StrictHostKeyChecking = 'yes' | 'accept-new';
@@ -75,7 +84,11 @@ async function usableKeys(files: readonly string[], notes: string[]): Promise<{ 
     }
     const parsed = ssh2().utils.parseKey(data);
     if (parsed instanceof Error) {
-      notes.push(/passphrase/i.test(parsed.message) ? `${path} is passphrase-protected (add it to ssh-agent: ssh-add ${path})` : `${path} is not a usable private key`);
+      notes.push(
+        /passphrase/i.test(parsed.message)
+          ? `${path} is passphrase-protected (add it to ssh-agent: ssh-add ${path})`
+          : `${path} is not a usable private key`,
+      );
       continue;
     }
     keys.push({ path, key: data });
@@ -89,7 +102,11 @@ function authHandlerFor(e: SshEndpoint, keys: { path: string; key: Buffer }[], t
   for (const k of keys) queue.push({ type: 'publickey', username: e.user, key: k.key });
   const labels = [...(e.agent && !e.identitiesOnly ? ['ssh-agent'] : []), ...keys.map((k) => k.path)];
   let i = 0;
-  return (_left: AuthenticationType[] | null, _partial: boolean | null, next: (m: AnyAuthMethod | false) => void): void => {
+  return (
+    _left: AuthenticationType[] | null,
+    _partial: boolean | null,
+    next: (m: AnyAuthMethod | false) => void,
+  ): void => {
     if (i >= queue.length) return next(false);
     tried.push(labels[i]!);
     next(queue[i++]!);
@@ -102,7 +119,12 @@ function trustFix(e: SshEndpoint, name: string): string {
 }
 
 /** One hop: TCP (or a stream through the previous hop), host key check, authentication. */
-async function connectHop(e: SshEndpoint, sock: Duplex | undefined, tuning: ConnectTuning, hostLabel: string): Promise<{ client: Client; key: VerifiedKey }> {
+async function connectHop(
+  e: SshEndpoint,
+  sock: Duplex | undefined,
+  tuning: ConnectTuning,
+  hostLabel: string,
+): Promise<{ client: Client; key: VerifiedKey }> {
   const name = knownHostName(e.hostKeyName, e.port);
   const entries = await readKnownHosts(e.knownHostsFiles);
   const notes: string[] = [];
@@ -133,7 +155,9 @@ async function connectHop(e: SshEndpoint, sock: Duplex | undefined, tuning: Conn
       return done(false);
     }
     if (tuning.strict !== 'accept-new') {
-      refusal = new SshTrustError(`${what} is not in known_hosts (${e.knownHostsFiles.join(', ')}) and strict host key checking is on; ${trustFix(e, name)}`);
+      refusal = new SshTrustError(
+        `${what} is not in known_hosts (${e.knownHostsFiles.join(', ')}) and strict host key checking is on; ${trustFix(e, name)}`,
+      );
       return done(false);
     }
     const file = e.knownHostsFiles[0]!;
@@ -178,7 +202,11 @@ async function connectHop(e: SshEndpoint, sock: Duplex | undefined, tuning: Conn
           ),
         );
       }
-      reject(new SshConnectError(`${hostLabel}: cannot connect to ${e.user}@${e.hostname}:${e.port}: ${err.message}${err.code ? ` (${err.code})` : ''}`));
+      reject(
+        new SshConnectError(
+          `${hostLabel}: cannot connect to ${e.user}@${e.hostname}:${e.port}: ${err.message}${err.code ? ` (${err.code})` : ''}`,
+        ),
+      );
     };
     const onReady = () => {
       client.removeListener('error', onError);

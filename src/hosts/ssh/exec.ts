@@ -102,7 +102,10 @@ export class DurableExec {
       const dir = `${this.deps.workdir}/.aerie/exec/${Date.now().toString(36)}-${randomBytes(6).toString('hex')}`;
       if (opts.stdin !== undefined && opts.stdin !== '') {
         const up = await this.deps.files.query('upload stdin', UPLOAD_STDIN, [dir], opts.stdin);
-        if (up.code !== 0) throw new Error(`exec ${argv[0]} on ${this.deps.hostName}: cannot stage stdin in ${dir}: ${up.stderr.trim()}`);
+        if (up.code !== 0)
+          throw new Error(
+            `exec ${argv[0]} on ${this.deps.hostName}: cannot stage stdin in ${dir}: ${up.stderr.trim()}`,
+          );
       }
       try {
         const r = await this.once(dir, argv, opts);
@@ -153,15 +156,25 @@ export class DurableExec {
     }
   }
 
-  private stopError(why: 'timeout' | 'abort', argv: readonly string[], opts: ExecOptions, stdout: string, stderr: string): Error {
-    return why === 'timeout' ? new ExecTimeoutError(argv, opts.timeoutMs ?? 0, stdout, stderr) : new ExecAbortedError(argv, stdout, stderr);
+  private stopError(
+    why: 'timeout' | 'abort',
+    argv: readonly string[],
+    opts: ExecOptions,
+    stdout: string,
+    stderr: string,
+  ): Error {
+    return why === 'timeout'
+      ? new ExecTimeoutError(argv, opts.timeoutMs ?? 0, stdout, stderr)
+      : new ExecAbortedError(argv, stdout, stderr);
   }
 
   /** aerie's own failures (not the command's) are errors, as LocalHost's spawn failures are. */
   private checkSetup(r: { code: number | null; stderr: string }, argv: readonly string[], opts: ExecOptions): void {
     if (r.code !== 125) return;
-    if (r.stderr === 'aerie-exec-nocwd\n') throw new Error(`exec ${argv[0]}: working directory does not exist: ${opts.cwd}`);
-    if (/^aerie-exec-(setup|claimed)/.test(r.stderr)) throw new Error(`exec ${argv[0]} on ${this.deps.hostName}: ${r.stderr.trim()}`);
+    if (r.stderr === 'aerie-exec-nocwd\n')
+      throw new Error(`exec ${argv[0]}: working directory does not exist: ${opts.cwd}`);
+    if (/^aerie-exec-(setup|claimed)/.test(r.stderr))
+      throw new Error(`exec ${argv[0]} on ${this.deps.hostName}: ${r.stderr.trim()}`);
   }
 
   /** Wait (reconnecting as needed) until the command has ended, then read its status and output. */
@@ -172,7 +185,8 @@ export class DurableExec {
       if (state === 'stolen') return 'stolen';
       if (state === 'done') {
         const r = await this.deps.files.query('exec result', FETCH, [dir, DEFAULT_OUTPUT_CAP]);
-        if (r.code !== 0) throw new Error(`exec on ${this.deps.hostName}: cannot read the result in ${dir}: ${r.stderr.trim()}`);
+        if (r.code !== 0)
+          throw new Error(`exec on ${this.deps.hostName}: cannot read the result in ${dir}: ${r.stderr.trim()}`);
         const f = parseFetch(r.stdout);
         return { code: f.code, signal: null, stdout: f.stdout, stderr: f.stderr.toString('utf8') };
       }
@@ -188,13 +202,23 @@ export class DurableExec {
       const info = pid === null ? null : parsePidFile(pid.toString('utf8'));
       if (info && info.startTime !== '') {
         const record: ProcRecord = {
-          launchId: 'exec', pid: info.pid, pgid: info.pid, startTime: info.startTime, argvHash: '', argv: [],
-          logPath: `${dir}/out`, exitPath: `${dir}/exit`, startedAt: '', host: this.deps.hostName,
+          launchId: 'exec',
+          pid: info.pid,
+          pgid: info.pid,
+          startTime: info.startTime,
+          argvHash: '',
+          argv: [],
+          logPath: `${dir}/out`,
+          exitPath: `${dir}/exit`,
+          startedAt: '',
+          host: this.deps.hostName,
         };
         await killGroupWith(this.deps.groupOps, record, { graceMs: 2_000, pollMs: 100 });
         return;
       }
-      const exited = parseCatIfPresent((await this.deps.files.query('exec status', CAT_IF_PRESENT, [`${dir}/exit`])).stdout);
+      const exited = parseCatIfPresent(
+        (await this.deps.files.query('exec status', CAT_IF_PRESENT, [`${dir}/exit`])).stdout,
+      );
       if (exited !== null) return;
       await sleep(100);
     }

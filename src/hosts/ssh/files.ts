@@ -9,7 +9,27 @@ import { randomBytes } from 'node:crypto';
 import type { SFTPWrapper, Stats } from 'ssh2';
 import type { FileStat } from '../host.js';
 import { ConnectionLostError, type Conn, type SshLink } from './link.js';
-import { APPEND_AT, CAT_IF_PRESENT, EXIT_ABSENT, EXIT_IS_DIR, FREE_BYTES, LIST, MKDIR_P, READ_FILE, REMOVE, RENAME, STAT, TAIL_FROM, WRITE_ATOMIC, parseCatIfPresent, parseFreeBytes, parseListing, parseStatLine, parseTail, remoteCommand } from './script.js';
+import {
+  APPEND_AT,
+  CAT_IF_PRESENT,
+  EXIT_ABSENT,
+  EXIT_IS_DIR,
+  FREE_BYTES,
+  LIST,
+  MKDIR_P,
+  READ_FILE,
+  REMOVE,
+  RENAME,
+  STAT,
+  TAIL_FROM,
+  WRITE_ATOMIC,
+  parseCatIfPresent,
+  parseFreeBytes,
+  parseListing,
+  parseStatLine,
+  parseTail,
+  remoteCommand,
+} from './script.js';
 import { completeUtf8Length } from '../util/index.js';
 
 export const DEFAULT_TAIL_BYTES = 256 * 1024;
@@ -48,7 +68,8 @@ export class ShellFiles {
 
   protected failed(what: string, path: string, r: { code: number | null; stderr: string }): Error {
     if (r.code === EXIT_ABSENT) return absentError(this.hostName, path);
-    if (r.code === EXIT_IS_DIR) return Object.assign(new Error(`EISDIR: ${path} on ${this.hostName} is a directory`), { code: 'EISDIR' });
+    if (r.code === EXIT_IS_DIR)
+      return Object.assign(new Error(`EISDIR: ${path} on ${this.hostName} is a directory`), { code: 'EISDIR' });
     return new Error(`${what} ${path} on ${this.hostName} failed (exit ${r.code}): ${r.stderr.trim().slice(0, 500)}`);
   }
 
@@ -77,15 +98,19 @@ export class ShellFiles {
    */
   appendFile(path: string, data: string | Buffer): Promise<void> {
     const prev = this.appending.get(path) ?? Promise.resolve();
-    const mine = prev.catch(() => undefined).then(async () => {
-      const before = (await this.stat(path))?.size ?? 0;
-      const r = await this.query(`append to ${path}`, APPEND_AT, [path, before], data);
-      if (r.code !== 0) throw this.failed('append to', path, r);
-    });
+    const mine = prev
+      .catch(() => undefined)
+      .then(async () => {
+        const before = (await this.stat(path))?.size ?? 0;
+        const r = await this.query(`append to ${path}`, APPEND_AT, [path, before], data);
+        if (r.code !== 0) throw this.failed('append to', path, r);
+      });
     this.appending.set(path, mine);
-    void mine.finally(() => {
-      if (this.appending.get(path) === mine) this.appending.delete(path);
-    }).catch(() => undefined);
+    void mine
+      .finally(() => {
+        if (this.appending.get(path) === mine) this.appending.delete(path);
+      })
+      .catch(() => undefined);
     return mine;
   }
 
@@ -119,7 +144,11 @@ export class ShellFiles {
     if (r.code !== 0) throw this.failed('remove', path, r);
   }
 
-  async tailFrom(path: string, offset: number, maxBytes = DEFAULT_TAIL_BYTES): Promise<{ data: string; offset: number }> {
+  async tailFrom(
+    path: string,
+    offset: number,
+    maxBytes = DEFAULT_TAIL_BYTES,
+  ): Promise<{ data: string; offset: number }> {
     checkTailArgs(offset, maxBytes);
     const r = await this.query(`tail ${path}`, TAIL_FROM, [path, offset, maxBytes]);
     if (r.code !== 0) throw this.failed('tail', path, r);
@@ -191,7 +220,7 @@ export class SftpFiles extends ShellFiles {
         const handle = await call<Buffer>((cb) => s.open(path, 'r', cb as never));
         const chunks: Buffer[] = [];
         try {
-          for (let at = 0; ; ) {
+          for (let at = 0; ;) {
             const buf = Buffer.alloc(64 * 1024);
             const n = await new Promise<number>((resolve, reject) =>
               s.read(handle, buf, 0, buf.length, at, (err, bytesRead) =>
@@ -229,7 +258,9 @@ export class SftpFiles extends ShellFiles {
     const tmp = tempNameFor(path);
     try {
       await this.sftp(`write ${path}`, async (s) => {
-        const handle = await call<Buffer>((cb) => s.open(tmp, 'w', { mode: opts.private ? 0o600 : 0o644 }, cb as never));
+        const handle = await call<Buffer>((cb) =>
+          s.open(tmp, 'w', { mode: opts.private ? 0o600 : 0o644 }, cb as never),
+        );
         try {
           for (let at = 0; at < bytes.length; at += 256 * 1024) {
             const n = Math.min(256 * 1024, bytes.length - at);
@@ -242,10 +273,12 @@ export class SftpFiles extends ShellFiles {
       });
       // posix-rename@openssh.com replaces the target atomically (plain SFTP rename refuses
       // to); servers without the extension get rename(2) through mv -T.
-      await this.sftp(`rename ${tmp}`, (s) => call((cb) => s.ext_openssh_rename(tmp, path, cb as never))).catch((err: Error) => {
-        if (!/not supported/i.test(err.message)) throw err;
-        return this.rename(tmp, path);
-      });
+      await this.sftp(`rename ${tmp}`, (s) => call((cb) => s.ext_openssh_rename(tmp, path, cb as never))).catch(
+        (err: Error) => {
+          if (!/not supported/i.test(err.message)) throw err;
+          return this.rename(tmp, path);
+        },
+      );
     } catch (err) {
       await this.remove(tmp).catch(() => undefined);
       if (isNoSuchFile(err)) throw absentError(this.hostName, path);
@@ -255,7 +288,9 @@ export class SftpFiles extends ShellFiles {
 
   override async stat(path: string): Promise<FileStat | null> {
     try {
-      return await this.sftp(`stat ${path}`, async (s) => toFileStat(path, await call<Stats>((cb) => s.stat(path, cb as never))));
+      return await this.sftp(`stat ${path}`, async (s) =>
+        toFileStat(path, await call<Stats>((cb) => s.stat(path, cb as never))),
+      );
     } catch (err) {
       if (isNoSuchFile(err)) return null;
       throw err;
@@ -287,7 +322,11 @@ export class SftpFiles extends ShellFiles {
     }
   }
 
-  override async tailFrom(path: string, offset: number, maxBytes = DEFAULT_TAIL_BYTES): Promise<{ data: string; offset: number }> {
+  override async tailFrom(
+    path: string,
+    offset: number,
+    maxBytes = DEFAULT_TAIL_BYTES,
+  ): Promise<{ data: string; offset: number }> {
     checkTailArgs(offset, maxBytes);
     try {
       return await this.sftp(`tail ${path}`, async (s) => {
@@ -301,7 +340,9 @@ export class SftpFiles extends ShellFiles {
           let got = 0;
           while (got < want) {
             const n = await new Promise<number>((resolve, reject) =>
-              s.read(handle, buf, got, want - got, from + got, (err, bytesRead) => (err ? reject(err) : resolve(bytesRead))),
+              s.read(handle, buf, got, want - got, from + got, (err, bytesRead) =>
+                err ? reject(err) : resolve(bytesRead),
+              ),
             );
             if (n <= 0) break;
             got += n;

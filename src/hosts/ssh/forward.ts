@@ -53,9 +53,11 @@ export class PortForwards {
     // connection, exactly what it would see on LocalHost while a server is still loading.
     const refuse = () => (socket.destroyed ? undefined : socket.resetAndDestroy());
     this.link
-      .retrying(`forward to port ${remotePort}`, (conn) => conn.forwardOut(remotePort, this.address).catch(async (err: unknown) => {
-        throw await conn.lostOr(err);
-      }))
+      .retrying(`forward to port ${remotePort}`, (conn) =>
+        conn.forwardOut(remotePort, this.address).catch(async (err: unknown) => {
+          throw await conn.lostOr(err);
+        }),
+      )
       .then((channel) => {
         if (socket.destroyed) {
           channel.close();
@@ -75,7 +77,9 @@ export class PortForwards {
     const entries = await Promise.allSettled(this.servers.values());
     this.servers.clear();
     await Promise.all(
-      entries.map((e) => (e.status === 'fulfilled' ? new Promise<void>((r) => e.value.server.close(() => r())) : undefined)),
+      entries.map((e) =>
+        e.status === 'fulfilled' ? new Promise<void>((r) => e.value.server.close(() => r())) : undefined,
+      ),
     );
   }
 }

@@ -42,7 +42,13 @@ export function parseKnownHosts(text: string, file: string): KnownHostEntry[] {
 }
 
 function globMatch(pattern: string, name: string): boolean {
-  const re = new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`, 'i');
+  const re = new RegExp(
+    `^${pattern
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*/g, '.*')
+      .replace(/\?/g, '.')}$`,
+    'i',
+  );
   return re.test(name);
 }
 
@@ -109,7 +115,9 @@ export const DEFAULT_HOST_KEY_ALGORITHMS = [
  * server with several host keys shows the one we can check rather than one we never saw.
  */
 export function preferredHostKeyAlgorithms(entries: readonly KnownHostEntry[], name: string): string[] {
-  const known = entries.filter((e) => e.marker === '' && hostFieldMatches(e.hosts, name)).flatMap((e) => algorithmsFor(e.keyType));
+  const known = entries
+    .filter((e) => e.marker === '' && hostFieldMatches(e.hosts, name))
+    .flatMap((e) => algorithmsFor(e.keyType));
   const first = DEFAULT_HOST_KEY_ALGORITHMS.filter((a) => known.includes(a));
   return [...first, ...DEFAULT_HOST_KEY_ALGORITHMS.filter((a) => !first.includes(a))];
 }

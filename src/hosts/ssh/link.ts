@@ -281,7 +281,9 @@ export class SshLink {
         if (!(err instanceof ConnectionLostError)) throw err;
         conn.destroy();
         if (Date.now() > deadline) {
-          throw new SshConnectError(`host ${this.hostName}: ${what}: the connection kept dropping for ${Math.round(this.tuning.retryBudgetMs / 1000)} s (${err.message})`);
+          throw new SshConnectError(
+            `host ${this.hostName}: ${what}: the connection kept dropping for ${Math.round(this.tuning.retryBudgetMs / 1000)} s (${err.message})`,
+          );
         }
         await sleep(100);
       }
@@ -291,7 +293,11 @@ export class SshLink {
   async close(): Promise<void> {
     this.closing = true;
     const pending = this.connecting;
-    if (pending) await pending.then((c) => c.destroy(), () => undefined);
+    if (pending)
+      await pending.then(
+        (c) => c.destroy(),
+        () => undefined,
+      );
     if (this.current) {
       const c = this.current;
       c.client.end();

@@ -62,7 +62,12 @@ function many(v: string | string[] | undefined): string[] {
 }
 
 /** OpenSSH's %-tokens, ~ and ${VAR} in file names (IdentityFile, UserKnownHostsFile, IdentityAgent). */
-export function expandPath(path: string, tokens: Record<string, string>, home: string, env: Record<string, string | undefined>): string {
+export function expandPath(
+  path: string,
+  tokens: Record<string, string>,
+  home: string,
+  env: Record<string, string | undefined>,
+): string {
   let out = path.replace(/%(.)/g, (m, t: string) => (t === '%' ? '%' : (tokens[t] ?? m)));
   out = out.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (m, name: string) => env[name] ?? m);
   if (out === '~') return home;
@@ -93,7 +98,8 @@ export function parseJumpSpec(spec: string): { user?: string; host: string; port
   let port: number | undefined;
   if (portText !== undefined) {
     port = Number(portText);
-    if (!Number.isInteger(port) || port < 1 || port > 65535) throw new SshConfigProblem(`proxy jump "${spec}" has a bad port`);
+    if (!Number.isInteger(port) || port < 1 || port > 65535)
+      throw new SshConfigProblem(`proxy jump "${spec}" has a bad port`);
   }
   return { user: user || undefined, host, port };
 }
@@ -106,20 +112,31 @@ function compute(parsed: SSHConfig | null, host: string, user?: string): Compute
 
 function resolveOne(
   parsed: SSHConfig | null,
-  want: { host: string; user?: string; port?: number; identityFile?: string; proxyJump?: string; knownHostsFile?: string },
+  want: {
+    host: string;
+    user?: string;
+    port?: number;
+    identityFile?: string;
+    proxyJump?: string;
+    knownHostsFile?: string;
+  },
   ctx: ResolveContext,
   depth: number,
 ): SshEndpoint {
-  if (depth > MAX_JUMP_DEPTH) throw new SshConfigProblem(`ProxyJump chain for ${want.host} is longer than ${MAX_JUMP_DEPTH} hops (a loop?)`);
+  if (depth > MAX_JUMP_DEPTH)
+    throw new SshConfigProblem(`ProxyJump chain for ${want.host} is longer than ${MAX_JUMP_DEPTH} hops (a loop?)`);
   const c = compute(parsed, want.host, want.user);
   if (one(c.proxycommand) && !want.proxyJump && !one(c.proxyjump)) {
-    throw new SshConfigProblem(`the ssh config gives ${want.host} a ProxyCommand, which aerie does not run; use ProxyJump instead`);
+    throw new SshConfigProblem(
+      `the ssh config gives ${want.host} a ProxyCommand, which aerie does not run; use ProxyJump instead`,
+    );
   }
   const alias = want.host;
   const hostnameRaw = one(c.hostname) ?? want.host;
   const hostname = hostnameRaw.replace(/%h/g, want.host);
   const port = want.port ?? (one(c.port) ? Number(one(c.port)) : 22);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new SshConfigProblem(`the ssh config gives ${alias} a bad Port "${one(c.port)}"`);
+  if (!Number.isInteger(port) || port < 1 || port > 65535)
+    throw new SshConfigProblem(`the ssh config gives ${alias} a bad Port "${one(c.port)}"`);
   const user = want.user ?? one(c.user) ?? ctx.localUser;
   const tokens = { h: hostname, p: String(port), r: user, u: ctx.localUser, d: ctx.home, n: alias };
 
@@ -132,7 +149,8 @@ function resolveOne(
   let agent: string | null = ctx.env.SSH_AUTH_SOCK || null;
   if (agentSetting !== undefined) {
     if (agentSetting.toLowerCase() === 'none') agent = null;
-    else if (agentSetting !== 'SSH_AUTH_SOCK') agent = expandPath(agentSetting.replace(/^\$SSH_AUTH_SOCK$/, '${SSH_AUTH_SOCK}'), tokens, ctx.home, ctx.env);
+    else if (agentSetting !== 'SSH_AUTH_SOCK')
+      agent = expandPath(agentSetting.replace(/^\$SSH_AUTH_SOCK$/, '${SSH_AUTH_SOCK}'), tokens, ctx.home, ctx.env);
   }
   const knownHostsFiles = want.knownHostsFile
     ? [expandPath(want.knownHostsFile, tokens, ctx.home, ctx.env)]
@@ -191,7 +209,9 @@ export function resolveEndpoint(target: SshTarget, ctx: ResolveContext): SshEndp
 /** `user@host:port` (via jumps), for messages. */
 export function describeEndpoint(e: SshEndpoint): string {
   const self = `${e.user}@${e.hostname}:${e.port}`;
-  return e.jumps.length === 0 ? self : `${self} via ${e.jumps.map((j) => `${j.user}@${j.hostname}:${j.port}`).join(' → ')}`;
+  return e.jumps.length === 0
+    ? self
+    : `${self} via ${e.jumps.map((j) => `${j.user}@${j.hostname}:${j.port}`).join(' → ')}`;
 }
 
 /**
@@ -215,8 +235,13 @@ export async function inlineIncludes(
     }
     for (const word of m[1]!.split(/\s+/)) {
       const unquoted = word.replace(/^"(.*)"$/, '$1');
-      const abs = unquoted.startsWith('~/') ? `${home}${unquoted.slice(1)}` : unquoted.startsWith('/') ? unquoted : `${home}/.ssh/${unquoted}`;
-      for (const included of await readMatching(abs)) out.push(await inlineIncludes(included, home, readMatching, depth + 1));
+      const abs = unquoted.startsWith('~/')
+        ? `${home}${unquoted.slice(1)}`
+        : unquoted.startsWith('/')
+          ? unquoted
+          : `${home}/.ssh/${unquoted}`;
+      for (const included of await readMatching(abs))
+        out.push(await inlineIncludes(included, home, readMatching, depth + 1));
     }
   }
   return out.join('\n');

@@ -13,7 +13,11 @@ export const EXIT_ABSENT = 44;
 export const EXIT_IS_DIR = 45;
 
 /** The command line sshd hands to the login shell. */
-export function remoteCommand(script: string, args: readonly (string | number)[], execPrefix: readonly string[] = []): string {
+export function remoteCommand(
+  script: string,
+  args: readonly (string | number)[],
+  execPrefix: readonly string[] = [],
+): string {
   return `exec ${shJoin([...execPrefix, '/bin/sh', '-c', script, 'sh', ...args.map(String)])}`;
 }
 

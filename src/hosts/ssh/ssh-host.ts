@@ -10,9 +10,52 @@ import { randomBytes } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { homedir, userInfo } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ExecOptions, ExecResult, FileStat, GpuInventory, Host, KillResult, ProcRecord, ProcStatus, SpawnOptions, SpawnResult } from '../host.js';
+import type {
+  ExecOptions,
+  ExecResult,
+  FileStat,
+  GpuInventory,
+  Host,
+  KillResult,
+  ProcRecord,
+  ProcStatus,
+  SpawnOptions,
+  SpawnResult,
+} from '../host.js';
 import { gpuInventoryFrom, nvidiaSmiQueries } from '../gpu.js';
-import { killGroupWith, type GroupOps, type GroupSignal, EXIT_NOT_THAT_PROCESS, PROC_LAUNCH_SCAN, PROC_STAT_SCAN, PROCESS_SIGNAL, renderDetachedLaunch, renderGroupSignal, renderLaunchScript, launchView, liveRecordedGroups, parseLaunchScan, remnantStatus, statusFrom, type LaunchScan, parseProcStat, parseProcStats, type ProcStat, argvHash, assertLaunchToken, isAbsolutePath, launchIdOfRecordFile, launchPaths, newLaunchToken, parsePidFile, parseProcRecord, procsDir, renderProcRecord, type LaunchPaths, sharedInFlight } from '../protocol/index.js';
+import {
+  killGroupWith,
+  type GroupOps,
+  type GroupSignal,
+  EXIT_NOT_THAT_PROCESS,
+  PROC_LAUNCH_SCAN,
+  PROC_STAT_SCAN,
+  PROCESS_SIGNAL,
+  renderDetachedLaunch,
+  renderGroupSignal,
+  renderLaunchScript,
+  launchView,
+  liveRecordedGroups,
+  parseLaunchScan,
+  remnantStatus,
+  statusFrom,
+  type LaunchScan,
+  parseProcStat,
+  parseProcStats,
+  type ProcStat,
+  argvHash,
+  assertLaunchToken,
+  isAbsolutePath,
+  launchIdOfRecordFile,
+  launchPaths,
+  newLaunchToken,
+  parsePidFile,
+  parseProcRecord,
+  procsDir,
+  renderProcRecord,
+  type LaunchPaths,
+  sharedInFlight,
+} from '../protocol/index.js';
 import { listenersOnPort, parseProcNetTcpScan, PROC_NET_TCP_SCAN } from '../util/index.js';
 import type { StrictHostKeyChecking } from './connect.js';
 import { DurableExec } from './exec.js';
@@ -20,7 +63,15 @@ import { SftpFiles, ShellFiles } from './files.js';
 import { PortForwards } from './forward.js';
 import { DEFAULT_LINK_TUNING, ConnectionLostError, SshLink, type LinkTuning } from './link.js';
 import { describeEndpoint, inlineIncludes, resolveEndpoint, type SshEndpoint, type SshTarget } from './options.js';
-import { PROC_STATUS, READ_RECORDS, SOCKET_OWNER, remoteCommand, parseProcStatus, parseRecords, parseSocketOwner } from './script.js';
+import {
+  PROC_STATUS,
+  READ_RECORDS,
+  SOCKET_OWNER,
+  remoteCommand,
+  parseProcStatus,
+  parseRecords,
+  parseSocketOwner,
+} from './script.js';
 
 export interface SshHostOptions {
   name: string;
@@ -42,10 +93,21 @@ async function readMatching(pattern: string): Promise<string[]> {
   const slash = pattern.lastIndexOf('/');
   const dir = pattern.slice(0, slash) || '/';
   const base = pattern.slice(slash + 1);
-  if (!/[*?]/.test(base)) return readFile(pattern, 'utf8').then((t) => [t], () => []);
-  const re = new RegExp(`^${base.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`);
+  if (!/[*?]/.test(base))
+    return readFile(pattern, 'utf8').then(
+      (t) => [t],
+      () => [],
+    );
+  const re = new RegExp(
+    `^${base
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*/g, '.*')
+      .replace(/\?/g, '.')}$`,
+  );
   const names = (await readdir(dir).catch(() => [] as string[])).filter((n) => re.test(n)).sort();
-  return (await Promise.all(names.map((n) => readFile(`${dir}/${n}`, 'utf8').catch(() => null)))).filter((t): t is string => t !== null);
+  return (await Promise.all(names.map((n) => readFile(`${dir}/${n}`, 'utf8').catch(() => null)))).filter(
+    (t): t is string => t !== null,
+  );
 }
 
 /** The endpoint for a config entry, reading the ssh config file (and its Includes) now. */
@@ -56,7 +118,8 @@ export async function loadEndpoint(ssh: SshHostOptions['ssh']): Promise<SshEndpo
   try {
     text = await inlineIncludes(await readFile(configPath, 'utf8'), home, readMatching);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || ssh['config-file']) throw new Error(`cannot read ssh config ${configPath}: ${(err as Error).message}`);
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || ssh['config-file'])
+      throw new Error(`cannot read ssh config ${configPath}: ${(err as Error).message}`);
   }
   return resolveEndpoint(ssh, { sshConfigText: text, home, localUser: userInfo().username, env: process.env });
 }
@@ -76,17 +139,29 @@ export class SshHost implements Host {
   private readonly sshOptions: SshHostOptions['ssh'];
 
   constructor(opts: SshHostOptions) {
-    if (!isAbsolutePath(opts.workdir)) throw new Error(`host ${opts.name}: workdir must be an absolute path: ${opts.workdir}`);
+    if (!isAbsolutePath(opts.workdir))
+      throw new Error(`host ${opts.name}: workdir must be an absolute path: ${opts.workdir}`);
     this.name = opts.name;
     this.workdir = opts.workdir.replace(/(.)\/+$/, '$1');
     this.execPrefix = [...(opts.execPrefix ?? [])];
-    const tuning: LinkTuning = { ...DEFAULT_LINK_TUNING, strict: opts.ssh['strict-host-key-checking'] ?? 'yes', ...opts.tuning };
+    const tuning: LinkTuning = {
+      ...DEFAULT_LINK_TUNING,
+      strict: opts.ssh['strict-host-key-checking'] ?? 'yes',
+      ...opts.tuning,
+    };
     this.sshOptions = opts.ssh;
     this.link = new SshLink(opts.name, () => this.resolveEndpoint(), tuning);
     this.shell = new ShellFiles(this.link, this.name, this.execPrefix);
     // Inside a container the SSH server's SFTP sees the hypervisor's files, not the container's.
     this.files = this.execPrefix.length > 0 ? this.shell : new SftpFiles(this.link, this.name, this.execPrefix);
-    this.durable = new DurableExec({ link: this.link, files: this.shell, hostName: this.name, workdir: this.workdir, execPrefix: this.execPrefix, groupOps: this.groupOps() });
+    this.durable = new DurableExec({
+      link: this.link,
+      files: this.shell,
+      hostName: this.name,
+      workdir: this.workdir,
+      execPrefix: this.execPrefix,
+      groupOps: this.groupOps(),
+    });
     this.forwards = new PortForwards(this.link, opts.httpAddress);
     this.nvidiaSmi = opts.nvidiaSmi;
   }
@@ -158,11 +233,18 @@ export class SshHost implements Host {
 
   async spawnDetached(launchId: string, argv: string[], opts: SpawnOptions): Promise<SpawnResult> {
     const paths = launchPaths(this.workdir, launchId);
-    const { value, shared } = await sharedInFlight(this.launching, launchId, () => this.launchOnce(launchId, argv, opts, paths));
+    const { value, shared } = await sharedInFlight(this.launching, launchId, () =>
+      this.launchOnce(launchId, argv, opts, paths),
+    );
     return shared ? { ...value, reattached: true } : value;
   }
 
-  private async launchOnce(launchId: string, argv: string[], opts: SpawnOptions, paths: LaunchPaths): Promise<SpawnResult> {
+  private async launchOnce(
+    launchId: string,
+    argv: string[],
+    opts: SpawnOptions,
+    paths: LaunchPaths,
+  ): Promise<SpawnResult> {
     const existing = await this.findLaunch(launchId);
     if (existing) return { record: existing, reattached: true };
 
@@ -177,7 +259,15 @@ export class SshHost implements Host {
     }
 
     const token = newLaunchToken(launchId);
-    const script = renderLaunchScript({ launchId, argv, env: opts.env, cwd: opts.cwd, logPath: opts.logPath, paths, token });
+    const script = renderLaunchScript({
+      launchId,
+      argv,
+      env: opts.env,
+      cwd: opts.cwd,
+      logPath: opts.logPath,
+      paths,
+      token,
+    });
     await this.shell.mkdirp(paths.dir);
     await Promise.all([paths.exit, `${paths.exit}.tmp`, `${paths.pid}.tmp`].map((p) => this.shell.remove(p)));
     // The wrapper holds the command's environment (tokens): mode 0600, never on a command line.
@@ -199,7 +289,8 @@ export class SshHost implements Host {
     try {
       const conn = await this.link.retrying('connect', async (c) => c);
       const r = await conn.run(remoteCommand(renderDetachedLaunch(paths), [], this.execPrefix));
-      if (r.code !== 0) throw new Error(`starting the launch wrapper on ${this.name} failed (exit ${r.code}): ${r.stderr.trim()}`);
+      if (r.code !== 0)
+        throw new Error(`starting the launch wrapper on ${this.name} failed (exit ${r.code}): ${r.stderr.trim()}`);
     } catch (err) {
       if (!(err instanceof ConnectionLostError)) throw err;
     }
@@ -208,13 +299,21 @@ export class SshHost implements Host {
       const text = await this.readIfPresent(paths.pid);
       const info = text === null ? null : parsePidFile(text);
       if (info) return info;
-      if (Date.now() > deadline) throw new Error(`launch wrapper ${paths.script} on ${this.name} wrote no pid file within ${PID_FILE_WAIT_MS} ms`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `launch wrapper ${paths.script} on ${this.name} wrote no pid file within ${PID_FILE_WAIT_MS} ms`,
+        );
       await sleep(50);
     }
   }
 
   private recordFor(
-    launchId: string, argv: string[], opts: SpawnOptions, paths: LaunchPaths, info: { pid: number; startTime: string; token?: string }, startedAt: string,
+    launchId: string,
+    argv: string[],
+    opts: SpawnOptions,
+    paths: LaunchPaths,
+    info: { pid: number; startTime: string; token?: string },
+    startedAt: string,
   ): ProcRecord {
     return {
       launchId,
@@ -265,7 +364,10 @@ export class SshHost implements Host {
       return statusFrom(statLine === null ? null : parseProcStat(statLine), exitText, record);
     }
     // Over SFTP both reads are one round trip each instead of a process on the host (polled every few seconds).
-    const [statLine, exitText] = await Promise.all([this.readIfPresent(`/proc/${record.pid}/stat`), this.readIfPresent(record.exitPath)]);
+    const [statLine, exitText] = await Promise.all([
+      this.readIfPresent(`/proc/${record.pid}/stat`),
+      this.readIfPresent(record.exitPath),
+    ]);
     return statusFrom(statLine ? parseProcStat(statLine) : null, exitText, record);
   }
 
@@ -319,7 +421,9 @@ export class SshHost implements Host {
     if (listeners.length === 0) return { listening: false };
     for (const socket of listeners) {
       if (socket.inode === '0') continue;
-      const owner = parseSocketOwner((await this.shell.query('find socket owner', SOCKET_OWNER, [socket.inode])).stdout.toString('utf8'));
+      const owner = parseSocketOwner(
+        (await this.shell.query('find socket owner', SOCKET_OWNER, [socket.inode])).stdout.toString('utf8'),
+      );
       if (owner) return { listening: true, ...owner };
     }
     return { listening: true };
@@ -327,7 +431,12 @@ export class SshHost implements Host {
 
   async gpuInventory(): Promise<GpuInventory> {
     const run = (argv: string[]): Promise<ExecResult> =>
-      this.exec(argv, { timeoutMs: 30_000 }).catch((err: Error) => ({ code: 1, signal: null, stdout: '', stderr: err.message }));
+      this.exec(argv, { timeoutMs: 30_000 }).catch((err: Error) => ({
+        code: 1,
+        signal: null,
+        stdout: '',
+        stderr: err.message,
+      }));
     const q = nvidiaSmiQueries(this.nvidiaSmi);
     const gpusRun = await run(q.gpus);
     const appsRun = gpusRun.code === 0 ? await run(q.apps) : null;

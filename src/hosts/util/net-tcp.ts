@@ -29,7 +29,7 @@ function formatV6(bytes: number[]): string {
   const groups = Array.from({ length: 8 }, (_, i) => ((bytes[2 * i] << 8) | bytes[2 * i + 1]).toString(16));
   // Compress the longest run of zero groups (length >= 2) as "::".
   let best = { at: -1, len: 0 };
-  for (let i = 0; i < 8; ) {
+  for (let i = 0; i < 8;) {
     if (groups[i] !== '0') {
       i++;
       continue;

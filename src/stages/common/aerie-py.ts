@@ -86,10 +86,17 @@ export async function runAeriePy(
   const argv = shell !== undefined ? ['sh', '-c', shell] : [py.python, '-m', `aerie_hs.${module}`, ...args];
   const r = await host.exec(argv, { timeoutMs: 10 * 60_000, ...exec, cwd: py.root });
   if (r.code === null || !okCodes.includes(r.code)) {
-    const missing = r.code === 127 ? ` — ${py.python} is not on ${host.name}; set stages.extract.python to the target environment's interpreter` : '';
+    const missing =
+      r.code === 127
+        ? ` — ${py.python} is not on ${host.name}; set stages.extract.python to the target environment's interpreter`
+        : '';
     // The modules print their refusal as JSON on stdout (selfcheck's exit 2) or text on stderr.
     const said = [r.stderr.trim(), r.stdout.trim()].filter(Boolean).join(' | ').slice(-800);
-    throw new AeriePyError(module, r.code, `python -m aerie_hs.${module} on ${host.name} failed (exit ${r.code}): ${said}${missing}`);
+    throw new AeriePyError(
+      module,
+      r.code,
+      `python -m aerie_hs.${module} on ${host.name} failed (exit ${r.code}): ${said}${missing}`,
+    );
   }
   return r;
 }

@@ -49,7 +49,8 @@ function parseTurn(raw: unknown, n: number): Turn | { reason: string } {
   if (typeof raw.role === 'string') {
     if (!SPECFORGE_ROLES.has(raw.role)) return { reason: `turn ${n}: unknown role "${raw.role}"` };
     if (typeof raw.content !== 'string') return { reason: `turn ${n}: content is not a string` };
-    if (raw.role !== 'assistant' && raw.content.trim() === '') return { reason: `turn ${n}: empty ${raw.role} content` };
+    if (raw.role !== 'assistant' && raw.content.trim() === '')
+      return { reason: `turn ${n}: empty ${raw.role} content` };
     const turn: Turn = { role: raw.role as Role, content: raw.content };
     if (typeof raw.reasoning_content === 'string' && raw.reasoning_content !== '') {
       turn.reasoning_content = raw.reasoning_content;

@@ -27,7 +27,8 @@ export class DiskFullError extends Error {
     /** What statfs said right after the failure; null when even that could not be asked. */
     readonly freeBytes: number | null,
   ) {
-    const free = freeBytes === null ? 'free space unknown' : `${formatBytes(freeBytes)} (${freeBytes} bytes) free there`;
+    const free =
+      freeBytes === null ? 'free space unknown' : `${formatBytes(freeBytes)} (${freeBytes} bytes) free there`;
     super(
       `no space left on device (ENOSPC) writing ${path} on ${host}${wantedBytes === null ? '' : ` (${wantedBytes} bytes)`}: ${free}. ` +
         `Fix: free space on that disk, or point hosts.${host}.workdir at a larger one; ` +

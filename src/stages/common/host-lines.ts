@@ -63,7 +63,11 @@ export class HostLineReader {
 }
 
 /** Non-blank lines of a host file, in order; stops after `limit` of them when given. */
-export async function* streamLines(host: Host, path: string, opts: { limit?: number; chunkBytes?: number } = {}): AsyncGenerator<NumberedLine> {
+export async function* streamLines(
+  host: Host,
+  path: string,
+  opts: { limit?: number; chunkBytes?: number } = {},
+): AsyncGenerator<NumberedLine> {
   const reader = new HostLineReader(host, path, opts.chunkBytes);
   let n = 0;
   while (opts.limit === undefined || n < opts.limit) {
@@ -79,7 +83,11 @@ export async function* streamLines(host: Host, path: string, opts: { limit?: num
  * non-blank lines it has, in one streaming pass. Cheap next to regenerating the set, and it
  * gives the heartbeat its total before the first request.
  */
-export async function digestLines(host: Host, path: string, chunkBytes = DEFAULT_CHUNK_BYTES): Promise<{ sha256: string; lines: number }> {
+export async function digestLines(
+  host: Host,
+  path: string,
+  chunkBytes = DEFAULT_CHUNK_BYTES,
+): Promise<{ sha256: string; lines: number }> {
   const hash = createHash('sha256');
   let offset = 0;
   let lines = 0;

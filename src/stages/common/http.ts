@@ -107,7 +107,12 @@ export async function postJson(url: string, body: unknown, opts: PostOptions): P
     const payload = Buffer.from(JSON.stringify(body), 'utf8');
     if (target.protocol === 'http:') ({ status, text } = await exchange(target, payload, ctrl.signal));
     else {
-      const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: payload, signal: ctrl.signal });
+      const res = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: payload,
+        signal: ctrl.signal,
+      });
       status = res.status;
       text = await res.text();
     }

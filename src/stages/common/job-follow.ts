@@ -54,7 +54,10 @@ export async function followJob(host: Host, record: ProcRecord, opts: FollowOpti
 }
 
 /** Highest generation among launches named `<prefix><gen>`, and its record. */
-export async function latestGeneration(host: Host, prefix: string): Promise<{ gen: number; record: ProcRecord } | null> {
+export async function latestGeneration(
+  host: Host,
+  prefix: string,
+): Promise<{ gen: number; record: ProcRecord } | null> {
   let best: { gen: number; record: ProcRecord } | null = null;
   for (const r of await host.listLaunches()) {
     if (!r.launchId.startsWith(prefix)) continue;
@@ -69,5 +72,9 @@ export async function logTail(host: Host, path: string, n = 50, maxBytes = 1 << 
   const st = await host.stat(path);
   const from = st ? Math.max(0, st.size - maxBytes) : 0;
   const { data } = await host.tailFrom(path, from, maxBytes).catch(() => ({ data: '' }));
-  return data.split(/\r?\n|\r/).filter((l) => l.trim() !== '').slice(-n).join('\n');
+  return data
+    .split(/\r?\n|\r/)
+    .filter((l) => l.trim() !== '')
+    .slice(-n)
+    .join('\n');
 }

@@ -30,8 +30,7 @@ export class JobFailure extends Error {
 }
 
 export type NextStep<T> =
-  | { kind: 'launch'; argv: string[]; note?: string; prepare?: () => Promise<void> }
-  | { kind: 'done'; result: T };
+  { kind: 'launch'; argv: string[]; note?: string; prepare?: () => Promise<void> } | { kind: 'done'; result: T };
 
 export interface Ended {
   gen: number;
@@ -98,11 +97,17 @@ export function remnantNote(record: ProcRecord, status: Orphans, kill: KillResul
 async function stopRemnants(host: Host, record: ProcRecord, status: Orphans, what: string): Promise<string> {
   const kill = await host.killGroup(record, { graceMs: 15_000 });
   const note = remnantNote(record, status, kill);
-  if (!kill.groupEmpty) throw new Error(`${what} ${record.launchId} on ${host.name}: ${note}; not relaunching beside it (the next attempt tries again)`);
+  if (!kill.groupEmpty)
+    throw new Error(
+      `${what} ${record.launchId} on ${host.name}: ${note}; not relaunching beside it (the next attempt tries again)`,
+    );
   return note;
 }
 
-export async function superviseJob<T, P>(o: SuperviseOptions<P>, hooks: JobHooks<T, P>): Promise<{ result: T; launches: number; argv: string[] }> {
+export async function superviseJob<T, P>(
+  o: SuperviseOptions<P>,
+  hooks: JobHooks<T, P>,
+): Promise<{ result: T; launches: number; argv: string[] }> {
   const { host } = o;
   let lastArgv: string[] = [];
   const follow = async (record: ProcRecord): Promise<void> => {
@@ -130,20 +135,39 @@ export async function superviseJob<T, P>(o: SuperviseOptions<P>, hooks: JobHooks
       let remnants: string | undefined;
       if (status.state === 'orphans') {
         remnants = await stopRemnants(host, latest.record, status, o.what);
-        o.heartbeat({ launchId: latest.record.launchId, pid: latest.record.pid, argv: latest.record.argv, progress: undefined, note: remnants });
+        o.heartbeat({
+          launchId: latest.record.launchId,
+          pid: latest.record.pid,
+          argv: latest.record.argv,
+          progress: undefined,
+          note: remnants,
+        });
       }
       const code = status.state === 'exited' || status.state === 'orphans' ? status.code : null;
       const ended: Ended = {
-        gen: latest.gen, record: latest.record, code, logTail: await logTail(host, latest.record.logPath), ...(remnants ? { remnants } : {}),
+        gen: latest.gen,
+        record: latest.record,
+        code,
+        logTail: await logTail(host, latest.record.logPath),
+        ...(remnants ? { remnants } : {}),
       };
       lastArgv = latest.record.argv;
       if (code === 0) step = await hooks.afterSuccess(ended);
       else {
         const failure = hooks.classify(ended.logTail);
         const how = `${code === null ? 'process gone' : `exit code ${code}`}${remnants ? `; ${remnants}` : ''}`;
-        if (!failure.retryable) throw new JobFailure(hooks.failureType(failure), `${o.what} failed (${how}): ${failure.advice}`, ended.logTail);
+        if (!failure.retryable)
+          throw new JobFailure(
+            hooks.failureType(failure),
+            `${o.what} failed (${how}): ${failure.advice}`,
+            ended.logTail,
+          );
         if (latest.gen >= o.crashRetries) {
-          throw new JobFailure(o.crashType, `${o.what} crashed ${latest.gen + 1} times (${how}); giving up after crash-retries=${o.crashRetries}. ${failure.advice}`, ended.logTail);
+          throw new JobFailure(
+            o.crashType,
+            `${o.what} crashed ${latest.gen + 1} times (${how}); giving up after crash-retries=${o.crashRetries}. ${failure.advice}`,
+            ended.logTail,
+          );
         }
         step = await hooks.afterCrash(ended, failure);
       }
@@ -151,7 +175,11 @@ export async function superviseJob<T, P>(o: SuperviseOptions<P>, hooks: JobHooks
     if (step.kind === 'done') return { result: step.result, launches: latest ? latest.gen + 1 : 0, argv: lastArgv };
     const gen = latest ? latest.gen + 1 : 0;
     await step.prepare?.();
-    const spawned = await host.spawnDetached(`${o.prefix}${gen}`, step.argv, { env: o.env, cwd: o.cwd, logPath: o.logPath(gen) });
+    const spawned = await host.spawnDetached(`${o.prefix}${gen}`, step.argv, {
+      env: o.env,
+      cwd: o.cwd,
+      logPath: o.logPath(gen),
+    });
     await follow(spawned.record);
   }
 }

@@ -162,7 +162,14 @@ export class ShardWriter {
             // writeFileAtomic removes its temp file when the write fails: a shard is whole or absent.
             await this.host.writeFileAtomic(path, data);
             if (this.opts.indexPath) {
-              const entry: ShardIndexEntry = { file: name, kind, seq, rows: rows.length, bytes: data.length, sha256: sha256Hex(data) };
+              const entry: ShardIndexEntry = {
+                file: name,
+                kind,
+                seq,
+                rows: rows.length,
+                bytes: data.length,
+                sha256: sha256Hex(data),
+              };
               const line = JSON.stringify(entry) + '\n';
               target = this.opts.indexPath;
               bytes = Buffer.byteLength(line);
@@ -170,7 +177,10 @@ export class ShardWriter {
             }
           } catch (err) {
             const full = await writeFailure(this.host, target, bytes, err);
-            this.failure = full instanceof DiskFullError ? full : new Error(`writing shard ${path} failed: ${(err as Error).message}`);
+            this.failure =
+              full instanceof DiskFullError
+                ? full
+                : new Error(`writing shard ${path} failed: ${(err as Error).message}`);
             throw this.failure;
           }
           this.written.push({ kind, seq, path, rows: rows.length });

@@ -42,7 +42,8 @@ function tokenIdsReason(v: unknown, what: string): string | null {
   if (!Array.isArray(v)) return `${what} is not a list`;
   for (let i = 0; i < v.length; i++) {
     const x: unknown = v[i];
-    if (typeof x !== 'number' || !Number.isSafeInteger(x) || x < 0) return `${what}[${i}] is not a token id (${JSON.stringify(x)})`;
+    if (typeof x !== 'number' || !Number.isSafeInteger(x) || x < 0)
+      return `${what}[${i}] is not a token id (${JSON.stringify(x)})`;
   }
   return null;
 }
@@ -56,12 +57,18 @@ export function parseTokensLine(text: string): TokensLine {
   }
   if (!isRecord(obj)) return { kind: 'invalid', reason: 'not a JSON object' };
   if (obj.id === null) {
-    if (typeof obj.line === 'number' && Number.isSafeInteger(obj.line) && obj.line > 0 && typeof obj.error === 'string') {
+    if (
+      typeof obj.line === 'number' &&
+      Number.isSafeInteger(obj.line) &&
+      obj.line > 0 &&
+      typeof obj.error === 'string'
+    ) {
       return { kind: 'malformed', line: obj.line, error: obj.error };
     }
     return { kind: 'invalid', reason: 'a line without an id has no line number and error' };
   }
-  if (typeof obj.id !== 'string' || obj.id === '') return { kind: 'invalid', reason: `id is not a non-empty string (${JSON.stringify(obj.id)})` };
+  if (typeof obj.id !== 'string' || obj.id === '')
+    return { kind: 'invalid', reason: `id is not a non-empty string (${JSON.stringify(obj.id)})` };
   const id = obj.id;
   if (typeof obj.error === 'string') return { kind: 'error', id, error: obj.error };
   const bad = tokenIdsReason(obj.input_ids, 'input_ids') ?? tokenIdsReason(obj.loss_mask, 'loss_mask');
@@ -70,10 +77,14 @@ export function parseTokensLine(text: string): TokensLine {
   const lossMask = obj.loss_mask as number[];
   if (inputIds.length === 0) return { kind: 'invalid', reason: `sample ${id}: no input_ids` };
   if (lossMask.length !== inputIds.length) {
-    return { kind: 'invalid', reason: `sample ${id}: ${lossMask.length} loss_mask entries for ${inputIds.length} input_ids` };
+    return {
+      kind: 'invalid',
+      reason: `sample ${id}: ${lossMask.length} loss_mask entries for ${inputIds.length} input_ids`,
+    };
   }
   const notBit = lossMask.findIndex((m) => m !== 0 && m !== 1);
-  if (notBit !== -1) return { kind: 'invalid', reason: `sample ${id}: loss_mask[${notBit}] is ${lossMask[notBit]}, not 0 or 1` };
+  if (notBit !== -1)
+    return { kind: 'invalid', reason: `sample ${id}: loss_mask[${notBit}] is ${lossMask[notBit]}, not 0 or 1` };
   return { kind: 'tokens', tokens: { id, inputIds, lossMask } };
 }
 

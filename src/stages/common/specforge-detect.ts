@@ -11,7 +11,12 @@
  *     (version.txt says 0.2.0 at every v0.2 revision, so only the source tells them apart),
  *     and `git rev-parse HEAD` of its checkout, when it is one.
  */
-import { SPECFORGE_PROFILES, type SpecforgeDriver, type SpecforgeProfileId, type SpecforgeRevisionPin } from './specforge-revision.js';
+import {
+  SPECFORGE_PROFILES,
+  type SpecforgeDriver,
+  type SpecforgeProfileId,
+  type SpecforgeRevisionPin,
+} from './specforge-revision.js';
 
 /**
  * Run as `<python> -c CLI_PROBE`: one JSON line. It imports only the `specforge` package
@@ -54,7 +59,14 @@ export function parseCliProbe(stdout: string): CliProbe | undefined {
     try {
       const v = JSON.parse(line) as Partial<CliProbe>;
       if (v && typeof v === 'object' && 'package' in v) {
-        return { python: v.python, version: v.version ?? null, package: v.package ?? null, cli: v.cli ?? null, schema: v.schema ?? null, error: v.error };
+        return {
+          python: v.python,
+          version: v.version ?? null,
+          package: v.package ?? null,
+          cli: v.cli ?? null,
+          schema: v.schema ?? null,
+          error: v.error,
+        };
       }
     } catch {
       // not the probe's line
@@ -133,29 +145,62 @@ export function detectFromScript(scriptPath: string, source: string, commit?: st
   const f = trainScriptFeatures(source);
   const known = commit ? KNOWN_COMMITS[commit] : undefined;
   if (!f.isTrainEagle3) {
-    return { evidence: `${scriptPath}${short(commit)} is not SpecForge's train_eagle3.py (no --train-data-path flag)`, problem: `${scriptPath} is not SpecForge's scripts/train_eagle3.py`, commit };
+    return {
+      evidence: `${scriptPath}${short(commit)} is not SpecForge's train_eagle3.py (no --train-data-path flag)`,
+      problem: `${scriptPath} is not SpecForge's scripts/train_eagle3.py`,
+      commit,
+    };
   }
   // A patched script with the resume fix but without the final save matches no published revision.
-  const profile: SpecforgeProfileId | undefined = f.resumeWorks ? (f.finalSave ? 'v0.2-resume' : undefined) : f.finalSave ? 'v0.2-final-save' : 'v0.2.0';
+  const profile: SpecforgeProfileId | undefined = f.resumeWorks
+    ? f.finalSave
+      ? 'v0.2-resume'
+      : undefined
+    : f.finalSave
+      ? 'v0.2-final-save'
+      : 'v0.2.0';
   const seen = `${f.finalSave ? 'final save' : 'no final save'}, ${f.resumeWorks ? '--resume fix' : 'no --resume fix'}`;
   if (!profile) {
-    return { evidence: `${scriptPath}${short(commit)}: ${seen}`, problem: `${scriptPath} has the --resume fix (961ca7c3) but not the final save (03a3dedb): no published SpecForge revision looks like that`, commit };
+    return {
+      evidence: `${scriptPath}${short(commit)}: ${seen}`,
+      problem: `${scriptPath} has the --resume fix (961ca7c3) but not the final save (03a3dedb): no published SpecForge revision looks like that`,
+      commit,
+    };
   }
   if (known && known !== profile) {
-    return { evidence: `${scriptPath}${short(commit)}: ${seen}`, problem: `${scriptPath} is at ${commit!.slice(0, 8)} (${known}) but its source reads as ${profile}: a locally modified checkout`, commit };
+    return {
+      evidence: `${scriptPath}${short(commit)}: ${seen}`,
+      problem: `${scriptPath} is at ${commit!.slice(0, 8)} (${known}) but its source reads as ${profile}: a locally modified checkout`,
+      commit,
+    };
   }
   return { profile, evidence: `${scriptPath}${short(commit)}: ${seen} → ${profile}`, commit };
 }
 
-export function detectFromCli(probe: CliProbe | undefined, schemaSource: string | undefined, interpreter: string, commit?: string): Detection {
-  if (!probe) return { evidence: `${interpreter} did not answer the SpecForge probe`, problem: `${interpreter} could not run the SpecForge probe` };
+export function detectFromCli(
+  probe: CliProbe | undefined,
+  schemaSource: string | undefined,
+  interpreter: string,
+  commit?: string,
+): Detection {
+  if (!probe)
+    return {
+      evidence: `${interpreter} did not answer the SpecForge probe`,
+      problem: `${interpreter} could not run the SpecForge probe`,
+    };
   if (!probe.package) {
-    return { evidence: `${interpreter} cannot import specforge${probe.error ? ` (${probe.error})` : ''}`, problem: `${interpreter} cannot import specforge` };
+    return {
+      evidence: `${interpreter} cannot import specforge${probe.error ? ` (${probe.error})` : ''}`,
+      problem: `${interpreter} cannot import specforge`,
+    };
   }
   const version = probe.version ? `specforge ${probe.version}` : 'specforge from a source tree (no package metadata)';
   const where = `${version} in ${probe.package}${short(commit)}`;
   if (!probe.cli || !probe.schema) {
-    return { evidence: `${where}: no specforge/cli.py`, problem: `${where} has no specforge CLI (the v0.2 scripts era): use driver specforge-v0.2, or install PyPI specforge==0.2.0` };
+    return {
+      evidence: `${where}: no specforge/cli.py`,
+      problem: `${where} has no specforge CLI (the v0.2 scripts era): use driver specforge-v0.2, or install PyPI specforge==0.2.0`,
+    };
   }
   const f = schemaSource === undefined ? undefined : cliSchemaFeatures(schemaSource);
   if (!f?.serverOnly) {
@@ -165,7 +210,11 @@ export function detectFromCli(probe: CliProbe | undefined, schemaSource: string 
       commit,
     };
   }
-  return { profile: 'cli', evidence: `${where}: CLI, server-only runtime${f.sglangOnlyBackend ? ', target_backend sglang only' : ''} → cli`, commit };
+  return {
+    profile: 'cli',
+    evidence: `${where}: CLI, server-only runtime${f.sglangOnlyBackend ? ', target_backend sglang only' : ''} → cli`,
+    commit,
+  };
 }
 
 export interface Resolved {
@@ -182,7 +231,11 @@ const FIELD = 'stages.train.specforge-revision';
  * render flags that revision does not have); an unprobed host trusts the pin, and `auto`
  * without evidence takes the reading that is safe for the driver.
  */
-export function resolveRevision(driver: SpecforgeDriver, pin: SpecforgeRevisionPin, detected: Detection | undefined): Resolved {
+export function resolveRevision(
+  driver: SpecforgeDriver,
+  pin: SpecforgeRevisionPin,
+  detected: Detection | undefined,
+): Resolved {
   const out: Resolved = { checks: [], problems: [] };
   // Unprobed: the CLI driver drives one revision; for the scripts v0.2.0 is the safe reading
   // (aerie's own continuation and no final save hold on every v0.2 revision).
@@ -201,15 +254,23 @@ export function resolveRevision(driver: SpecforgeDriver, pin: SpecforgeRevisionP
   if (pin === 'auto') {
     out.profile = found ?? fallback;
     if (found) out.checks.push(`SpecForge revision ${found} detected: ${detected!.evidence}`);
-    else out.checks.push(`SpecForge revision not probed (${detected?.evidence ?? 'the launcher is not a Python program'}): assuming ${fallback}; pin ${FIELD} to say otherwise`);
+    else
+      out.checks.push(
+        `SpecForge revision not probed (${detected?.evidence ?? 'the launcher is not a Python program'}): assuming ${fallback}; pin ${FIELD} to say otherwise`,
+      );
     return out;
   }
   out.profile = pin;
-  if (!found) out.checks.push(`SpecForge revision ${pin} pinned by ${FIELD}; not verified on the host (${detected?.evidence ?? 'launcher is not a Python program'})`);
+  if (!found)
+    out.checks.push(
+      `SpecForge revision ${pin} pinned by ${FIELD}; not verified on the host (${detected?.evidence ?? 'launcher is not a Python program'})`,
+    );
   else if (found === pin) out.checks.push(`SpecForge revision ${pin} pinned and confirmed: ${detected!.evidence}`);
   else {
     out.profile = undefined;
-    out.problems.push(`${FIELD}: pinned to ${pin}, but the host has ${found} (${detected!.evidence}). Fix: set ${FIELD}: ${found} (or auto), or point stages.train.launcher at a ${pin} install`);
+    out.problems.push(
+      `${FIELD}: pinned to ${pin}, but the host has ${found} (${detected!.evidence}). Fix: set ${FIELD}: ${found} (or auto), or point stages.train.launcher at a ${pin} install`,
+    );
   }
   return out;
 }

@@ -101,10 +101,14 @@ export function profilesFor(driver: SpecforgeDriver): SpecforgeProfileId[] {
 export function profileBehaviours(id: SpecforgeProfileId): string[] {
   const p = SPECFORGE_PROFILES[id];
   const resume = {
-    'aerie-continuation': 'resume: --resume here matches only epoch_N directories, and --ckpt-dir dies before 07959b44, so aerie links resume_step_N/epoch_0 to the newest complete checkpoint and passes --resume there (weights only: optimizer and LR schedule start over)',
-    'v0.2-resume': 'resume: --resume, after aerie moves a damaged newest checkpoint aside (it restores optimizer, scheduler and data position from 6d01edb5; 961ca7c3 restores weights and step only)',
+    'aerie-continuation':
+      'resume: --resume here matches only epoch_N directories, and --ckpt-dir dies before 07959b44, so aerie links resume_step_N/epoch_0 to the newest complete checkpoint and passes --resume there (weights only: optimizer and LR schedule start over)',
+    'v0.2-resume':
+      'resume: --resume, after aerie moves a damaged newest checkpoint aside (it restores optimizer, scheduler and data position from 6d01edb5; 961ca7c3 restores weights and step only)',
     resume_from: 'resume: training.resume_from=<newest complete <run>-step<N>> at the same world size',
   }[p.resume];
-  const save = p.finalSave ? 'final checkpoint: saved when training ends' : 'final checkpoint: none; only every save-interval steps (the last steps are lost unless they are a multiple of it)';
+  const save = p.finalSave
+    ? 'final checkpoint: saved when training ends'
+    : 'final checkpoint: none; only every save-interval steps (the last steps are lost unless they are a multiple of it)';
   return [resume, save, `prepare_hidden_states.py: ${p.prepareAuxFlag}`];
 }

@@ -5,7 +5,8 @@
  * back at once. torchrun's ChildFailedError summary is the wrapper, never the cause.
  */
 
-export type TrainFailureKind = 'oom' | 'crash' | 'missing-module' | 'usage' | 'missing-file' | 'disk-full' | 'setup' | 'teardown';
+export type TrainFailureKind =
+  'oom' | 'crash' | 'missing-module' | 'usage' | 'missing-file' | 'disk-full' | 'setup' | 'teardown';
 
 export interface TrainFailure {
   kind: TrainFailureKind;
@@ -29,10 +30,12 @@ function lastMatch(ls: string[], re: RegExp): string | undefined {
 const cap = (s: string, n = 300): string => (s.length > n ? `${s.slice(0, n)}…` : s);
 
 const OOM = /torch\.(cuda\.)?OutOfMemoryError|CUDA out of memory|HIP out of memory/;
-const MISSING_MODULE = /ModuleNotFoundError: No module named|(^|\s)No module named \S+|can't open file '|: command not found|torchrun: not found|exec: .*: not found|spawn \S+ ENOENT/;
+const MISSING_MODULE =
+  /ModuleNotFoundError: No module named|(^|\s)No module named \S+|can't open file '|: command not found|torchrun: not found|exec: .*: not found|spawn \S+ ENOENT/;
 const USAGE = /: error: (unrecognized arguments|the following arguments are required|argument --|ambiguous option)/;
 const DISK = /No space left on device|Disk quota exceeded|ENOSPC/;
-const MISSING_FILE = /FileNotFoundError|Unable to find '|is not a valid directory|Incorrect path_or_model_id|Error no file named/;
+const MISSING_FILE =
+  /FileNotFoundError|Unable to find '|is not a valid directory|Incorrect path_or_model_id|Error no file named/;
 const EXCEPTION = /^([\w.]+(Error|Exception|Interrupt)|torch\.\S+Error)\b(:|$)/;
 // train_eagle3.py building the drafter from its config: the same config fails the same way on every launch
 // (SpecForge@73e6f808:scripts/train_eagle3.py:322-367; the real 73e6f808 run on transformers 5 died there).
@@ -87,7 +90,9 @@ export function classifyTrainFailure(logTail: string): TrainFailure {
       retryable: false,
       evidence: cap(missing),
       advice:
-        'The launcher could not start SpecForge (' + cap(missing, 120) + '). Point stages.train.launcher at the torchrun/python ' +
+        'The launcher could not start SpecForge (' +
+        cap(missing, 120) +
+        '). Point stages.train.launcher at the torchrun/python ' +
         'of the environment where SpecForge and its dependencies are installed, and at the right scripts/train_eagle3.py path.',
     };
   }
@@ -106,7 +111,8 @@ export function classifyTrainFailure(logTail: string): TrainFailure {
       kind: 'disk-full',
       retryable: false,
       evidence: cap(disk),
-      advice: 'The disk filled up (each checkpoint is a full copy of the drafter). Free space under the output directory or raise save-interval, then resume.',
+      advice:
+        'The disk filled up (each checkpoint is a full copy of the drafter). Free space under the output directory or raise save-interval, then resume.',
     };
   }
   const file = lastMatch(ls, MISSING_FILE);
@@ -118,7 +124,11 @@ export function classifyTrainFailure(logTail: string): TrainFailure {
       advice: `A path the trainer needs does not exist on the host (${cap(file, 200)}). Check the train stage's paths and that the earlier stages produced their outputs.`,
     };
   }
-  const cause = lastMatch(ls.filter((l) => !/ChildFailedError/.test(l)), EXCEPTION) ?? lastMatch(ls, /Segmentation fault|core dumped|Killed|exitcode\s*:\s*-?\d+/);
+  const cause =
+    lastMatch(
+      ls.filter((l) => !/ChildFailedError/.test(l)),
+      EXCEPTION,
+    ) ?? lastMatch(ls, /Segmentation fault|core dumped|Killed|exitcode\s*:\s*-?\d+/);
   if (cause && DRAFT_SETUP.test(logTail)) {
     return {
       kind: 'setup',
@@ -126,7 +136,7 @@ export function classifyTrainFailure(logTail: string): TrainFailure {
       evidence: cap(cause),
       advice:
         `train_eagle3.py could not build the draft model (${cap(cause, 160)}) before training started; a relaunch fails the same way. ` +
-        'Check stages.train.draft-model-config, and that the host\'s transformers is one this SpecForge revision supports.',
+        "Check stages.train.draft-model-config, and that the host's transformers is one this SpecForge revision supports.",
     };
   }
   const nccl = NCCL_TIMEOUT.test(logTail);
@@ -136,6 +146,8 @@ export function classifyTrainFailure(logTail: string): TrainFailure {
     evidence: cause ? cap(cause) : undefined,
     advice:
       `The trainer crashed${cause ? ` (${cap(cause, 160)})` : ''}; aerie relaunches it from the newest complete checkpoint.` +
-      (nccl ? ' A collective timed out: on large datasets raise --dist-timeout (minutes) in stages.train.extra-args.' : ''),
+      (nccl
+        ? ' A collective timed out: on large datasets raise --dist-timeout (minutes) in stages.train.extra-args.'
+        : ''),
   };
 }

@@ -6,7 +6,12 @@
  */
 import type { Config } from '../../config/schema.js';
 import type { Host } from '../../hosts/host.js';
-import { CAPTURE_SGLANG_VERSIONS, type CaptureEnv, type CaptureMode, type CaptureSpec } from '../../sglang/launch-argv.js';
+import {
+  CAPTURE_SGLANG_VERSIONS,
+  type CaptureEnv,
+  type CaptureMode,
+  type CaptureSpec,
+} from '../../sglang/launch-argv.js';
 import { runAeriePy, shipAeriePy, type AeriePy } from '../common/index.js';
 
 /** The run's own dump folder under stages.extract.dump-dir: nothing else writes there. */
@@ -41,7 +46,11 @@ export interface SglangVersion {
  * (`importlib.metadata`, which imports nothing of SGLang itself, so it is quick even where
  * importing sglang pulls in torch).
  */
-export async function resolveSglangVersion(host: Host, launcher: readonly string[], pin: string): Promise<SglangVersion> {
+export async function resolveSglangVersion(
+  host: Host,
+  launcher: readonly string[],
+  pin: string,
+): Promise<SglangVersion> {
   if (pin !== 'auto') return { version: pin, how: 'server.sglang-version' };
   const m = moduleLaunch(launcher);
   if (!m || m.module !== 'sglang.launch_server') {
@@ -72,7 +81,12 @@ export async function resolveSglangVersion(host: Host, launcher: readonly string
  * The host's release, and whether aerie's capture is written for it. `known`: the release
  * preflight already read for the run, so the host is not asked again.
  */
-export async function sglangVersion(host: Host, launcher: readonly string[], pin: string, known?: { version: string; how: string }): Promise<SglangVersion> {
+export async function sglangVersion(
+  host: Host,
+  launcher: readonly string[],
+  pin: string,
+  known?: { version: string; how: string },
+): Promise<SglangVersion> {
   const v: SglangVersion = known ? { ...known } : await resolveSglangVersion(host, launcher, pin);
   if (v.problem) return v;
   if (!(CAPTURE_SGLANG_VERSIONS as readonly string[]).includes(v.version!)) {
@@ -88,16 +102,32 @@ export async function sglangVersion(host: Host, launcher: readonly string[], pin
  * The draft's aux layer ids: `eagle_config.eagle_aux_hidden_state_layer_ids`, else SpecForge's
  * default `[1, L/2 − 1, L − 4]` for an L-layer target (SpecForge@a6b6b023:specforge/algorithms/model_providers.py:204).
  */
-export function draftLayerIds(draftConfig: unknown, targetLayers: number | undefined): { ids: number[]; how: string } | { problem: string } {
-  const ids = (draftConfig as { eagle_config?: { eagle_aux_hidden_state_layer_ids?: unknown } } | undefined)?.eagle_config?.eagle_aux_hidden_state_layer_ids;
+export function draftLayerIds(
+  draftConfig: unknown,
+  targetLayers: number | undefined,
+): { ids: number[]; how: string } | { problem: string } {
+  const ids = (draftConfig as { eagle_config?: { eagle_aux_hidden_state_layer_ids?: unknown } } | undefined)
+    ?.eagle_config?.eagle_aux_hidden_state_layer_ids;
   if (Array.isArray(ids)) {
-    if (ids.length === 3 && ids.every((x) => Number.isInteger(x) && x >= 0 && (targetLayers === undefined || x < targetLayers))) {
+    if (
+      ids.length === 3 &&
+      ids.every((x) => Number.isInteger(x) && x >= 0 && (targetLayers === undefined || x < targetLayers))
+    ) {
       return { ids: ids as number[], how: "the draft config's eagle_config.eagle_aux_hidden_state_layer_ids" };
     }
-    return { problem: `the draft config's eagle_config.eagle_aux_hidden_state_layer_ids is ${JSON.stringify(ids)}: three layer ids below the target's ${targetLayers ?? '?'} layers are needed` };
+    return {
+      problem: `the draft config's eagle_config.eagle_aux_hidden_state_layer_ids is ${JSON.stringify(ids)}: three layer ids below the target's ${targetLayers ?? '?'} layers are needed`,
+    };
   }
-  if (targetLayers === undefined || targetLayers < 8) return { problem: "the draft config names no eagle_aux_hidden_state_layer_ids and the target's num_hidden_layers is unknown" };
-  return { ids: [1, Math.floor(targetLayers / 2) - 1, targetLayers - 4], how: `SpecForge's default for a ${targetLayers}-layer target` };
+  if (targetLayers === undefined || targetLayers < 8)
+    return {
+      problem:
+        "the draft config names no eagle_aux_hidden_state_layer_ids and the target's num_hidden_layers is unknown",
+    };
+  return {
+    ids: [1, Math.floor(targetLayers / 2) - 1, targetLayers - 4],
+    how: `SpecForge's default for a ${targetLayers}-layer target`,
+  };
 }
 
 /** The target's layer count from its config.json (a text_config inside, for multimodal targets). */
@@ -148,21 +178,35 @@ export async function resolveCapture(
   if (v.problem) throw new CaptureSetupError(v.problem);
   const draftPath = e['draft-model-config'] ?? config.stages.train['draft-model-config'];
   const draft = await readJsonOn(host, draftPath);
-  if (draft === undefined) throw new CaptureSetupError(`stages.extract.draft-model-config: ${draftPath} is not a readable JSON file on ${host.name}. Fix: point it (or stages.train.draft-model-config) at the draft config.json`);
-  const layers = draftLayerIds(draft, targetLayers(await readJsonOn(host, `${config.target['model-path']}/config.json`)));
-  if ('problem' in layers) throw new CaptureSetupError(`stages.extract.draft-model-config (${draftPath}): ${layers.problem}`);
+  if (draft === undefined)
+    throw new CaptureSetupError(
+      `stages.extract.draft-model-config: ${draftPath} is not a readable JSON file on ${host.name}. Fix: point it (or stages.train.draft-model-config) at the draft config.json`,
+    );
+  const layers = draftLayerIds(
+    draft,
+    targetLayers(await readJsonOn(host, `${config.target['model-path']}/config.json`)),
+  );
+  if ('problem' in layers)
+    throw new CaptureSetupError(`stages.extract.draft-model-config (${draftPath}): ${layers.problem}`);
   if (mode !== 'plugin' && v.version !== '0.5.23') {
-    throw new CaptureSetupError(`stages.extract.driver: stock-server needs SGLang 0.5.23 (--enable-return-aux-hidden-states returns aux states without a draft), and the host runs ${v.version} (${v.how}). Fix: use stages.extract.driver: patched-server`);
+    throw new CaptureSetupError(
+      `stages.extract.driver: stock-server needs SGLang 0.5.23 (--enable-return-aux-hidden-states returns aux states without a draft), and the host runs ${v.version} (${v.how}). Fix: use stages.extract.driver: patched-server`,
+    );
   }
   const py = await shipAeriePy(host, e.python);
   const dumpDir = extractDumpDir(config, runId, hiddenDir);
-  const what = mode === 'plugin' ? `aerie's capture plugin, aerie_hs ${py.version}` : `stock SGLang, ${mode === 'stock-aux' ? 'aux' : 'final'} pass (client aerie_hs ${py.version} on the host)`;
+  const what =
+    mode === 'plugin'
+      ? `aerie's capture plugin, aerie_hs ${py.version}`
+      : `stock SGLang, ${mode === 'stock-aux' ? 'aux' : 'final'} pass (client aerie_hs ${py.version} on the host)`;
   return {
     py,
     spec: { sglangVersion: v.version!, draftLayerIds: layers.ids, mode },
     ...(mode === 'plugin' ? { env: { pythonPath: py.root, dumpDir, draftLayerIds: layers.ids } } : {}),
     dumpDir,
-    notes: [`capture: ${what}; SGLang ${v.version} (${v.how}), draft layers ${JSON.stringify(layers.ids)} (${layers.how}); dumps in ${dumpDir}`],
+    notes: [
+      `capture: ${what}; SGLang ${v.version} (${v.how}), draft layers ${JSON.stringify(layers.ids)} (${layers.how}); dumps in ${dumpDir}`,
+    ],
   };
 }
 
@@ -170,12 +214,22 @@ export async function resolveCapture(
  * The capture plugin's own verdict on a launch line (py/aerie_hs/sglang_hook.py
  * check_launch_args): the fixes it lists, empty when the launch is fit.
  */
-export async function captureLaunchFixes(host: Host, py: AeriePy, version: string, argv: readonly string[]): Promise<string[]> {
-  const r = await runAeriePy(host, py, 'sglang_hook', ['check', '--version', version, '--', ...argv], { okCodes: [0, 1], timeoutMs: 60_000 });
+export async function captureLaunchFixes(
+  host: Host,
+  py: AeriePy,
+  version: string,
+  argv: readonly string[],
+): Promise<string[]> {
+  const r = await runAeriePy(host, py, 'sglang_hook', ['check', '--version', version, '--', ...argv], {
+    okCodes: [0, 1],
+    timeoutMs: 60_000,
+  });
   try {
     const verdict = JSON.parse(r.stdout) as { ok?: boolean; fixes?: unknown };
     return Array.isArray(verdict.fixes) ? verdict.fixes.map(String) : [];
   } catch {
-    throw new CaptureSetupError(`python -m aerie_hs.sglang_hook check on ${host.name} printed no verdict (exit ${r.code}): ${r.stderr.trim().slice(-300)}`);
+    throw new CaptureSetupError(
+      `python -m aerie_hs.sglang_hook check on ${host.name} printed no verdict (exit ${r.code}): ${r.stderr.trim().slice(-300)}`,
+    );
   }
 }

@@ -73,10 +73,15 @@ export function parseTokenCounts(stdout: string, expected: number): TokenCounts 
     throw new Error(`the token count script printed no result (last line: ${last.slice(0, 200) || '(nothing)'})`);
   }
   const r = parsed as Partial<TokenCounts>;
-  if ((r.method !== 'specforge' && r.method !== 'transformers') || !Array.isArray(r.counts) || r.counts.some((c) => !Number.isInteger(c) || c < 0)) {
+  if (
+    (r.method !== 'specforge' && r.method !== 'transformers') ||
+    !Array.isArray(r.counts) ||
+    r.counts.some((c) => !Number.isInteger(c) || c < 0)
+  ) {
     throw new Error(`the token count script printed an unexpected result: ${last.slice(0, 200)}`);
   }
-  if (r.counts.length !== expected) throw new Error(`the token count script counted ${r.counts.length} conversations of ${expected}`);
+  if (r.counts.length !== expected)
+    throw new Error(`the token count script counted ${r.counts.length} conversations of ${expected}`);
   return { method: r.method, counts: r.counts };
 }
 
@@ -91,7 +96,9 @@ export async function countTokensOnHost(host: Host, python: string, req: TokenRe
   });
   const r = await host.exec([python, '-c', TOKEN_COUNT_SCRIPT], { stdin: body, timeoutMs: 10 * 60_000 });
   if (r.code !== 0) {
-    throw new Error(`counting tokens with ${python} on ${host.name} failed (exit ${r.code}): ${r.stderr.trim().slice(-400)}`);
+    throw new Error(
+      `counting tokens with ${python} on ${host.name} failed (exit ${r.code}): ${r.stderr.trim().slice(-400)}`,
+    );
   }
   return parseTokenCounts(r.stdout, req.conversations.length);
 }

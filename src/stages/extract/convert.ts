@@ -111,10 +111,26 @@ export class ConvertQueue {
     const seen = new Set<string>();
     try {
       await host.writeFileAtomic(batchPath, toJsonl(take.map((p) => p.row)));
-      const r = await runAeriePy(host, py, 'ckpt', [
-        'convert', '--dumps', this.o.dumpDir, '--ids', batchPath, '--out', outDir,
-        '--file-group-size', String(this.o.fileGroupSize), '--hidden-size', String(this.o.hiddenSize), '--remove-dumps',
-      ], { timeoutMs: 60 * 60_000, okCodes: [0, 1] }); // 1: some samples FAILed, each on its own line
+      const r = await runAeriePy(
+        host,
+        py,
+        'ckpt',
+        [
+          'convert',
+          '--dumps',
+          this.o.dumpDir,
+          '--ids',
+          batchPath,
+          '--out',
+          outDir,
+          '--file-group-size',
+          String(this.o.fileGroupSize),
+          '--hidden-size',
+          String(this.o.hiddenSize),
+          '--remove-dumps',
+        ],
+        { timeoutMs: 60 * 60_000, okCodes: [0, 1] },
+      ); // 1: some samples FAILed, each on its own line
       const byId = new Map(take.map((p) => [p.row.id, p]));
       for (const line of r.stdout.split('\n')) {
         const parsed = parseConvertLine(line);
@@ -124,7 +140,8 @@ export class ConvertQueue {
         this.o.onResult(p.row, parsed.result);
       }
       for (const p of take) {
-        if (!seen.has(p.row.id)) this.o.onResult(p.row, { ok: false, error: 'the converter printed no line for this sample' });
+        if (!seen.has(p.row.id))
+          this.o.onResult(p.row, { ok: false, error: 'the converter printed no line for this sample' });
       }
     } catch (err) {
       // The converter itself failed (disk full, interpreter gone): every later batch would too.

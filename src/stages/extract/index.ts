@@ -1,7 +1,22 @@
 /** The extract stage: hidden states from the target, by aerie's capture in an SGLang server (patched-server, stock-server: server-driver.ts) or by SpecForge's prepare_hidden_states.py (specforge-offline: offline-driver.ts). */
 export { featureBytesPerToken } from './chat-tokens.js';
-export { captureLaunchFixes, CaptureSetupError, extractDumpDir, moduleLaunch, resolveCapture, type ResolvedCapture, resolveSglangVersion, runDumpDir } from './capture-launch.js';
-export { offlineHooks, type OfflineResult, type PrepareLaunch, renderPrepareArgv, vocabMappingPath } from './offline-driver.js';
+export {
+  captureLaunchFixes,
+  CaptureSetupError,
+  extractDumpDir,
+  moduleLaunch,
+  resolveCapture,
+  type ResolvedCapture,
+  resolveSglangVersion,
+  runDumpDir,
+} from './capture-launch.js';
+export {
+  offlineHooks,
+  type OfflineResult,
+  type PrepareLaunch,
+  renderPrepareArgv,
+  vocabMappingPath,
+} from './offline-driver.js';
 export { estimateOfflineTokens, offlineBytesNeeded, type TokenizerOnHost } from './offline-estimate.js';
 export { estimatedBytesPerToken } from './plan.js';
 export { SelfCheckFailedError } from './selfcheck.js';

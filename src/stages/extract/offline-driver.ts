@@ -20,7 +20,16 @@
  * which skips files that exist — writes them again.
  */
 import type { Host } from '../../hosts/host.js';
-import { classifyTrainFailure, formatBytes, InsufficientSpaceError, JobFailure, type JobHooks, type NextStep, SPECFORGE_PROFILES, type SpecforgeProfile } from '../common/index.js';
+import {
+  classifyTrainFailure,
+  formatBytes,
+  InsufficientSpaceError,
+  JobFailure,
+  type JobHooks,
+  type NextStep,
+  SPECFORGE_PROFILES,
+  type SpecforgeProfile,
+} from '../common/index.js';
 import { offlineBytesNeeded } from './offline-estimate.js';
 import { verifyOffline, type VerifyReport } from './offline-verify.js';
 import { parseGenericProgress, type TrainProgress, TrainLaunchError } from '../train/index.js';
@@ -45,7 +54,22 @@ export interface PrepareLaunch {
   profile?: SpecforgeProfile;
 }
 
-const MANAGED = ['--target-model-path', '--draft-model-config', '--enable-aux-hidden-states', '--data-path', '--output-path', '--chat-template', '--max-length', '--tp-size', '--batch-size', '--file-group-size', '--compress', '--is-preformatted', '--sglang-mem-fraction-static', '--dist-timeout'];
+const MANAGED = [
+  '--target-model-path',
+  '--draft-model-config',
+  '--enable-aux-hidden-states',
+  '--data-path',
+  '--output-path',
+  '--chat-template',
+  '--max-length',
+  '--tp-size',
+  '--batch-size',
+  '--file-group-size',
+  '--compress',
+  '--is-preformatted',
+  '--sglang-mem-fraction-static',
+  '--dist-timeout',
+];
 
 /**
  * The script's argv for the host's revision. Flags every profile's scripts take, with their
@@ -60,8 +84,12 @@ export function renderPrepareArgv(l: PrepareLaunch): string[] {
   if (l.launcher.length === 0) throw new TrainLaunchError('stages.extract.launcher is empty');
   for (const a of l.extraArgs) {
     const name = a.split('=')[0]!;
-    const hit = a.startsWith('--') && name.length > 2 ? MANAGED.find((f) => f === name || f.startsWith(name)) : undefined;
-    if (hit) throw new TrainLaunchError(`stages.extract.extra-args: "${a}" sets ${hit}, which aerie sets from the extract stage config and the SpecForge revision; set it there instead.`);
+    const hit =
+      a.startsWith('--') && name.length > 2 ? MANAGED.find((f) => f === name || f.startsWith(name)) : undefined;
+    if (hit)
+      throw new TrainLaunchError(
+        `stages.extract.extra-args: "${a}" sets ${hit}, which aerie sets from the extract stage config and the SpecForge revision; set it there instead.`,
+      );
   }
   const argv = [...l.launcher, '--target-model-path', l.targetModelPath];
   if (profile.prepareAuxFlag === '--draft-model-config') {
@@ -70,7 +98,9 @@ export function renderPrepareArgv(l: PrepareLaunch): string[] {
     // draft vocab size from it unconditionally (…:778 → _resolve_draft_vocab_size, :199-203), so
     // it is still needed. It also sizes the vocab mapping the script writes (D9).
     if (!l.draftModelConfig) {
-      throw new TrainLaunchError(`stages.extract.draft-model-config: SpecForge's prepare_hidden_states.py (${profile.label}) needs --draft-model-config; set stages.extract.draft-model-config or stages.train.draft-model-config to the draft config.json on the host.`);
+      throw new TrainLaunchError(
+        `stages.extract.draft-model-config: SpecForge's prepare_hidden_states.py (${profile.label}) needs --draft-model-config; set stages.extract.draft-model-config or stages.train.draft-model-config to the draft config.json on the host.`,
+      );
     }
     argv.push('--draft-model-config', l.draftModelConfig);
   } else {
@@ -82,13 +112,20 @@ export function renderPrepareArgv(l: PrepareLaunch): string[] {
     argv.push('--enable-aux-hidden-states');
   }
   argv.push(
-    '--data-path', l.dataPath,
-    '--output-path', l.outputPath,
-    '--chat-template', l.chatTemplate,
-    '--max-length', String(l.maxLength),
-    '--tp-size', String(l.tpSize),
-    '--batch-size', String(l.batchSize),
-    '--file-group-size', String(l.fileGroupSize),
+    '--data-path',
+    l.dataPath,
+    '--output-path',
+    l.outputPath,
+    '--chat-template',
+    l.chatTemplate,
+    '--max-length',
+    String(l.maxLength),
+    '--tp-size',
+    String(l.tpSize),
+    '--batch-size',
+    String(l.batchSize),
+    '--file-group-size',
+    String(l.fileGroupSize),
   );
   if (l.isPreformatted) argv.push('--is-preformatted');
   if (l.compress) {
@@ -96,7 +133,9 @@ export function renderPrepareArgv(l: PrepareLaunch): string[] {
     // (2026-01-26): absent at 73e6f808 and inside the v0.2-final-save range (03a3dedb…961ca7c3^),
     // so aerie cannot know that host has it.
     if (profile.id === 'v0.2.0' || profile.id === 'v0.2-final-save') {
-      throw new TrainLaunchError(`stages.extract.compress: SpecForge's prepare_hidden_states.py has --compress only from 7c7ef547 (2026-01-26); the host runs ${profile.label}, whose script may not have it (argparse would exit 2). Set stages.extract.compress: false, or update SpecForge on the host to 961ca7c3 or later.`);
+      throw new TrainLaunchError(
+        `stages.extract.compress: SpecForge's prepare_hidden_states.py has --compress only from 7c7ef547 (2026-01-26); the host runs ${profile.label}, whose script may not have it (argparse would exit 2). Set stages.extract.compress: false, or update SpecForge on the host to 961ca7c3 or later.`,
+      );
     }
     argv.push('--compress');
   }
@@ -128,7 +167,8 @@ export interface OfflineResult {
  * name in the same folder and renames it into place (SpecForge@a6b6b023:scripts/prepare_hidden_states.py:238-239,
  * 244-273; from SpecForge@ca949555:…:228-229). Earlier revisions write none.
  */
-export const vocabMappingPath = (outputPath: string): string => `${outputPath.replace(/\/+$/, '')}/vocab_mapping/vocab_mapping.pt`;
+export const vocabMappingPath = (outputPath: string): string =>
+  `${outputPath.replace(/\/+$/, '')}/vocab_mapping/vocab_mapping.pt`;
 
 /** The plain statement of what a count of files means, with its source. */
 export function offlineAccounting(samples: number, ok: number, batchSize: number): string {
@@ -197,7 +237,11 @@ export function offlineHooks(c: OfflineContext): JobHooks<OfflineResult, TrainPr
       const report = await sweep();
       if (report.bad.length > 0) {
         if (redos++ >= c.redoLimit) {
-          throw new JobFailure('ExtractFilesBad', `prepare_hidden_states.py exited 0 but left ${report.bad.length} bad files again (e.g. ${report.bad[0]!.path}: ${report.bad[0]!.reason})`, ended.logTail);
+          throw new JobFailure(
+            'ExtractFilesBad',
+            `prepare_hidden_states.py exited 0 but left ${report.bad.length} bad files again (e.g. ${report.bad[0]!.path}: ${report.bad[0]!.reason})`,
+            ended.logTail,
+          );
         }
         await checkSpace(report);
         return { kind: 'launch', argv, note: `redoing ${report.bad.length} bad files` };
@@ -242,7 +286,8 @@ export function offlineHooks(c: OfflineContext): JobHooks<OfflineResult, TrainPr
     // before 7a81ce53: the files were all written, so judge them as after a clean exit.
     afterCrash: (ended, failure) => (failure.kind === 'teardown' ? hooks.afterSuccess(ended) : relaunch()),
     classify: classifyTrainFailure,
-    failureType: (f) => (f.kind === 'oom' ? 'OutOfMemoryError' : f.kind === 'missing-module' ? 'MissingDependencyError' : 'ExtractFailed'),
+    failureType: (f) =>
+      f.kind === 'oom' ? 'OutOfMemoryError' : f.kind === 'missing-module' ? 'MissingDependencyError' : 'ExtractFailed',
     parse: (chunk, prev) => parseGenericProgress(chunk, prev),
   };
   return hooks;

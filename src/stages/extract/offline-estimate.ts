@@ -8,7 +8,14 @@
  * tokenize (no transformers in stages.extract.python), the words stand in and the note says so.
  */
 import type { Host } from '../../hosts/host.js';
-import { countTokensOnHost, featureBytesPerToken, paddedTokenBound, rowTokens, tokensPerWord, type ChatMessages } from './chat-tokens.js';
+import {
+  countTokensOnHost,
+  featureBytesPerToken,
+  paddedTokenBound,
+  rowTokens,
+  tokensPerWord,
+  type ChatMessages,
+} from './chat-tokens.js';
 import { estimateTokens, parseSampleLine, renderForExtraction, streamLines } from '../common/index.js';
 
 export interface TokenizerOnHost {
@@ -27,7 +34,12 @@ export interface OfflineTokenEstimate {
 
 const SAMPLE = 256;
 
-export async function estimateOfflineTokens(host: Host, dataPath: string, maxLength: number, tokenizer?: TokenizerOnHost): Promise<OfflineTokenEstimate> {
+export async function estimateOfflineTokens(
+  host: Host,
+  dataPath: string,
+  maxLength: number,
+  tokenizer?: TokenizerOnHost,
+): Promise<OfflineTokenEstimate> {
   const words: number[] = [];
   // every stride-th row, the stride doubling whenever the sample fills up: spread evenly over
   // the whole file in one streaming pass, and the same rows on every attempt
@@ -55,11 +67,24 @@ export async function estimateOfflineTokens(host: Host, dataPath: string, maxLen
       trustRemoteCode: tokenizer.trustRemoteCode,
       conversations: sample.map((s) => s.messages),
     });
-    const ratio = tokensPerWord(sample.map((s) => words[s.row]!), r.counts, maxLength);
-    const by = r.method === 'specforge' ? "SpecForge's own preprocessing" : 'the tokenizer\'s chat template (SpecForge not importable there: no default system prompt, an underestimate)';
-    return { tokens: capped(ratio), how: `${ratio.toFixed(2)} tokens/word, measured on ${sample.length} rows with the target's tokenizer through ${by}` };
+    const ratio = tokensPerWord(
+      sample.map((s) => words[s.row]!),
+      r.counts,
+      maxLength,
+    );
+    const by =
+      r.method === 'specforge'
+        ? "SpecForge's own preprocessing"
+        : "the tokenizer's chat template (SpecForge not importable there: no default system prompt, an underestimate)";
+    return {
+      tokens: capped(ratio),
+      how: `${ratio.toFixed(2)} tokens/word, measured on ${sample.length} rows with the target's tokenizer through ${by}`,
+    };
   } catch (err) {
-    return { tokens: capped(1), how: `whitespace words as tokens (tokenizing on ${host.name} failed: ${(err as Error).message.slice(0, 200)})` };
+    return {
+      tokens: capped(1),
+      how: `whitespace words as tokens (tokenizing on ${host.name} failed: ${(err as Error).message.slice(0, 200)})`,
+    };
   }
 }
 
@@ -67,7 +92,12 @@ export async function estimateOfflineTokens(host: Host, dataPath: string, maxLen
  * Bytes the rows still to write need, padding included. Which rows the files already written
  * hold is unknown (SpecForge shuffles), so the rows left are taken to be the longest ones.
  */
-export function offlineBytesNeeded(tokens: number[], rowsLeft: number, batchSize: number, hiddenSize: number): { tokens: number; bytes: number } {
+export function offlineBytesNeeded(
+  tokens: number[],
+  rowsLeft: number,
+  batchSize: number,
+  hiddenSize: number,
+): { tokens: number; bytes: number } {
   const left = [...tokens].sort((a, b) => b - a).slice(0, Math.max(0, rowsLeft));
   const padded = paddedTokenBound(left, batchSize);
   return { tokens: padded, bytes: padded * featureBytesPerToken(hiddenSize) };

@@ -259,7 +259,10 @@ export function parseVerifyOutput(stdout: string): VerifyReport {
       report.ok.set(Number(idx), { bytes: Number(bytes), tokens: Number(tokens) });
     } else if (line.startsWith('BAD ')) {
       const tab = line.indexOf('\t');
-      report.bad.push({ path: line.slice(4, tab === -1 ? undefined : tab), reason: tab === -1 ? '' : line.slice(tab + 1) });
+      report.bad.push({
+        path: line.slice(4, tab === -1 ? undefined : tab),
+        reason: tab === -1 ? '' : line.slice(tab + 1),
+      });
     } else if (line.startsWith('TORCH ')) {
       const v = line.slice(6).trim();
       if (v !== '-') report.torch = v;
@@ -272,7 +275,12 @@ export function parseVerifyOutput(stdout: string): VerifyReport {
 }
 
 /** Runs the check on the host; a checker that cannot run (no interpreter, a crash) is a JobFailure, never "no files". */
-export async function verifyOffline(host: Host, python: string, outDir: string, hiddenSize: number): Promise<VerifyReport> {
+export async function verifyOffline(
+  host: Host,
+  python: string,
+  outDir: string,
+  hiddenSize: number,
+): Promise<VerifyReport> {
   if (!(await host.stat(outDir))) return { ok: new Map(), bad: [], files: 0, complete: true };
   const r = await host.exec([python, '-c', VERIFY_SCRIPT, outDir, String(hiddenSize)], { timeoutMs: 60 * 60_000 });
   const report = parseVerifyOutput(r.stdout);

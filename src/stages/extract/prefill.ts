@@ -56,7 +56,10 @@ export async function prefillOne(ctx: PrefillContext, row: TokenRow, signal: Abo
   await removeIfPresent(host, refusal);
   // The request the capture's contract names (py/aerie_hs/CAPTURE.md, "aerie's capture"): ids,
   // rid = sample id, one greedy token; no return_hidden_states, so no state crosses HTTP.
-  const res = (await postWhenRidFree(ctx, row, signal)) as { output_ids?: unknown; meta_info?: { prompt_tokens?: unknown } };
+  const res = (await postWhenRidFree(ctx, row, signal)) as {
+    output_ids?: unknown;
+    meta_info?: { prompt_tokens?: unknown };
+  };
   const seen = res?.meta_info?.prompt_tokens;
   if (seen !== row.input_ids.length) {
     throw new BadDumpError(
@@ -67,7 +70,9 @@ export async function prefillOne(ctx: PrefillContext, row: TokenRow, signal: Abo
   // Non-streamed answers carry the whole output_ids (sglang==0.5.23:srt/managers/tokenizer_manager.py:2665-2669).
   const greedy = Array.isArray(res.output_ids) ? res.output_ids[0] : undefined;
   if (typeof greedy !== 'number' || !Number.isInteger(greedy)) {
-    throw new BadDumpError(`the answer has no output_ids[0] (got ${JSON.stringify(res.output_ids)}): no greedy token to check the states against`);
+    throw new BadDumpError(
+      `the answer has no output_ids[0] (got ${JSON.stringify(res.output_ids)}): no greedy token to check the states against`,
+    );
   }
   await waitForResult(ctx, row.id, dump, refusal, signal);
   return { dumpPath: dump, greedyNext: greedy };
@@ -91,9 +96,12 @@ async function postWhenRidFree(ctx: PrefillContext, row: TokenRow, signal: Abort
         { signal, timeoutMs: ctx.requestTimeoutMs },
       );
     } catch (err) {
-      if (!(err instanceof HttpStatusError && err.status === 400 && /Duplicate request ID/.test(err.message))) throw err;
+      if (!(err instanceof HttpStatusError && err.status === 400 && /Duplicate request ID/.test(err.message)))
+        throw err;
       if (Date.now() >= deadline) {
-        throw new BadDumpError(`the server still serves an earlier request for ${row.id} after ${ctx.requestTimeoutMs} ms (400 Duplicate request ID)`);
+        throw new BadDumpError(
+          `the server still serves an earlier request for ${row.id} after ${ctx.requestTimeoutMs} ms (400 Duplicate request ID)`,
+        );
       }
       await sleep(interval, signal);
       interval = Math.min(interval * 2, 1000);
@@ -101,7 +109,13 @@ async function postWhenRidFree(ctx: PrefillContext, row: TokenRow, signal: Abort
   }
 }
 
-async function waitForResult(ctx: PrefillContext, id: string, dump: string, refusal: string, signal: AbortSignal): Promise<void> {
+async function waitForResult(
+  ctx: PrefillContext,
+  id: string,
+  dump: string,
+  refusal: string,
+  signal: AbortSignal,
+): Promise<void> {
   const deadline = Date.now() + ctx.dumpWaitMs;
   let interval = 20;
   for (;;) {
@@ -109,7 +123,9 @@ async function waitForResult(ctx: PrefillContext, id: string, dump: string, refu
     if (await ctx.host.stat(refusal)) {
       let why = 'no reason given';
       try {
-        why = String((JSON.parse((await ctx.host.readFile(refusal)).toString('utf8')) as { error?: unknown }).error ?? why);
+        why = String(
+          (JSON.parse((await ctx.host.readFile(refusal)).toString('utf8')) as { error?: unknown }).error ?? why,
+        );
       } catch {
         // an unreadable refusal is still a refusal
       }

@@ -39,9 +39,18 @@ export async function readRefs(host: Host, idsPath: string): Promise<{ refs: Ref
   for await (const { lineNo, text } of streamLines(host, idsPath)) {
     const row = JSON.parse(text) as { id: string | null; input_ids?: number[]; error?: string };
     if (row.error !== undefined || !Array.isArray(row.input_ids) || typeof row.id !== 'string') {
-      errors.push({ ...(typeof row.id === 'string' ? { id: row.id } : {}), line: lineNo, error: `tokens: ${row.error ?? 'no input_ids'}` });
+      errors.push({
+        ...(typeof row.id === 'string' ? { id: row.id } : {}),
+        line: lineNo,
+        error: `tokens: ${row.error ?? 'no input_ids'}`,
+      });
     } else if (!CAPTURE_RID.test(row.id)) {
-      errors.push({ id: row.id, line: lineNo, error: 'id: the capture names each dump after the sample id, which must be 1-200 of [A-Za-z0-9._-] starting with a letter or digit' });
+      errors.push({
+        id: row.id,
+        line: lineNo,
+        error:
+          'id: the capture names each dump after the sample id, which must be 1-200 of [A-Za-z0-9._-] starting with a letter or digit',
+      });
     } else if (seen.has(row.id)) {
       errors.push({ id: row.id, line: lineNo, error: 'id: a second sample with this id (one feature file per id)' });
     } else {
@@ -53,7 +62,10 @@ export async function readRefs(host: Host, idsPath: string): Promise<{ refs: Ref
 }
 
 /** Earlier attempts' files that still hold: named by the index, structurally sound, same token count. */
-export async function finishedBefore(job: { host: Host; py: { python: string }; outDir: string; hiddenSize: number }, refs: Ref[]): Promise<Map<string, Done>> {
+export async function finishedBefore(
+  job: { host: Host; py: { python: string }; outDir: string; hiddenSize: number },
+  refs: Ref[],
+): Promise<Map<string, Done>> {
   const { host } = job;
   const done = new Map<string, Done>();
   const indexPath = `${job.outDir}/index.jsonl`;
@@ -65,7 +77,8 @@ export async function finishedBefore(job: { host: Host; py: { python: string }; 
   for await (const { text } of streamLines(host, indexPath)) {
     const row = JSON.parse(text) as { i: number; id: string; tokens: number };
     const file = report.ok.get(row.i);
-    if (file && file.tokens === row.tokens && want.get(row.id) === row.tokens) done.set(row.id, { i: row.i, tokens: row.tokens, bytes: file.bytes });
+    if (file && file.tokens === row.tokens && want.get(row.id) === row.tokens)
+      done.set(row.id, { i: row.i, tokens: row.tokens, bytes: file.bytes });
     else done.delete(row.id);
   }
   return done;
@@ -86,7 +99,11 @@ export async function checkSpace(job: { host: Host; outDir: string; hiddenSize: 
 }
 
 /** Which of the samples still to do are kept for the self-check: the first ones, then a spread. */
-export function selfCheckPicks(todo: readonly string[], early: number, total: number): { early: Set<string>; all: Set<string> } {
+export function selfCheckPicks(
+  todo: readonly string[],
+  early: number,
+  total: number,
+): { early: Set<string>; all: Set<string> } {
   const first = todo.slice(0, early);
   const all = new Set(first);
   const rest = todo.length - first.length;
@@ -110,4 +127,3 @@ export async function sweepForeign(host: Host, dumpDir: string, ours: Map<string
     if (!f.isDirectory && id !== name && !ours.has(id)) await removeIfPresent(host, f.path).catch(() => undefined);
   }
 }
-

@@ -62,11 +62,15 @@ export async function commitKept(host: Host, outDir: string, row: TokenRow, gree
 
 /** ids.jsonl and greedy.jsonl for the check, from the kept rows (a few dozen files of ids). */
 async function assembleInputs(host: Host, dir: string): Promise<number> {
-  const files = (await host.list(`${dir}/rows`).catch(() => [])).filter((f) => f.path.endsWith('.json')).sort((a, b) => a.path.localeCompare(b.path));
+  const files = (await host.list(`${dir}/rows`).catch(() => []))
+    .filter((f) => f.path.endsWith('.json'))
+    .sort((a, b) => a.path.localeCompare(b.path));
   const ids: string[] = [];
   const greedy: string[] = [];
   for (const f of files) {
-    const { greedy_next, ...row } = JSON.parse((await host.readFile(f.path)).toString('utf8')) as TokenRow & { greedy_next: number };
+    const { greedy_next, ...row } = JSON.parse((await host.readFile(f.path)).toString('utf8')) as TokenRow & {
+      greedy_next: number;
+    };
     ids.push(JSON.stringify(row));
     greedy.push(JSON.stringify({ id: row.id, greedy_next }));
   }
@@ -85,10 +89,13 @@ export function describeVerdict(v: SelfCheckVerdict): string {
   const t = v.checks.teacher?.figures as { agreement_next?: number | null; positions?: number } | undefined;
   const g = v.checks.greedy?.figures as { checked?: number; exact?: number; within_bf16?: number } | undefined;
   const parts = [`${v.samples} samples`];
-  if (t?.agreement_next != null) parts.push(`next-token agreement ${t.agreement_next.toFixed(3)} over ${t.positions} positions`);
-  if (g?.checked) parts.push(`greedy ${g.exact}/${g.checked} exact${g.within_bf16 ? ` (+${g.within_bf16} within bf16)` : ''}`);
+  if (t?.agreement_next != null)
+    parts.push(`next-token agreement ${t.agreement_next.toFixed(3)} over ${t.positions} positions`);
+  if (g?.checked)
+    parts.push(`greedy ${g.exact}/${g.checked} exact${g.within_bf16 ? ` (+${g.within_bf16} within bf16)` : ''}`);
   const ref = v.checks.reference?.figures as { skipped?: string } | undefined;
-  if (v.checks.reference) parts.push(ref?.skipped ? `reference forward skipped (${ref.skipped})` : 'reference forward run');
+  if (v.checks.reference)
+    parts.push(ref?.skipped ? `reference forward skipped (${ref.skipped})` : 'reference forward run');
   return parts.join(', ');
 }
 
@@ -107,22 +114,41 @@ export interface SelfCheckJob {
 export async function runSelfCheck(job: SelfCheckJob): Promise<SelfCheckVerdict> {
   const dir = selfCheckDir(job.outDir);
   if ((await assembleInputs(job.host, dir)) === 0) {
-    throw new Error(`the extraction self-check (${job.when}) has no kept samples in ${dir}/rows: every sample it was to check failed or was done before the check's files were kept; rerun with a fresh output folder`);
+    throw new Error(
+      `the extraction self-check (${job.when}) has no kept samples in ${dir}/rows: every sample it was to check failed or was done before the check's files were kept; rerun with a fresh output folder`,
+    );
   }
-  const args = ['--model', job.modelPath, '--dumps', `${dir}/dumps`, '--ids', `${dir}/ids.jsonl`, '--greedy', `${dir}/greedy.jsonl`, '--min-agreement', String(job.minAgreement)];
+  const args = [
+    '--model',
+    job.modelPath,
+    '--dumps',
+    `${dir}/dumps`,
+    '--ids',
+    `${dir}/ids.jsonl`,
+    '--greedy',
+    `${dir}/greedy.jsonl`,
+    '--min-agreement',
+    String(job.minAgreement),
+  ];
   if (job.samples !== undefined) args.push('--samples', String(job.samples));
   const r = await runAeriePy(job.host, job.py, 'selfcheck', args, { okCodes: [0, 1, 2], timeoutMs: 60 * 60_000 });
   let verdict: SelfCheckVerdict;
   try {
     verdict = JSON.parse(r.stdout) as SelfCheckVerdict;
   } catch {
-    throw new Error(`python -m aerie_hs.selfcheck on ${job.host.name} printed no verdict (exit ${r.code}): ${r.stderr.trim().slice(-500)}`);
+    throw new Error(
+      `python -m aerie_hs.selfcheck on ${job.host.name} printed no verdict (exit ${r.code}): ${r.stderr.trim().slice(-500)}`,
+    );
   }
   if (r.code === 2) {
-    throw new Error(`python -m aerie_hs.selfcheck on ${job.host.name} refused its inputs: ${(verdict as { error?: string }).error ?? r.stdout.trim().slice(-500)}`);
+    throw new Error(
+      `python -m aerie_hs.selfcheck on ${job.host.name} refused its inputs: ${(verdict as { error?: string }).error ?? r.stdout.trim().slice(-500)}`,
+    );
   }
   if (!verdict.ok || r.code !== 0) {
-    const failed = Object.entries(verdict.checks ?? {}).filter(([, c]) => !c.ok).map(([k]) => k);
+    const failed = Object.entries(verdict.checks ?? {})
+      .filter(([, c]) => !c.ok)
+      .map(([k]) => k);
     throw new SelfCheckFailedError(
       verdict,
       `the extraction self-check (${job.when}) failed ${failed.join(', ')} on ${verdict.samples} samples: ${verdict.messages.slice(0, 6).join('; ')}` +

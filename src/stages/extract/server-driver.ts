@@ -19,11 +19,35 @@ import type { Host } from '../../hosts/host.js';
 import type { AeriePy } from '../common/index.js';
 import { ConvertQueue, type Converted } from './convert.js';
 import { BadDumpError, dumpPathFor, prefillOne, removeIfPresent, type TokenRow } from './prefill.js';
-import { commitKept, describeVerdict, dropKept, keepForSelfCheck, runSelfCheck, type SelfCheckVerdict } from './selfcheck.js';
+import {
+  commitKept,
+  describeVerdict,
+  dropKept,
+  keepForSelfCheck,
+  runSelfCheck,
+  type SelfCheckVerdict,
+} from './selfcheck.js';
 import { tokenizeSamples, type TokensSummary } from './tokens.js';
 import { runStockBatch } from './stock-server.js';
-import { checkSpace, finishedBefore, readRefs, selfCheckPicks, sweepForeign, type Done, type ExtractError, type Ref } from './samples.js';
-import { ServerUnreachableError, withRetries, runPoolAsync, StageAbortedError, streamLines, writeJsonlFile, type FileEntry } from '../common/index.js';
+import {
+  checkSpace,
+  finishedBefore,
+  readRefs,
+  selfCheckPicks,
+  sweepForeign,
+  type Done,
+  type ExtractError,
+  type Ref,
+} from './samples.js';
+import {
+  ServerUnreachableError,
+  withRetries,
+  runPoolAsync,
+  StageAbortedError,
+  streamLines,
+  writeJsonlFile,
+  type FileEntry,
+} from '../common/index.js';
 
 import type { ExtractJob, ExtractProgress } from './server-job.js';
 
@@ -66,7 +90,16 @@ export async function runExtract(job: ExtractJob): Promise<ExtractSummary> {
   const { host } = job;
   if (!(job.concurrency >= 1)) throw new Error(`extract: concurrency must be at least 1 (got ${job.concurrency})`);
   const started = Date.now();
-  let progress: ExtractProgress = { phase: 'tokenizing', done: 0, total: 0, ok: 0, errors: 0, resumed: 0, bytes: 0, rate: 0 };
+  let progress: ExtractProgress = {
+    phase: 'tokenizing',
+    done: 0,
+    total: 0,
+    ok: 0,
+    errors: 0,
+    resumed: 0,
+    bytes: 0,
+    rate: 0,
+  };
   const report = (p: Partial<ExtractProgress>): void => {
     progress = { ...progress, ...p };
     job.onProgress?.(progress);
@@ -74,8 +107,15 @@ export async function runExtract(job: ExtractJob): Promise<ExtractSummary> {
   report({});
   await host.mkdirp(job.outDir);
   const tokens: TokensSummary = await tokenizeSamples({
-    host, py: job.py, samplesPath: job.samplesPath, outDir: job.outDir, modelPath: job.modelPath,
-    chatTemplate: job.chatTemplate, maxLength: job.maxLength, crossCheck: job.crossCheck, trustRemoteCode: job.trustRemoteCode,
+    host,
+    py: job.py,
+    samplesPath: job.samplesPath,
+    outDir: job.outDir,
+    modelPath: job.modelPath,
+    chatTemplate: job.chatTemplate,
+    maxLength: job.maxLength,
+    crossCheck: job.crossCheck,
+    trustRemoteCode: job.trustRemoteCode,
   });
   const { refs, errors: tokenErrors } = await readRefs(host, tokens.idsPath);
   const total = refs.length + tokenErrors.length;
@@ -110,8 +150,14 @@ export async function runExtract(job: ExtractJob): Promise<ExtractSummary> {
   tally();
 
   const converter = new ConvertQueue({
-    host, py: job.py, dumpDir: job.dumpDir, outDir: job.outDir, fileGroupSize: job.fileGroupSize, hiddenSize: job.hiddenSize,
-    batch: job.convertBatch, lingerMs: job.convertLingerMs,
+    host,
+    py: job.py,
+    dumpDir: job.dumpDir,
+    outDir: job.outDir,
+    fileGroupSize: job.fileGroupSize,
+    hiddenSize: job.hiddenSize,
+    batch: job.convertBatch,
+    lingerMs: job.convertLingerMs,
     onResult: (row: TokenRow, r: Converted) => {
       thisRun++;
       const greedy = greedyOf.get(row.id);
@@ -128,8 +174,18 @@ export async function runExtract(job: ExtractJob): Promise<ExtractSummary> {
       tally();
     },
   });
-  const picks = selfCheckPicks(todo.map((r) => r.id), job.selfCheck.samples, job.selfCheck.finalSamples);
-  const ctx = { host, baseUrl: job.baseUrl, dumpDir: job.dumpDir, dumpWaitMs: job.dumpWaitMs ?? 60_000, requestTimeoutMs: job.requestTimeoutMs ?? 600_000 };
+  const picks = selfCheckPicks(
+    todo.map((r) => r.id),
+    job.selfCheck.samples,
+    job.selfCheck.finalSamples,
+  );
+  const ctx = {
+    host,
+    baseUrl: job.baseUrl,
+    dumpDir: job.dumpDir,
+    dumpWaitMs: job.dumpWaitMs ?? 60_000,
+    requestTimeoutMs: job.requestTimeoutMs ?? 600_000,
+  };
   const abandoned: string[] = [];
   // Self-check bookkeeping started from the converter's callback, awaited before each check.
   const keeping: Promise<void>[] = [];
@@ -137,13 +193,21 @@ export async function runExtract(job: ExtractJob): Promise<ExtractSummary> {
   const extract = async (row: TokenRow, signal: AbortSignal): Promise<void> => {
     let got;
     try {
-      got = await withRetries(() => prefillOne(ctx, row, signal), { retries: job.retries ?? 2, signal, backoffMs: 100 });
+      got = await withRetries(() => prefillOne(ctx, row, signal), {
+        retries: job.retries ?? 2,
+        signal,
+        backoffMs: 100,
+      });
     } catch (err) {
       if (signal.aborted) return void abandoned.push(row.id);
       // The server is gone: every further sample would fail the same way.
       if (err instanceof ServerUnreachableError) throw err;
       const message = (err as Error)?.message ?? String(err);
-      runErrors.push({ id: row.id, line: lineOf.get(row.id) ?? 0, error: err instanceof BadDumpError ? `capture: ${message}` : message });
+      runErrors.push({
+        id: row.id,
+        line: lineOf.get(row.id) ?? 0,
+        error: err instanceof BadDumpError ? `capture: ${message}` : message,
+      });
       thisRun++;
       tally();
       return;
@@ -163,13 +227,25 @@ export async function runExtract(job: ExtractJob): Promise<ExtractSummary> {
   const extractBatch = async (batch: TokenRow[]): Promise<void> => {
     const stock = job.stock!;
     const { outcomes, greedy } = await runStockBatch({
-      host, py: job.py, server: stock, pass: 'final', rows: batch, dumpDir: job.dumpDir, hiddenSize: job.hiddenSize, captureIds: stock.captureIds, scratchDir: job.outDir,
+      host,
+      py: job.py,
+      server: stock,
+      pass: 'final',
+      rows: batch,
+      dumpDir: job.dumpDir,
+      hiddenSize: job.hiddenSize,
+      captureIds: stock.captureIds,
+      scratchDir: job.outDir,
     });
     for (const row of batch) {
       const o = outcomes.get(row.id);
       if (o?.ok && o.dump) await landed(row, greedy.get(row.id));
       else {
-        const error = !o ? 'the stock client printed no line for this sample' : o.ok ? 'final pass done but no aux part to merge with (the aux pass failed for it)' : o.error;
+        const error = !o
+          ? 'the stock client printed no line for this sample'
+          : o.ok
+            ? 'final pass done but no aux part to merge with (the aux pass failed for it)'
+            : o.error;
         runErrors.push({ id: row.id, line: lineOf.get(row.id) ?? 0, error: `stock: ${error}` });
         thisRun++;
         tally();
@@ -199,12 +275,14 @@ export async function runExtract(job: ExtractJob): Promise<ExtractSummary> {
     if (want.size === 0) return;
     try {
       const signal = stageSignal ? { signal: stageSignal } : {};
-      if (job.stock) await runPoolAsync(batches(rows(want), job.stock.batch ?? 64), extractBatch, { concurrency: 1, ...signal });
+      if (job.stock)
+        await runPoolAsync(batches(rows(want), job.stock.batch ?? 64), extractBatch, { concurrency: 1, ...signal });
       else await runPoolAsync(rows(want), extract, { concurrency: job.concurrency, ...signal });
     } finally {
       // Dumps already captured still land (and count) even when the stage stops early.
       await converter.drain().finally(async () => {
-        for (const id of abandoned.splice(0)) await removeIfPresent(host, dumpPathFor(job.dumpDir, id)).catch(() => undefined);
+        for (const id of abandoned.splice(0))
+          await removeIfPresent(host, dumpPathFor(job.dumpDir, id)).catch(() => undefined);
         await Promise.all(keeping.splice(0));
         await sweepForeign(host, job.dumpDir, lineOf);
       });
@@ -218,16 +296,35 @@ export async function runExtract(job: ExtractJob): Promise<ExtractSummary> {
   if (picks.early.size > 0) {
     // A capture that fails every one of the first samples would fail the rest the same way.
     if (![...picks.early].some((id) => finished.has(id))) {
-      const why = runErrors.filter((er) => er.id !== undefined && picks.early.has(er.id)).slice(0, 3).map((er) => `${er.id}: ${er.error}`);
-      throw new EarlySamplesFailedError(`all ${picks.early.size} first samples failed, so the extraction stops before the other ${todo.length - picks.early.size}: ${why.join('; ')}`);
+      const why = runErrors
+        .filter((er) => er.id !== undefined && picks.early.has(er.id))
+        .slice(0, 3)
+        .map((er) => `${er.id}: ${er.error}`);
+      throw new EarlySamplesFailedError(
+        `all ${picks.early.size} first samples failed, so the extraction stops before the other ${todo.length - picks.early.size}: ${why.join('; ')}`,
+      );
     }
     report({ phase: 'self-check' });
-    early = await runSelfCheck({ host, py: job.py, outDir: job.outDir, modelPath: job.modelPath, minAgreement: job.selfCheck.minAgreement, when: 'first samples' });
+    early = await runSelfCheck({
+      host,
+      py: job.py,
+      outDir: job.outDir,
+      modelPath: job.modelPath,
+      minAgreement: job.selfCheck.minAgreement,
+      when: 'first samples',
+    });
   }
   await pool(new Set(todo.map((r) => r.id).filter((id) => !picks.early.has(id))));
   if (stageSignal?.aborted) throw aborted(job, finished.size, total);
   report({ phase: 'self-check' });
-  const final = await runSelfCheck({ host, py: job.py, outDir: job.outDir, modelPath: job.modelPath, minAgreement: job.selfCheck.minAgreement, when: 'before the stage counts as good' });
+  const final = await runSelfCheck({
+    host,
+    py: job.py,
+    outDir: job.outDir,
+    modelPath: job.modelPath,
+    minAgreement: job.selfCheck.minAgreement,
+    when: 'before the stage counts as good',
+  });
   return finish(job, tokens, total, refs, finished, [...tokenErrors, ...runErrors], resumed, early, final);
 }
 
@@ -254,7 +351,13 @@ async function finish(
         `${job.samplesPath} has ${input} samples (rerun to resume)`,
     );
   }
-  const files = [await writeJsonlFile(job.host, `${job.outDir}/extract_error.jsonl`, errors.slice().sort((a, b) => a.line - b.line))];
+  const files = [
+    await writeJsonlFile(
+      job.host,
+      `${job.outDir}/extract_error.jsonl`,
+      errors.slice().sort((a, b) => a.line - b.line),
+    ),
+  ];
   const manifest: ExtractManifest = {
     samples: job.samplesPath,
     hiddenSize: job.hiddenSize,

@@ -8,7 +8,15 @@
  * self-check). The client skips what a pass already wrote, so a retried batch resumes.
  */
 import type { Host } from '../../hosts/host.js';
-import { runAeriePy, type AeriePy, ServerUnreachableError, StageAbortedError, streamLines, toJsonl, writeJsonlFile } from '../common/index.js';
+import {
+  runAeriePy,
+  type AeriePy,
+  ServerUnreachableError,
+  StageAbortedError,
+  streamLines,
+  toJsonl,
+  writeJsonlFile,
+} from '../common/index.js';
 import type { TokenRow } from './prefill.js';
 import type { ExtractJob, StockServer } from './server-job.js';
 import { checkSpace, finishedBefore, readRefs, type ExtractError } from './samples.js';
@@ -52,20 +60,43 @@ export interface StockBatch {
 }
 
 /** One client run over a batch; the final pass also returns each sample's greedy token. */
-export async function runStockBatch(b: StockBatch): Promise<{ outcomes: Map<string, StockOutcome>; greedy: Map<string, number> }> {
+export async function runStockBatch(
+  b: StockBatch,
+): Promise<{ outcomes: Map<string, StockOutcome>; greedy: Map<string, number> }> {
   const { host } = b;
   const stem = `${b.scratchDir}/.stock-${b.pass}-${process.pid}-${Date.now()}`;
   await host.mkdirp(b.scratchDir);
   await host.writeFileAtomic(`${stem}.jsonl`, toJsonl(b.rows));
   const args = [
-    '--host', b.server.address, '--port', String(b.server.port), '--ids', `${stem}.jsonl`, '--dumps', b.dumpDir, '--pass', b.pass,
-    '--hidden-size', String(b.hiddenSize), '--concurrency', String(b.server.concurrency),
+    '--host',
+    b.server.address,
+    '--port',
+    String(b.server.port),
+    '--ids',
+    `${stem}.jsonl`,
+    '--dumps',
+    b.dumpDir,
+    '--pass',
+    b.pass,
+    '--hidden-size',
+    String(b.hiddenSize),
+    '--concurrency',
+    String(b.server.concurrency),
   ];
   if (b.pass === 'aux') args.push('--aux-layers', JSON.stringify(b.captureIds));
   else args.push('--greedy', `${stem}.greedy.jsonl`);
   try {
     const r = await runAeriePy(host, b.py, 'stock_client', args, { okCodes: [0, 1, 3], timeoutMs: 4 * 60 * 60_000 });
-    if (r.code === 3) throw new ServerUnreachableError(`http://${b.server.address}:${b.server.port}/generate (from ${host.name})`, new Error(r.stdout.trim().split('\n').find((l) => l.startsWith('ABORT')) ?? 'unreachable'));
+    if (r.code === 3)
+      throw new ServerUnreachableError(
+        `http://${b.server.address}:${b.server.port}/generate (from ${host.name})`,
+        new Error(
+          r.stdout
+            .trim()
+            .split('\n')
+            .find((l) => l.startsWith('ABORT')) ?? 'unreachable',
+        ),
+      );
     const outcomes = new Map<string, StockOutcome>();
     for (const line of r.stdout.split('\n')) {
       const o = parseStockLine(line);
@@ -97,13 +128,22 @@ export interface StockAuxSummary {
  * fails is recorded in `<out>/stock-aux-errors.jsonl` (the final pass names it); the rest waits
  * as `<id>.aux.partial` in the dump folder for the final pass.
  */
-export async function runStockAux(job: ExtractJob & { stock: StockServer & { captureIds: number[] } }): Promise<StockAuxSummary> {
+export async function runStockAux(
+  job: ExtractJob & { stock: StockServer & { captureIds: number[] } },
+): Promise<StockAuxSummary> {
   const { host } = job;
   await host.mkdirp(job.outDir);
   await host.mkdirp(job.dumpDir);
   const tokens = await tokenizeSamples({
-    host, py: job.py, samplesPath: job.samplesPath, outDir: job.outDir, modelPath: job.modelPath,
-    chatTemplate: job.chatTemplate, maxLength: job.maxLength, crossCheck: job.crossCheck, trustRemoteCode: job.trustRemoteCode,
+    host,
+    py: job.py,
+    samplesPath: job.samplesPath,
+    outDir: job.outDir,
+    modelPath: job.modelPath,
+    chatTemplate: job.chatTemplate,
+    maxLength: job.maxLength,
+    crossCheck: job.crossCheck,
+    trustRemoteCode: job.trustRemoteCode,
   });
   const { refs } = await readRefs(host, tokens.idsPath);
   const finished = await finishedBefore(job, refs);
@@ -116,14 +156,38 @@ export async function runStockAux(job: ExtractJob & { stock: StockServer & { cap
   let batch: TokenRow[] = [];
   const flush = async (): Promise<void> => {
     if (batch.length === 0) return;
-    const { outcomes } = await runStockBatch({ host, py: job.py, server: job.stock, pass: 'aux', rows: batch, dumpDir: job.dumpDir, hiddenSize: job.hiddenSize, captureIds: job.stock.captureIds, scratchDir: job.outDir });
+    const { outcomes } = await runStockBatch({
+      host,
+      py: job.py,
+      server: job.stock,
+      pass: 'aux',
+      rows: batch,
+      dumpDir: job.dumpDir,
+      hiddenSize: job.hiddenSize,
+      captureIds: job.stock.captureIds,
+      scratchDir: job.outDir,
+    });
     for (const row of batch) {
       const o = outcomes.get(row.id);
       if (o?.ok) ready++;
-      else errors.push({ id: row.id, line: lineOf.get(row.id) ?? 0, error: `stock aux pass: ${o ? o.error : 'the stock client printed no line for this sample'}` });
+      else
+        errors.push({
+          id: row.id,
+          line: lineOf.get(row.id) ?? 0,
+          error: `stock aux pass: ${o ? o.error : 'the stock client printed no line for this sample'}`,
+        });
     }
     batch = [];
-    job.onProgress?.({ phase: 'extracting', done: ready + errors.length, total: refs.length, ok: ready, errors: errors.length, resumed: finished.size, bytes: 0, rate: 0 });
+    job.onProgress?.({
+      phase: 'extracting',
+      done: ready + errors.length,
+      total: refs.length,
+      ok: ready,
+      errors: errors.length,
+      resumed: finished.size,
+      bytes: 0,
+      rate: 0,
+    });
   };
   for await (const { text } of streamLines(host, tokens.idsPath)) {
     if (job.signal?.aborted) break;
@@ -134,6 +198,10 @@ export async function runStockAux(job: ExtractJob & { stock: StockServer & { cap
   }
   await flush();
   await writeJsonlFile(host, `${job.outDir}/stock-aux-errors.jsonl`, errors);
-  if (job.signal?.aborted) throw new StageAbortedError('extract', `the aux pass stopped with ${ready} of ${refs.length} samples ready; rerun to resume`);
+  if (job.signal?.aborted)
+    throw new StageAbortedError(
+      'extract',
+      `the aux pass stopped with ${ready} of ${refs.length} samples ready; rerun to resume`,
+    );
   return { samples: refs.length, ready, errors: errors.length };
 }

@@ -60,7 +60,10 @@ export function parseTokensSummary(stderr: string): { counts: TokensSummary['cou
       const t = row.aerie_tokens;
       if (t && typeof t === 'object') {
         const n = (k: string): number => (typeof t[k] === 'number' ? (t[k] as number) : 0);
-        return { counts: { lines: n('lines'), ok: n('ok'), errors: n('errors'), malformed: n('malformed') }, method: String(t.method ?? 'aerie') };
+        return {
+          counts: { lines: n('lines'), ok: n('ok'), errors: n('errors'), malformed: n('malformed') },
+          method: String(t.method ?? 'aerie'),
+        };
       }
     } catch {
       // not the summary line
@@ -74,14 +77,33 @@ export async function tokenizeSamples(job: TokensJob): Promise<TokensSummary> {
   const idsPath = `${job.outDir}/ids.jsonl`;
   const metaPath = `${job.outDir}/ids.meta.json`;
   const { sha256 } = await digestLines(host, job.samplesPath);
-  const want = { samplesSha256: sha256, modelPath: job.modelPath, chatTemplate: job.chatTemplate, maxLength: job.maxLength, aeriePy: job.py.version };
+  const want = {
+    samplesSha256: sha256,
+    modelPath: job.modelPath,
+    chatTemplate: job.chatTemplate,
+    maxLength: job.maxLength,
+    aeriePy: job.py.version,
+  };
   const old = await readMeta(host, metaPath);
-  if (old && (await host.stat(idsPath)) && (Object.keys(want) as (keyof typeof want)[]).every((k) => old[k] === want[k])) {
+  if (
+    old &&
+    (await host.stat(idsPath)) &&
+    (Object.keys(want) as (keyof typeof want)[]).every((k) => old[k] === want[k])
+  ) {
     return { idsPath, counts: old.counts, method: old.method, reused: true };
   }
   await host.mkdirp(job.outDir);
   const tmp = `${idsPath}.tmp`;
-  const args = ['--model', job.modelPath, '--chat-template', job.chatTemplate, '--max-length', String(job.maxLength), '--cross-check', job.crossCheck];
+  const args = [
+    '--model',
+    job.modelPath,
+    '--chat-template',
+    job.chatTemplate,
+    '--max-length',
+    String(job.maxLength),
+    '--cross-check',
+    job.crossCheck,
+  ];
   if (job.trustRemoteCode) args.push('--trust-remote-code');
   // stdin and stdout are files on the host: the samples never pass through the worker here.
   const script = `${shJoin([job.py.python, '-m', 'aerie_hs.tokens', ...args])} < ${shJoin([job.samplesPath])} > ${shJoin([tmp])}`;
@@ -94,10 +116,15 @@ export async function tokenizeSamples(job: TokensJob): Promise<TokensSummary> {
   }
   if (r.code === 3) {
     await host.remove(tmp).catch(() => undefined);
-    throw new TokensDisagreeError(`SpecForge's own preprocessing disagrees with aerie's tokens on ${host.name}: ${r.stderr.trim().slice(-800)}`);
+    throw new TokensDisagreeError(
+      `SpecForge's own preprocessing disagrees with aerie's tokens on ${host.name}: ${r.stderr.trim().slice(-800)}`,
+    );
   }
   const summary = parseTokensSummary(r.stderr);
-  if (!summary) throw new Error(`python -m aerie_hs.tokens on ${host.name} printed no summary line: ${r.stderr.trim().slice(-500)}`);
+  if (!summary)
+    throw new Error(
+      `python -m aerie_hs.tokens on ${host.name} printed no summary line: ${r.stderr.trim().slice(-500)}`,
+    );
   await host.rename(tmp, idsPath);
   const meta: IdsMeta = { ...want, counts: summary.counts, method: summary.method };
   await host.writeFileAtomic(metaPath, JSON.stringify(meta, null, 2) + '\n');

@@ -47,7 +47,9 @@ class Cursor {
         lineNo = this.lineOf(line.text);
       } catch {
         // Shards are written atomically, so this is damage from outside aerie: say where.
-        throw new Error(`corrupt shard ${this.source.path} line ${line.lineNo}: not JSON; remove the file to redo its rows`);
+        throw new Error(
+          `corrupt shard ${this.source.path} line ${line.lineNo}: not JSON; remove the file to redo its rows`,
+        );
       }
       if (lineNo === null) continue;
       this.head = { lineNo, text: line.text };

@@ -20,9 +20,36 @@
  */
 import type { Host } from '../../hosts/host.js';
 import type { Turn } from '../common/index.js';
-import { DiskFullError, writeFailure, postJson, ServerUnreachableError, withRetries, runPoolAsync, StageAbortedError, digestLines, streamLines, JsonlAppender, tempOutputPath, listShardFiles, readShardIndex, sha256Hex, ShardWriter, splitJsonlLines, type FileEntry, type ShardIndexEntry } from '../common/index.js';
+import {
+  DiskFullError,
+  writeFailure,
+  postJson,
+  ServerUnreachableError,
+  withRetries,
+  runPoolAsync,
+  StageAbortedError,
+  digestLines,
+  streamLines,
+  JsonlAppender,
+  tempOutputPath,
+  listShardFiles,
+  readShardIndex,
+  sha256Hex,
+  ShardWriter,
+  splitJsonlLines,
+  type FileEntry,
+  type ShardIndexEntry,
+} from '../common/index.js';
 import { mergeShards } from './merge.js';
-import { LinePlanner, regenerateTurns, rejectRow, specforgeRowText, type ConversationRow, type PlanEntry, type Status } from './plan.js';
+import {
+  LinePlanner,
+  regenerateTurns,
+  rejectRow,
+  specforgeRowText,
+  type ConversationRow,
+  type PlanEntry,
+  type Status,
+} from './plan.js';
 
 export interface GenerateProgress {
   done: number;
@@ -160,7 +187,14 @@ async function scanShards(
     const rows = splitJsonlLines(data);
     if (!entry) {
       // Renamed into place but the index append was lost to a crash: the rename was atomic, so the shard is whole.
-      const e: ShardIndexEntry = { file: shard.name, kind: shard.kind, seq: shard.seq, rows: rows.length, bytes: data.length, sha256: sha };
+      const e: ShardIndexEntry = {
+        file: shard.name,
+        kind: shard.kind,
+        seq: shard.seq,
+        rows: rows.length,
+        bytes: data.length,
+        sha256: sha,
+      };
       await host.appendFile(indexPath, JSON.stringify(e) + '\n');
     }
     for (const { lineNo, text } of rows) {
@@ -253,7 +287,8 @@ async function generate(job: GenerateJob): Promise<GenerateSummary> {
   // A retry after a full disk that cannot write even a shard like the ones before would only
   // spend the target's time on answers it must throw away: fail before the first request.
   const free = await host.freeBytes(shardDir);
-  if (prior.largest > 0 && free < prior.largest) throw new DiskFullError(host.name, `${shardDir}/`, prior.largest, free);
+  if (prior.largest > 0 && free < prior.largest)
+    throw new DiskFullError(host.name, `${shardDir}/`, prior.largest, free);
 
   const writer = new ShardWriter(host, shardDir, {
     shardSize: job.shardSize ?? 256,
@@ -289,7 +324,10 @@ async function generate(job: GenerateJob): Promise<GenerateSummary> {
 
   const planner = new LinePlanner();
   async function* toRegenerate(): AsyncGenerator<Regenerate> {
-    for await (const line of streamLines(host, job.inputPath, { limit: job.numSamples, chunkBytes: job.inputChunkBytes })) {
+    for await (const line of streamLines(host, job.inputPath, {
+      limit: job.numSamples,
+      chunkBytes: job.inputChunkBytes,
+    })) {
       const e = planner.plan(line);
       const key = entryKey(e);
       planned.set(key, e.lineNo);
@@ -301,9 +339,19 @@ async function generate(job: GenerateJob): Promise<GenerateSummary> {
       }
       if (e.action === 'reject') await record('rejected', e.lineNo, rejectRow(e));
       else if (e.action === 'skip') {
-        await record('skipped', e.lineNo, { id: e.sample.id, conversations: e.sample.turns, status: 'skipped', error: e.reason } satisfies ConversationRow);
+        await record('skipped', e.lineNo, {
+          id: e.sample.id,
+          conversations: e.sample.turns,
+          status: 'skipped',
+          error: e.reason,
+        } satisfies ConversationRow);
       } else if (e.action === 'error') {
-        await record('error', e.lineNo, { id: e.sample.id, conversations: e.sample.turns, status: 'error', error: e.error } satisfies ConversationRow);
+        await record('error', e.lineNo, {
+          id: e.sample.id,
+          conversations: e.sample.turns,
+          status: 'error',
+          error: e.error,
+        } satisfies ConversationRow);
       } else yield e;
     }
   }
@@ -320,17 +368,31 @@ async function generate(job: GenerateJob): Promise<GenerateSummary> {
       // A server nobody can reach is not this sample's fault: stop, record nothing, resume later.
       if (err instanceof ServerUnreachableError) throw err;
       const error = (err as Error)?.message ?? String(err);
-      await record('error', e.lineNo, { id: e.sample.id, conversations: e.sample.turns, status: 'error', error } satisfies ConversationRow);
+      await record('error', e.lineNo, {
+        id: e.sample.id,
+        conversations: e.sample.turns,
+        status: 'error',
+        error,
+      } satisfies ConversationRow);
       return;
     }
     // An empty answer fails SpecForge's validator (SpecForge@a6b6b023:scripts/conversation_validation.py:30-36),
     // so it is skipped, as SpecForge's own regenerator does under --reasoning disable (regenerate_train_data.py:287-296).
     const empty = turns.findIndex((t) => t.role === 'assistant' && t.content.trim() === '');
     if (empty >= 0) {
-      await record('skipped', e.lineNo, { id: e.sample.id, conversations: e.sample.turns, status: 'skipped', error: `the target's answer at turn ${empty + 1} is empty` } satisfies ConversationRow);
+      await record('skipped', e.lineNo, {
+        id: e.sample.id,
+        conversations: e.sample.turns,
+        status: 'skipped',
+        error: `the target's answer at turn ${empty + 1} is empty`,
+      } satisfies ConversationRow);
       return;
     }
-    await record('ok', e.lineNo, { id: e.sample.id, conversations: turns, status: 'success' } satisfies ConversationRow);
+    await record('ok', e.lineNo, {
+      id: e.sample.id,
+      conversations: turns,
+      status: 'success',
+    } satisfies ConversationRow);
   };
 
   report();
@@ -342,7 +404,10 @@ async function generate(job: GenerateJob): Promise<GenerateSummary> {
   }
   await writer.close();
   if (job.signal?.aborted) {
-    throw new StageAbortedError('generate', `${resumed + finishedThisRun} of ${total} rows are saved in ${shardDir}; rerun to resume`);
+    throw new StageAbortedError(
+      'generate',
+      `${resumed + finishedThisRun} of ${total} rows are saved in ${shardDir}; rerun to resume`,
+    );
   }
   return combine(job, planned, total, digest.sha256, resumed);
 }

@@ -23,16 +23,32 @@ export interface CommandValues {
 }
 
 const PLACEHOLDER = /\{([a-z_]+)\}/g;
-const KNOWN = new Set(['target_model', 'draft_model_config', 'train_data', 'hidden_states', 'hidden_states_layout', 'output_dir', 'run_dir', 'checkpoint']);
+const KNOWN = new Set([
+  'target_model',
+  'draft_model_config',
+  'train_data',
+  'hidden_states',
+  'hidden_states_layout',
+  'output_dir',
+  'run_dir',
+  'checkpoint',
+]);
 
 export function fillTemplate(arg: string, values: CommandValues, where: string): string {
   return arg.replace(PLACEHOLDER, (_m, name: string) => {
     if (!KNOWN.has(name)) {
-      throw new TrainLaunchError(`${where}: unknown placeholder {${name}} in "${arg}" (known: ${[...KNOWN].map((k) => `{${k}}`).join(' ')})`);
+      throw new TrainLaunchError(
+        `${where}: unknown placeholder {${name}} in "${arg}" (known: ${[...KNOWN].map((k) => `{${k}}`).join(' ')})`,
+      );
     }
     const v = values[name as keyof CommandValues];
     if (v === undefined || v === '') {
-      const why = name === 'hidden_states' ? 'the extract stage produced no hidden states for this run' : name === 'checkpoint' ? 'there is no checkpoint to resume from' : 'it has no value';
+      const why =
+        name === 'hidden_states'
+          ? 'the extract stage produced no hidden states for this run'
+          : name === 'checkpoint'
+            ? 'there is no checkpoint to resume from'
+            : 'it has no value';
       throw new TrainLaunchError(`${where}: "${arg}" uses {${name}}, but ${why}`);
     }
     return v;
@@ -49,7 +65,8 @@ export interface CommandTemplate {
 export function renderCommandArgv(t: CommandTemplate, values: CommandValues): string[] {
   if (t.launcher.length === 0) throw new TrainLaunchError('stages.train.launcher is empty');
   const argv = t.launcher.map((a) => fillTemplate(a, values, 'stages.train.launcher'));
-  if (values.checkpoint !== undefined) argv.push(...t.resumeArgs.map((a) => fillTemplate(a, values, 'stages.train.resume-args')));
+  if (values.checkpoint !== undefined)
+    argv.push(...t.resumeArgs.map((a) => fillTemplate(a, values, 'stages.train.resume-args')));
   return argv;
 }
 
@@ -58,13 +75,19 @@ export function commandDrafterDir(t: CommandTemplate, values: CommandValues): st
 }
 
 /** Checkpoint directories among entry names by the configured pattern (group 1 = step), newest first. */
-export function commandCheckpoints(outputDir: string, pattern: string | undefined, entries: string[]): { dir: string; step: number }[] {
+export function commandCheckpoints(
+  outputDir: string,
+  pattern: string | undefined,
+  entries: string[],
+): { dir: string; step: number }[] {
   if (!pattern) return [];
   let re: RegExp;
   try {
     re = new RegExp(pattern);
   } catch (e) {
-    throw new TrainLaunchError(`stages.train.checkpoint-pattern is not a valid regular expression: ${(e as Error).message}`);
+    throw new TrainLaunchError(
+      `stages.train.checkpoint-pattern is not a valid regular expression: ${(e as Error).message}`,
+    );
   }
   return entries
     .flatMap((e) => {

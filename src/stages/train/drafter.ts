@@ -7,7 +7,10 @@
 
 /** Raised when the buffer holds less than the header; `needBytes` says how much to read. */
 export class SafetensorsTruncatedError extends Error {
-  constructor(readonly needBytes: number, got: number) {
+  constructor(
+    readonly needBytes: number,
+    got: number,
+  ) {
     super(`safetensors header not complete: need the first ${needBytes} bytes of the file, got ${got}`);
   }
 }
@@ -15,15 +18,27 @@ export class SafetensorsTruncatedError extends Error {
 const MAX_HEADER = 100_000_000; // the safetensors format's own limit
 
 const DTYPE_BYTES: Record<string, number> = {
-  BOOL: 1, U8: 1, I8: 1, F8_E4M3: 1, F8_E5M2: 1,
-  U16: 2, I16: 2, F16: 2, BF16: 2,
-  U32: 4, I32: 4, F32: 4,
-  U64: 8, I64: 8, F64: 8,
+  BOOL: 1,
+  U8: 1,
+  I8: 1,
+  F8_E4M3: 1,
+  F8_E5M2: 1,
+  U16: 2,
+  I16: 2,
+  F16: 2,
+  BF16: 2,
+  U32: 4,
+  I32: 4,
+  F32: 4,
+  U64: 8,
+  I64: 8,
+  F64: 8,
 };
 
 /** The header length from the first 8 bytes (little-endian u64), so a caller can read exactly 8 + n. */
 export function safetensorsHeaderLength(first8: Buffer): number {
-  if (first8.length < 8) throw new Error(`not a safetensors file: need 8 bytes for the header length, got ${first8.length}`);
+  if (first8.length < 8)
+    throw new Error(`not a safetensors file: need 8 bytes for the header length, got ${first8.length}`);
   const n = first8.readBigUInt64LE(0);
   if (n < 2n || n > BigInt(MAX_HEADER)) {
     throw new Error(`not a safetensors file: header length ${n} is outside 2..${MAX_HEADER} bytes`);
@@ -96,7 +111,12 @@ export function sglangEagle3ParamName(name: string): string | null {
   if (name.includes('d2t')) return 'd2t';
   if (name.includes('t2d')) return 't2d';
   let n = name;
-  for (const [legacy, now] of [['midlayer', 'layers.0'], ['aux_norm_low', 'fc_norm.0'], ['aux_norm_mid', 'fc_norm.1'], ['aux_norm_high', 'fc_norm.2']] as const) {
+  for (const [legacy, now] of [
+    ['midlayer', 'layers.0'],
+    ['aux_norm_low', 'fc_norm.0'],
+    ['aux_norm_mid', 'fc_norm.1'],
+    ['aux_norm_high', 'fc_norm.2'],
+  ] as const) {
     if (n.includes(legacy)) n = n.split(legacy).join(now);
   }
   if (n.startsWith('lm_head.')) return n;
@@ -112,21 +132,32 @@ const MISSING_CONSEQUENCE: Record<string, string> = {
 
 export function verifyDrafter(configJson: unknown, safetensorsHeader: unknown): string[] {
   const problems: string[] = [];
-  if (typeof configJson !== 'object' || configJson === null || Array.isArray(configJson)) return ['config.json is not a JSON object'];
+  if (typeof configJson !== 'object' || configJson === null || Array.isArray(configJson))
+    return ['config.json is not a JSON object'];
   const cfg = configJson as Record<string, unknown>;
 
   const arch = cfg.architectures;
   if (!Array.isArray(arch) || !arch.includes('LlamaForCausalLMEagle3')) {
-    problems.push(`config.json architectures is ${JSON.stringify(arch ?? null)}: SGLang's EAGLE3 drafter class is LlamaForCausalLMEagle3`);
+    problems.push(
+      `config.json architectures is ${JSON.stringify(arch ?? null)}: SGLang's EAGLE3 drafter class is LlamaForCausalLMEagle3`,
+    );
   }
-  if (!posInt(cfg.draft_vocab_size)) problems.push('config.json has no positive integer draft_vocab_size: the draft head and d2t cannot be sized');
-  if (cfg.num_hidden_layers !== 1) problems.push(`config.json num_hidden_layers is ${JSON.stringify(cfg.num_hidden_layers ?? null)}: an EAGLE-3 drafter has exactly 1`);
+  if (!posInt(cfg.draft_vocab_size))
+    problems.push('config.json has no positive integer draft_vocab_size: the draft head and d2t cannot be sized');
+  if (cfg.num_hidden_layers !== 1)
+    problems.push(
+      `config.json num_hidden_layers is ${JSON.stringify(cfg.num_hidden_layers ?? null)}: an EAGLE-3 drafter has exactly 1`,
+    );
   if (!posInt(cfg.hidden_size)) problems.push('config.json has no positive integer hidden_size');
   if (!posInt(cfg.vocab_size)) problems.push('config.json has no positive integer vocab_size');
 
   const wrapped = safetensorsHeader as { header?: unknown; headerLength?: unknown } | null;
-  const header = wrapped && typeof wrapped === 'object' && typeof wrapped.headerLength === 'number' ? wrapped.header : safetensorsHeader;
-  if (typeof header !== 'object' || header === null || Array.isArray(header)) return [...problems, 'model.safetensors header is not a JSON object'];
+  const header =
+    wrapped && typeof wrapped === 'object' && typeof wrapped.headerLength === 'number'
+      ? wrapped.header
+      : safetensorsHeader;
+  if (typeof header !== 'object' || header === null || Array.isArray(header))
+    return [...problems, 'model.safetensors header is not a JSON object'];
   // Keyed by the parameter SGLang loads each tensor into, so `model.fc.weight` counts as fc.
   const tensors = new Map<string, TensorInfo>();
   const dropped: string[] = [];
@@ -169,11 +200,15 @@ export function verifyDrafter(configJson: unknown, safetensorsHeader: unknown): 
   }
   const head = tensors.get('lm_head.weight');
   if (head && posInt(Vd) && posInt(H) && !same(head.shape, [Vd, H])) {
-    problems.push(`lm_head.weight is ${JSON.stringify(head.shape)}: expected [draft_vocab_size, hidden_size] = [${Vd}, ${H}]`);
+    problems.push(
+      `lm_head.weight is ${JSON.stringify(head.shape)}: expected [draft_vocab_size, hidden_size] = [${Vd}, ${H}]`,
+    );
   }
   const fc = tensors.get('fc.weight');
   if (fc && posInt(H) && posInt(Ht) && !same(fc.shape, [H, 3 * Ht])) {
-    problems.push(`fc.weight is ${JSON.stringify(fc.shape)}: expected [${H}, ${3 * Ht}] (hidden_size × three target hidden states)`);
+    problems.push(
+      `fc.weight is ${JSON.stringify(fc.shape)}: expected [${H}, ${3 * Ht}] (hidden_size × three target hidden states)`,
+    );
   }
   return problems;
 }

@@ -4,6 +4,11 @@ export { type TrainLaunch, TrainLaunchError } from './launch.js';
 export { parseGenericProgress, type TrainProgress } from './progress.js';
 export { commandHooks, type TrainResult, v02Hooks } from './run.js';
 export { listSpecforgeCheckpoints } from './specforge-checkpoints.js';
-export { renderSpecforgeConfig, renderSpecforgeExportArgv, renderSpecforgeTrainArgv, type SpecforgeRun } from './specforge-config.js';
+export {
+  renderSpecforgeConfig,
+  renderSpecforgeExportArgv,
+  renderSpecforgeTrainArgv,
+  type SpecforgeRun,
+} from './specforge-config.js';
 export { specforgeHooks } from './specforge-run.js';
 export { renderTrainArgv } from './v02-argv.js';

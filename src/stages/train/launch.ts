@@ -48,4 +48,5 @@ export interface TrainLaunch {
   extraArgs: string[];
 }
 
-export const profileOf = (l: Pick<TrainLaunch, 'profile'>): SpecforgeProfile => l.profile ?? SPECFORGE_PROFILES['v0.2.0'];
+export const profileOf = (l: Pick<TrainLaunch, 'profile'>): SpecforgeProfile =>
+  l.profile ?? SPECFORGE_PROFILES['v0.2.0'];

@@ -101,7 +101,12 @@ export function parseTrainProgress(text: string, prev?: TrainProgress): TrainPro
     p.epoch = Number(meter[1]);
     p.epochStep = Number(meter[2]);
     p.stepsPerEpoch = Number(meter[3]);
-    for (const [re, key] of [[LOSS, 'loss'], [ACC, 'acc'], [ACCEPT, 'acceptanceRate'], [GRAD, 'gradNorm']] as const) {
+    for (const [re, key] of [
+      [LOSS, 'loss'],
+      [ACC, 'acc'],
+      [ACCEPT, 'acceptanceRate'],
+      [GRAD, 'gradNorm'],
+    ] as const) {
       const m = re.exec(meter[4]);
       if (m) p[key] = num(m[1]);
     }

@@ -17,13 +17,35 @@
 import { basename } from 'node:path';
 import type { FatalType } from '../../failures.js';
 import type { Host } from '../../hosts/host.js';
-import { classifyTrainFailure, JobFailure, type Ended, type JobHooks, type NextStep, type TrainFailure } from '../common/index.js';
+import {
+  classifyTrainFailure,
+  JobFailure,
+  type Ended,
+  type JobHooks,
+  type NextStep,
+  type TrainFailure,
+} from '../common/index.js';
 import { parseGenericProgress, parseTrainProgress, seedProgress, type TrainProgress } from './progress.js';
-import { planTrainResume, quarantineDir, RESUME_LINK, rankCheckpoints, resumeSegmentDir, segmentBases, type ResumePlan, type SegmentListing } from './v02-checkpoints.js';
+import {
+  planTrainResume,
+  quarantineDir,
+  RESUME_LINK,
+  rankCheckpoints,
+  resumeSegmentDir,
+  segmentBases,
+  type ResumePlan,
+  type SegmentListing,
+} from './v02-checkpoints.js';
 import { parseSafetensorsHeader, verifyDrafter } from './drafter.js';
 import { profileOf, type TrainLaunch } from './launch.js';
 import { renderTrainArgv } from './v02-argv.js';
-import { commandCheckpoints, commandDrafterDir, renderCommandArgv, type CommandTemplate, type CommandValues } from './command.js';
+import {
+  commandCheckpoints,
+  commandDrafterDir,
+  renderCommandArgv,
+  type CommandTemplate,
+  type CommandValues,
+} from './command.js';
 
 export interface TrainResult {
   drafterDir: string;
@@ -59,10 +81,18 @@ export async function drafterProblems(host: Host, dir: string): Promise<string[]
     const head = parseSafetensorsHeader(await readHead(host, weights));
     const problems = verifyDrafter(config, head.header);
     // A save cut short (v0.2 writes in place, SpecForge@20e2e3f0:scripts/train_eagle3.py:699-727) keeps its whole header.
-    const dataEnd = Math.max(0, ...Object.entries(head.header).filter(([k]) => k !== '__metadata__').map(([, v]) => (v as { data_offsets: [number, number] }).data_offsets[1]));
+    const dataEnd = Math.max(
+      0,
+      ...Object.entries(head.header)
+        .filter(([k]) => k !== '__metadata__')
+        .map(([, v]) => (v as { data_offsets: [number, number] }).data_offsets[1]),
+    );
     const st = await host.stat(weights);
     if (!st || st.size <= 8 + head.headerLength) problems.push(`${weights} holds a header and no tensor data`);
-    else if (st.size < 8 + head.headerLength + dataEnd) problems.push(`${weights} is cut short: ${st.size} bytes of the ${8 + head.headerLength + dataEnd} its header promises`);
+    else if (st.size < 8 + head.headerLength + dataEnd)
+      problems.push(
+        `${weights} is cut short: ${st.size} bytes of the ${8 + head.headerLength + dataEnd} its header promises`,
+      );
     return problems;
   } catch (err) {
     return [(err as Error).message];
@@ -71,12 +101,18 @@ export async function drafterProblems(host: Host, dir: string): Promise<string[]
 
 export async function verifiedDrafter(host: Host, dir: string): Promise<TrainResult> {
   const problems = await drafterProblems(host, dir);
-  if (problems.length > 0) throw new JobFailure('DrafterRejectedError', `the trained drafter in ${dir} is not servable: ${problems.join('; ')}`);
+  if (problems.length > 0)
+    throw new JobFailure(
+      'DrafterRejectedError',
+      `the trained drafter in ${dir} is not servable: ${problems.join('; ')}`,
+    );
   return { drafterDir: dir };
 }
 
 const dirNames = async (host: Host, dir: string): Promise<string[]> =>
-  (await host.stat(dir))?.isDirectory ? (await host.list(dir)).filter((e) => e.isDirectory).map((e) => basename(e.path)) : [];
+  (await host.stat(dir))?.isDirectory
+    ? (await host.list(dir)).filter((e) => e.isDirectory).map((e) => basename(e.path))
+    : [];
 
 // ---- SpecForge v0.2 ------------------------------------------------------------------
 
@@ -95,9 +131,16 @@ async function checkpointProblems(host: Host, dir: string): Promise<string[]> {
  * log. A damaged checkpoint is skipped; where --resume would pick it (the output dir's own,
  * on a revision where --resume works) it is renamed out of the pattern --resume matches first.
  */
-async function planV02(host: Host, original: TrainLaunch, firstLog: string | undefined, cleanExit: boolean): Promise<{ plan: ResumePlan; notes: string[] }> {
+async function planV02(
+  host: Host,
+  original: TrainLaunch,
+  firstLog: string | undefined,
+  cleanExit: boolean,
+): Promise<{ plan: ResumePlan; notes: string[] }> {
   const profile = profileOf(original);
-  const stepsPerEpoch = firstLog ? parseTrainProgress((await host.tailFrom(firstLog, 0, 4 << 20)).data).stepsPerEpoch : undefined;
+  const stepsPerEpoch = firstLog
+    ? parseTrainProgress((await host.tailFrom(firstLog, 0, 4 << 20)).data).stepsPerEpoch
+    : undefined;
   const top = await dirNames(host, original.outputDir);
   const segments: SegmentListing[] = [{ dir: original.outputDir, baseStep: 0, entries: top }];
   for (const base of segmentBases(top)) {
@@ -140,7 +183,8 @@ export function v02Hooks(host: Host, original: TrainLaunch, prefix: string): Job
         const link = plan.launch.resumeLink;
         if (link) {
           const r = await host.exec(['ln', '-sfn', link, `${plan.launch.outputDir}/${RESUME_LINK}`]);
-          if (r.code !== 0) throw new Error(`cannot link ${plan.launch.outputDir}/${RESUME_LINK} to ${link}: ${r.stderr.trim()}`);
+          if (r.code !== 0)
+            throw new Error(`cannot link ${plan.launch.outputDir}/${RESUME_LINK} to ${link}: ${r.stderr.trim()}`);
         }
       },
     };
@@ -152,10 +196,15 @@ export function v02Hooks(host: Host, original: TrainLaunch, prefix: string): Job
     if (how) notes.unshift(how);
     if (plan.kind === 'done') {
       const note = [...notes, ...(plan.note ? [plan.note] : [])].join('; ');
-      return { kind: 'done', result: { ...(await verifiedDrafter(host, plan.finalCheckpoint.dir)), ...(note ? { note } : {}) } };
+      return {
+        kind: 'done',
+        result: { ...(await verifiedDrafter(host, plan.finalCheckpoint.dir)), ...(note ? { note } : {}) },
+      };
     }
     if (plan.kind !== 'short') return launchOf(plan, notes);
-    const owed = Number.isNaN(plan.stepsOwed) ? 'it never reported its steps per epoch' : `${plan.stepsOwed} steps still owed after ${plan.from?.dir ?? 'no usable checkpoint'}`;
+    const owed = Number.isNaN(plan.stepsOwed)
+      ? 'it never reported its steps per epoch'
+      : `${plan.stepsOwed} steps still owed after ${plan.from?.dir ?? 'no usable checkpoint'}`;
     throw new JobFailure(
       'TrainerOutputMissing',
       `the trainer ${how ? 'finished' : 'exited 0'} but its checkpoints do not cover the planned steps (${owed}${notes.length ? `; ${notes.join('; ')}` : ''}); see ${ended.record.logPath}`,
@@ -180,17 +229,35 @@ export function v02Hooks(host: Host, original: TrainLaunch, prefix: string): Job
 
 // ---- generic command ------------------------------------------------------------------
 
-export function commandHooks(host: Host, t: CommandTemplate, values: CommandValues): JobHooks<TrainResult, TrainProgress> {
+export function commandHooks(
+  host: Host,
+  t: CommandTemplate,
+  values: CommandValues,
+): JobHooks<TrainResult, TrainProgress> {
   const drafterDir = commandDrafterDir(t, values);
   const prepare = () => host.mkdirp(values.output_dir);
   return {
     fresh: async () => ({ kind: 'launch', argv: renderCommandArgv(t, values), prepare }),
     afterSuccess: async () => ({ kind: 'done', result: await verifiedDrafter(host, drafterDir) }),
     async afterCrash() {
-      for (const c of commandCheckpoints(values.output_dir, t.checkpointPattern, await dirNames(host, values.output_dir))) {
-        return { kind: 'launch', argv: renderCommandArgv(t, { ...values, checkpoint: c.dir }), prepare, note: `resuming from ${c.dir}` };
+      for (const c of commandCheckpoints(
+        values.output_dir,
+        t.checkpointPattern,
+        await dirNames(host, values.output_dir),
+      )) {
+        return {
+          kind: 'launch',
+          argv: renderCommandArgv(t, { ...values, checkpoint: c.dir }),
+          prepare,
+          note: `resuming from ${c.dir}`,
+        };
       }
-      return { kind: 'launch', argv: renderCommandArgv(t, values), prepare, note: 'no checkpoint found: starting over' };
+      return {
+        kind: 'launch',
+        argv: renderCommandArgv(t, values),
+        prepare,
+        note: 'no checkpoint found: starting over',
+      };
     },
     classify: classifyTrainFailure,
     failureType: trainFailureType,

@@ -62,7 +62,11 @@ function linkOf(outputDir: string, runId: string, target: string): SpecforgeChec
 }
 
 /** Every `<run_id>-step<N>` directory with its files, newest step first, and the two links. */
-export async function listSpecforgeCheckpoints(host: Host, outputDir: string, runId: string): Promise<SpecforgeCheckpointDir> {
+export async function listSpecforgeCheckpoints(
+  host: Host,
+  outputDir: string,
+  runId: string,
+): Promise<SpecforgeCheckpointDir> {
   const entries: FileStat[] = await host.list(outputDir).catch((e: NodeJS.ErrnoException) => {
     if (e.code === 'ENOENT' || /ENOENT|no such file/i.test(String(e.message))) return [];
     throw e;
@@ -103,7 +107,8 @@ export function checkpointProblem(c: SpecforgeCheckpointListing, worldSize: numb
     const m = /^training_state_rank(\d+)\.pt$/.exec(n);
     return m && Number(m[1]) >= worldSize;
   });
-  if (extra.length) return `${c.dir} was written at a larger world size (${extra.join(', ')}); HEAD resumes only at the world size that wrote it`;
+  if (extra.length)
+    return `${c.dir} was written at a larger world size (${extra.join(', ')}); HEAD resumes only at the world size that wrote it`;
   return undefined;
 }
 
@@ -161,7 +166,8 @@ function writtenWorld(d: SpecforgeCheckpointDir, worldSize: number): { world: nu
   const files = (n: number): string => (n === 1 ? rankStateFile(0) : `${rankStateFile(0)} … ${rankStateFile(n - 1)}`);
   const latest = d.latest?.step === undefined ? undefined : d.checkpoints.find((c) => c.step === d.latest!.step);
   const fromLatest = latest && exact(latest);
-  if (latest && fromLatest) return { world: fromLatest, evidence: `${d.latest!.target} (what -latest points at) holds ${files(fromLatest)}` };
+  if (latest && fromLatest)
+    return { world: fromLatest, evidence: `${d.latest!.target} (what -latest points at) holds ${files(fromLatest)}` };
   for (const c of d.checkpoints.slice(1)) {
     const n = exact(c);
     if (n) return { world: n, evidence: `${name(c)} holds ${files(n)}` };
@@ -185,9 +191,13 @@ export function planSpecforgeResume(d: SpecforgeCheckpointDir, worldSize: number
   const all = [...d.checkpoints].sort((a, b) => b.step - a.step);
   const sorted: SpecforgeCheckpointDir = { ...d, checkpoints: all };
   const written = writtenWorld(sorted, worldSize);
-  if (written && written.world !== worldSize) return { kind: 'world-mismatch', writtenAt: written.world, worldSize, evidence: written.evidence };
+  if (written && written.world !== worldSize)
+    return { kind: 'world-mismatch', writtenAt: written.world, worldSize, evidence: written.evidence };
   const checkpoint = newestCompleteCheckpoint(all, worldSize);
-  const skipped = all.filter((c) => !checkpoint || c.step > checkpoint.step).map((c) => checkpointProblem(c, worldSize)).filter((p): p is string => p !== undefined);
+  const skipped = all
+    .filter((c) => !checkpoint || c.step > checkpoint.step)
+    .map((c) => checkpointProblem(c, worldSize))
+    .filter((p): p is string => p !== undefined);
   return checkpoint ? { kind: 'resume', checkpoint, skipped } : { kind: 'fresh', skipped };
 }
 

@@ -116,8 +116,18 @@ export function renderSpecforgeTrainArgv(r: SpecforgeRun, resumeFrom?: string): 
 
 /** SpecForge@a6b6b023:specforge/cli.py:199-206: --to, --checkpoint, --draft-config, --output-dir required; --vocab-mapping optional. */
 export function renderSpecforgeExportArgv(r: SpecforgeRun, checkpointDir: string, drafterDir: string): string[] {
-  const argv = [...r.launcher, 'export', '--to', 'sglang', '--checkpoint', checkpointDir, '--draft-config', r.draftModelConfig, '--output-dir', drafterDir];
+  const argv = [
+    ...r.launcher,
+    'export',
+    '--to',
+    'sglang',
+    '--checkpoint',
+    checkpointDir,
+    '--draft-config',
+    r.draftModelConfig,
+    '--output-dir',
+    drafterDir,
+  ];
   if (r.vocabMappingPath) argv.push('--vocab-mapping', r.vocabMappingPath);
   return argv;
 }
-

@@ -50,7 +50,8 @@ const REWIND = /rewinding checkpoint timeline at step (\d+): deleting .*/;
 const FLOAT = '-?(?:\\d+(?:\\.\\d*)?(?:e[-+]?\\d+)?|inf|nan)';
 const ENTRY = new RegExp(`'((?:[^'\\\\]|\\\\.)*)': (\\[(?:\\s*${FLOAT}\\s*,?)*\\]|${FLOAT})`, 'g');
 
-const pyFloat = (s: string): number => (s === 'nan' || s === '-nan' ? NaN : s === 'inf' ? Infinity : s === '-inf' ? -Infinity : Number(s));
+const pyFloat = (s: string): number =>
+  s === 'nan' || s === '-nan' ? NaN : s === 'inf' ? Infinity : s === '-inf' ? -Infinity : Number(s);
 
 /** The dict's entries; a list value (eval's per-position accuracy) becomes number[]. */
 export function parsePythonMetricDict(body: string): Record<string, number | number[]> {
@@ -60,7 +61,12 @@ export function parsePythonMetricDict(body: string): Record<string, number | num
   while ((m = ENTRY.exec(body)) !== null) {
     const v = m[2]!;
     out[m[1]!] = v.startsWith('[')
-      ? v.slice(1, -1).split(',').map((x) => x.trim()).filter(Boolean).map(pyFloat)
+      ? v
+          .slice(1, -1)
+          .split(',')
+          .map((x) => x.trim())
+          .filter(Boolean)
+          .map(pyFloat)
       : pyFloat(v);
   }
   return out;

@@ -11,20 +11,43 @@
  * stage with the reason instead of using up the crash budget.
  */
 import type { Host } from '../../hosts/host.js';
-import { classifyTrainFailure, JobFailure, superviseJob, type JobHooks, type SuperviseOptions, type TrainFailure } from '../common/index.js';
+import {
+  classifyTrainFailure,
+  JobFailure,
+  superviseJob,
+  type JobHooks,
+  type SuperviseOptions,
+  type TrainFailure,
+} from '../common/index.js';
 import { parseGenericProgress, type TrainProgress } from './progress.js';
 import { parseSpecforgeProgress, specforgeStopStep } from './specforge-progress.js';
-import { listSpecforgeCheckpoints, planSpecforgeResume, specforgeWorldSize, type SpecforgeResumePlan } from './specforge-checkpoints.js';
+import {
+  listSpecforgeCheckpoints,
+  planSpecforgeResume,
+  specforgeWorldSize,
+  type SpecforgeResumePlan,
+} from './specforge-checkpoints.js';
 import { trainFailureType, verifiedDrafter, type TrainResult } from './run.js';
-import { renderSpecforgeConfig, renderSpecforgeExportArgv, renderSpecforgeTrainArgv, specforgeConfig, type SpecforgeRun } from './specforge-config.js';
+import {
+  renderSpecforgeConfig,
+  renderSpecforgeExportArgv,
+  renderSpecforgeTrainArgv,
+  specforgeConfig,
+  type SpecforgeRun,
+} from './specforge-config.js';
 
-export type ExportJob = Omit<SuperviseOptions<TrainProgress>, 'prefix' | 'logPath' | 'what' | 'crashType'> & { prefix: string; logPath(gen: number): string };
+export type ExportJob = Omit<SuperviseOptions<TrainProgress>, 'prefix' | 'logPath' | 'what' | 'crashType'> & {
+  prefix: string;
+  logPath(gen: number): string;
+};
 
 // SpecForge@a6b6b023:specforge/training/checkpoint.py:313-318
-const WORLD_SIZE_REFUSED = /has no usable per-rank state for rank \d+ at world_size=(\d+) \(written at world_size=(\w+)\)/;
+const WORLD_SIZE_REFUSED =
+  /has no usable per-rank state for rank \d+ at world_size=(\d+) \(written at world_size=(\w+)\)/;
 // pydantic's ValidationError from Config.model_validate (SpecForge@a6b6b023:specforge/config/schema.py:934,963):
 // the config is refused the same way on every launch.
-const CONFIG_REFUSED = /pydantic_core\._pydantic_core\.ValidationError: \d+ validation errors? for Config|^ValueError: override (path )?'[^']*' /m;
+const CONFIG_REFUSED =
+  /pydantic_core\._pydantic_core\.ValidationError: \d+ validation errors? for Config|^ValueError: override (path )?'[^']*' /m;
 
 /** classifyTrainFailure, plus the CLI's two refusals that a relaunch meets again. */
 export function classifySpecforgeFailure(logTail: string): TrainFailure {
@@ -38,7 +61,7 @@ export function classifySpecforgeFailure(logTail: string): TrainFailure {
       evidence: world[0],
       advice:
         `SpecForge was given a checkpoint that lacks a rank's training_state_rank<r>.pt (a save cut short): ${world[0]}. ` +
-        'aerie resumes only from checkpoints holding every rank\'s file; if training.resume_from came from stages.train.overrides, point it at a complete <run_id>-step<N> or remove it',
+        "aerie resumes only from checkpoints holding every rank's file; if training.resume_from came from stages.train.overrides, point it at a complete <run_id>-step<N> or remove it",
     };
   }
   if (world) {
@@ -57,7 +80,8 @@ export function classifySpecforgeFailure(logTail: string): TrainFailure {
       kind: 'usage',
       retryable: false,
       evidence: config[0],
-      advice: 'SpecForge refused the config aerie wrote (see the log for the field). Fix the field in stages.train (or its overrides); `aerie plan` shows the file aerie writes',
+      advice:
+        'SpecForge refused the config aerie wrote (see the log for the field). Fix the field in stages.train (or its overrides); `aerie plan` shows the file aerie writes',
     };
   }
   return classifyTrainFailure(logTail);
@@ -65,7 +89,8 @@ export function classifySpecforgeFailure(logTail: string): TrainFailure {
 
 /** The world size the config aerie writes trains at: a resume must use the same. */
 export function runWorldSize(run: SpecforgeRun): number {
-  const deployment = specforgeConfig(run).deployment as { trainer?: { nnodes?: number; nproc_per_node?: number } } | undefined;
+  const deployment = specforgeConfig(run).deployment as
+    { trainer?: { nnodes?: number; nproc_per_node?: number } } | undefined;
   return specforgeWorldSize(deployment?.trainer);
 }
 
@@ -81,7 +106,10 @@ export async function resumePlan(host: Host, run: SpecforgeRun): Promise<Specfor
 }
 
 /** The world-size refusal, once, before a launch SpecForge would refuse (and whose saves would delete later steps). */
-export function worldMismatchMessage(run: SpecforgeRun, plan: Extract<SpecforgeResumePlan, { kind: 'world-mismatch' }>): string {
+export function worldMismatchMessage(
+  run: SpecforgeRun,
+  plan: Extract<SpecforgeResumePlan, { kind: 'world-mismatch' }>,
+): string {
   return (
     `specforge train cannot resume ${run.runId}: its checkpoints in ${run.outputDir} were written at world size ${plan.writtenAt} (${plan.evidence}), ` +
     `this launch trains at world size ${plan.worldSize}, and SpecForge resumes a checkpoint only at the world size that wrote it ` +
@@ -113,18 +141,28 @@ export function runStopStep(run: SpecforgeRun, samples: number): number {
     numEpochs: num(t.num_epochs, 1),
     maxSteps: typeof t.max_steps === 'number' ? t.max_steps : undefined,
     tpSize: num(t.tp_size, 1),
-    usp: t.attention_backend === 'usp' ? { ulysses: num(t.sp_ulysses_size, 1), ring: num(t.sp_ring_size, 1) } : undefined,
+    usp:
+      t.attention_backend === 'usp' ? { ulysses: num(t.sp_ulysses_size, 1), ring: num(t.sp_ring_size, 1) } : undefined,
   });
 }
 
 /** Feature files SpecForge's offline reader will find (*.ckpt and *.ckpt.gz; offline_reader.py:44,72-82). */
 async function countFeatureFiles(host: Host, dir: string): Promise<number | undefined> {
-  const r = await host.exec(['sh', '-c', 'find "$1" -type f \\( -name "*.ckpt" -o -name "*.ckpt.gz" \\) | wc -l', 'sh', dir], { timeoutMs: 10 * 60_000 }).catch(() => null);
+  const r = await host
+    .exec(['sh', '-c', 'find "$1" -type f \\( -name "*.ckpt" -o -name "*.ckpt.gz" \\) | wc -l', 'sh', dir], {
+      timeoutMs: 10 * 60_000,
+    })
+    .catch(() => null);
   const n = r && r.code === 0 ? Number(r.stdout.trim()) : NaN;
   return Number.isInteger(n) && n > 0 ? n : undefined;
 }
 
-export function specforgeHooks(host: Host, run: SpecforgeRun, drafterDir: string, exportJob: ExportJob): JobHooks<TrainResult, TrainProgress> {
+export function specforgeHooks(
+  host: Host,
+  run: SpecforgeRun,
+  drafterDir: string,
+  exportJob: ExportJob,
+): JobHooks<TrainResult, TrainProgress> {
   let totalSteps: number | undefined;
   const writeConfig = async (): Promise<void> => {
     await host.mkdirp(run.outputDir);
@@ -156,16 +194,26 @@ export function specforgeHooks(host: Host, run: SpecforgeRun, drafterDir: string
       // SpecForge@a6b6b023 saves a final checkpoint when training ends, so a clean exit leaves one.
       const ckpt = await newestResumable(host, run);
       if (!ckpt) {
-        throw new JobFailure('TrainerOutputMissing', `specforge train exited 0 but left no complete ${run.runId}-step<N> checkpoint in ${run.outputDir}; see ${ended.record.logPath}`, ended.logTail);
+        throw new JobFailure(
+          'TrainerOutputMissing',
+          `specforge train exited 0 but left no complete ${run.runId}-step<N> checkpoint in ${run.outputDir}; see ${ended.record.logPath}`,
+          ended.logTail,
+        );
       }
       return { kind: 'done', result: await exportNewest(ckpt) };
     },
     async afterCrash(ended) {
       const plan = await resumePlan(host, run);
-      if (plan.kind === 'world-mismatch') throw new JobFailure('TrainerFailed', worldMismatchMessage(run, plan), ended.logTail);
+      if (plan.kind === 'world-mismatch')
+        throw new JobFailure('TrainerFailed', worldMismatchMessage(run, plan), ended.logTail);
       const ckpt = plan.kind === 'resume' ? plan.checkpoint.dir : undefined;
       const skipped = plan.skipped.length ? ` (not ${plan.skipped.join('; ')})` : '';
-      return { kind: 'launch', argv: renderSpecforgeTrainArgv(run, ckpt), prepare: writeConfig, note: `${ckpt ? `resuming from ${ckpt}` : 'no complete checkpoint yet: starting over'}${skipped}` };
+      return {
+        kind: 'launch',
+        argv: renderSpecforgeTrainArgv(run, ckpt),
+        prepare: writeConfig,
+        note: `${ckpt ? `resuming from ${ckpt}` : 'no complete checkpoint yet: starting over'}${skipped}`,
+      };
     },
     classify: classifySpecforgeFailure,
     failureType: trainFailureType,

@@ -61,17 +61,21 @@ function checkExtraArgs(extra: string[], profile: SpecforgeProfile): void {
           'epoch_{e}_step_{s}, so it silently starts over (and drops --ckpt-dir weights); aerie continues runs itself from the newest complete checkpoint.',
       );
     }
-    throw new TrainLaunchError(`stages.train.extra-args: "${arg}" sets ${flag}, which aerie sets from the train stage config; set it there instead.`);
+    throw new TrainLaunchError(
+      `stages.train.extra-args: "${arg}" sets ${flag}, which aerie sets from the train stage config; set it there instead.`,
+    );
   }
 }
 
 function int(name: string, v: number, min: number): string {
-  if (!Number.isInteger(v) || v < min) throw new TrainLaunchError(`train launch: ${name} must be an integer ≥ ${min}, got ${v}`);
+  if (!Number.isInteger(v) || v < min)
+    throw new TrainLaunchError(`train launch: ${name} must be an integer ≥ ${min}, got ${v}`);
   return String(v);
 }
 
 function positive(name: string, v: number): string {
-  if (!Number.isFinite(v) || v <= 0) throw new TrainLaunchError(`train launch: ${name} must be a positive number, got ${v}`);
+  if (!Number.isFinite(v) || v <= 0)
+    throw new TrainLaunchError(`train launch: ${name} must be a positive number, got ${v}`);
   return String(v); // JS and Python float() agree on these spellings (0.0001, 1e-7)
 }
 
@@ -83,27 +87,41 @@ export function renderTrainArgv(l: TrainLaunch): string[] {
       `stages.train.driver: specforge-v0.2 runs scripts/train_eagle3.py, which ${profile.label} no longer has (removed upstream in d5883d5b); set stages.train.driver: specforge.`,
     );
   }
-  if (l.resumeLink && (l.resumeFrom || l.resume)) throw new TrainLaunchError('train launch: resumeLink excludes resumeFrom and resume');
+  if (l.resumeLink && (l.resumeFrom || l.resume))
+    throw new TrainLaunchError('train launch: resumeLink excludes resumeFrom and resume');
   if (l.resume && !profile.v02ResumeWorks) {
-    throw new TrainLaunchError(`train launch: --resume does not resume on ${profile.label}; continue with resumeFrom (--ckpt-dir) instead`);
+    throw new TrainLaunchError(
+      `train launch: --resume does not resume on ${profile.label}; continue with resumeFrom (--ckpt-dir) instead`,
+    );
   }
   checkExtraArgs(l.extraArgs, profile);
   const argv = [
     ...l.launcher,
-    '--target-model-path', l.targetModelPath,
-    '--draft-model-config', l.draftModelConfig,
-    '--train-data-path', l.trainDataPath,
+    '--target-model-path',
+    l.targetModelPath,
+    '--draft-model-config',
+    l.draftModelConfig,
+    '--train-data-path',
+    l.trainDataPath,
   ];
   if (l.hiddenStatesPath) argv.push('--train-hidden-states-path', l.hiddenStatesPath);
   argv.push(
-    '--chat-template', l.chatTemplate,
-    '--max-length', int('maxLength', l.maxLength, 1),
-    '--num-epochs', int('numEpochs', l.numEpochs, 1),
-    '--batch-size', int('batchSize', l.batchSize, 1),
-    '--learning-rate', positive('learningRate', l.learningRate),
-    '--ttt-length', int('tttLength', l.tttLength, 1),
-    '--tp-size', int('tpSize', l.tpSize, 1),
-    '--save-interval', int('saveInterval', l.saveInterval, 1),
+    '--chat-template',
+    l.chatTemplate,
+    '--max-length',
+    int('maxLength', l.maxLength, 1),
+    '--num-epochs',
+    int('numEpochs', l.numEpochs, 1),
+    '--batch-size',
+    int('batchSize', l.batchSize, 1),
+    '--learning-rate',
+    positive('learningRate', l.learningRate),
+    '--ttt-length',
+    int('tttLength', l.tttLength, 1),
+    '--tp-size',
+    int('tpSize', l.tpSize, 1),
+    '--save-interval',
+    int('saveInterval', l.saveInterval, 1),
   );
   if (l.resumeFrom) argv.push('--ckpt-dir', l.resumeFrom);
   if ((l.resume || l.resumeLink) && !l.extraArgs.some((a) => managedFlagOf(a) === '--resume')) argv.push('--resume');

@@ -75,13 +75,21 @@ export function rankCheckpoints(segments: SegmentListing[]): RankedCheckpoint[] 
   for (const seg of segments) {
     for (const e of seg.entries) {
       const p = parseCheckpointName(e);
-      if (p) all.push({ dir: path.posix.join(seg.dir, path.posix.basename(e)), ...p, baseStep: seg.baseStep, totalStep: seg.baseStep + p.step });
+      if (p)
+        all.push({
+          dir: path.posix.join(seg.dir, path.posix.basename(e)),
+          ...p,
+          baseStep: seg.baseStep,
+          totalStep: seg.baseStep + p.step,
+        });
     }
   }
   // Same total in two places (a continuation redone): the later segment holds the newer weights.
   // Within one directory step and epoch grow together, so this agrees with --resume's own
   // (epoch, step) order (SpecForge@20e2e3f0:specforge/utils.py:245-251).
-  return all.sort((a, b) => b.totalStep - a.totalStep || b.baseStep - a.baseStep || b.step - a.step || b.epoch - a.epoch);
+  return all.sort(
+    (a, b) => b.totalStep - a.totalStep || b.baseStep - a.baseStep || b.step - a.step || b.epoch - a.epoch,
+  );
 }
 
 /**
@@ -104,7 +112,9 @@ export type ResumePlan =
 /** Steps the run was planned for: num_epochs × steps_per_epoch, capped by the run's --max-num-steps. */
 export function plannedSteps(original: TrainLaunch, stepsPerEpoch: number): number {
   if (!Number.isInteger(stepsPerEpoch) || stepsPerEpoch < 1) {
-    throw new Error(`planTrainResume: steps per epoch must be a positive integer (read it from the trainer's log), got ${stepsPerEpoch}`);
+    throw new Error(
+      `planTrainResume: steps per epoch must be a positive integer (read it from the trainer's log), got ${stepsPerEpoch}`,
+    );
   }
   return Math.min(original.numEpochs * stepsPerEpoch, original.maxNumSteps ?? Infinity);
 }
@@ -141,14 +151,20 @@ export function dividingInterval(steps: number, interval: number): number {
  * save-interval that keeps them. A run shorter than one interval saved nothing: it is run
  * again, exactly as planned, with --save-interval set to its length so its last step saves.
  */
-export function planTrainResume(original: TrainLaunch, from: RankedCheckpoint | null, stepsPerEpoch: number | undefined, cleanExit = false): ResumePlan {
+export function planTrainResume(
+  original: TrainLaunch,
+  from: RankedCheckpoint | null,
+  stepsPerEpoch: number | undefined,
+  cleanExit = false,
+): ResumePlan {
   const profile = profileOf(original);
   if (!cleanExit && !from) return { kind: 'fresh', launch: original };
   if (stepsPerEpoch === undefined) {
     // tqdm prints `0/N` before the first step, so a log without it belongs to a launch that never trained.
     if (cleanExit) return { kind: 'short', from, stepsOwed: NaN };
     // --resume sizes itself; a continuation cannot be sized without the figure: start over.
-    if (profile.v02ResumeWorks && from!.baseStep === 0) return { kind: 'resume', from: from!, stepsOwed: NaN, launch: { ...original, resume: true } };
+    if (profile.v02ResumeWorks && from!.baseStep === 0)
+      return { kind: 'resume', from: from!, stepsOwed: NaN, launch: { ...original, resume: true } };
     return { kind: 'fresh', launch: original };
   }
   const planned = plannedSteps(original, stepsPerEpoch);
@@ -166,7 +182,11 @@ export function planTrainResume(original: TrainLaunch, from: RankedCheckpoint | 
       };
     }
     const fix = `set stages.train.save-interval to a divisor of ${planned} (e.g. ${dividingInterval(planned, original.saveInterval)}) to keep every step`;
-    return { kind: 'done', finalCheckpoint: from, note: `${why}: the last ${owed} of ${planned} steps were trained but not saved, so the drafter is step ${done}'s checkpoint; ${fix}` };
+    return {
+      kind: 'done',
+      finalCheckpoint: from,
+      note: `${why}: the last ${owed} of ${planned} steps were trained but not saved, so the drafter is step ${done}'s checkpoint; ${fix}`,
+    };
   }
   if (from && profile.v02ResumeWorks && from.baseStep === 0) {
     return { kind: 'resume', from, stepsOwed: owed, launch: { ...original, resume: true } };
