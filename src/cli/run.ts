@@ -16,6 +16,7 @@ import { createWorker, installFileLogRuntime } from '../worker.js';
 import { AerieLabel, AerieStage, AerieTarget, pipeline } from '../workflows/index.js';
 import { followRun } from './follow-run.js';
 import { copyReportFiles } from './report.js';
+import { failureTypeOf, fixLine, lastActivityFailureType } from './failure-fix.js';
 import { localRunFolder, shownPath, workerLogPath } from './run-folder.js';
 
 export { localRunFolder } from './run-folder.js';
@@ -62,8 +63,9 @@ export async function attach(target: TemporalTarget, client: Client, runId: stri
   const follow = async (): Promise<number> => {
     const end = await followRun(client, runId, out);
     if (end.state === 'waiting') {
+      const fix = fixLine(await lastActivityFailureType(client.workflow.getHandle(runId)).catch(() => undefined));
       out.write(
-        `\nrun ${runId} is waiting for an operator: ${end.error ?? 'see the failed stage above'}\n${details}` +
+        `\nrun ${runId} is waiting for an operator: ${end.error ?? 'see the failed stage above'}\n${fix}${details}` +
           `after fixing the cause: aerie retry ${runId} [--stage S]    or stop it: aerie cancel ${runId}\n`,
       );
       return 1;
@@ -88,7 +90,7 @@ export async function attach(target: TemporalTarget, client: Client, runId: stri
       out.write(
         cancelled
           ? `\nrun ${runId} cancelled\n`
-          : `\nrun ${runId} failed: ${reason}\n${details}resume after fixing the cause: aerie resume ${runId}\n`,
+          : `\nrun ${runId} failed: ${reason}\n${fixLine(failureTypeOf(err))}${details}resume after fixing the cause: aerie resume ${runId}\n`,
       );
       return 1;
     }

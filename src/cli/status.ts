@@ -5,6 +5,7 @@ import { reachTemporal } from './reach.js';
 import { AerieStage } from '../workflows/search-attributes.js';
 import { describeActivity } from './phase.js';
 import { pendingActivities, queryStatus, tableOf } from './follow-run.js';
+import { failureTypeOf, fixLine, lastActivityFailureType } from './failure-fix.js';
 
 export async function statusCommand(runId: string, out: NodeJS.WritableStream = process.stdout): Promise<number> {
   const target = await resolveTemporal();
@@ -18,8 +19,13 @@ export async function statusCommand(runId: string, out: NodeJS.WritableStream = 
       // Queries need a worker; without one, the search attribute and heartbeats still tell a lot.
       const [status, pending] = await Promise.all([queryStatus(handle, 3000), pendingActivities(handle)]);
       const phase = pending.length ? pending.map(describeActivity).join('; ') : undefined;
-      if (status) out.write(tableOf(status, phase) + '\n');
-      else {
+      if (status) {
+        out.write(tableOf(status, phase) + '\n');
+        if (status.stages.some((s) => s.state === 'waiting')) {
+          out.write(`  ${status.error ?? 'waiting for an operator'}\n`);
+          out.write(fixLine(await lastActivityFailureType(handle).catch(() => undefined)).replace(/^(?=.)/, '  '));
+        }
+      } else {
         const stage = desc.typedSearchAttributes.get(AerieStage);
         out.write(
           `  stage: ${String(stage ?? '?')}${phase ? ` — ${phase}` : ''}\n  (no worker is polling this run: start one with \`aerie worker\` or \`aerie resume ${runId}\`)\n`,
@@ -35,7 +41,8 @@ export async function statusCommand(runId: string, out: NodeJS.WritableStream = 
       } catch (err) {
         let e = err as { message?: string; cause?: unknown };
         while (e.cause) e = e.cause as typeof e;
-        out.write(`  ${state}: ${e.message}\n  after fixing the cause: aerie resume ${runId}\n`);
+        const fix = fixLine(failureTypeOf(err)).replace(/^(?=.)/, '  ');
+        out.write(`  ${state}: ${e.message}\n${fix}  after fixing the cause: aerie resume ${runId}\n`);
       }
     }
     const ui = webUiUrl(target, runId);
