@@ -18,6 +18,12 @@ export interface RunRef {
   config: Config;
 }
 
+/** What a ledgered stage's activity returns for its record: the paths it wrote and a line for people. */
+export interface StageOutcome {
+  outputs: string[];
+  note: string;
+}
+
 /** Every path of a run on its host, in one place so activities agree. */
 export function runPaths(host: Host, runId: string) {
   const root = runDir(host.workdir, runId);

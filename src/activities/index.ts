@@ -1,7 +1,15 @@
-/** All activities, grouped by domain; the worker registers what createActivities returns. */
+/**
+ * All activities, one module per stage or concern, in lifecycle order; the worker registers what
+ * createActivities returns, and the keys are the activity names recorded in every run's history
+ * (test/activities/registered-names.test.ts keeps them). The workflow sees them only as types
+ * (Activities). Outside this folder, code also imports the server's types (server.ts) and
+ * `aerie doctor` runs the preflight checks without Temporal (preflight.ts: runPreflight).
+ */
 import { benchmarkActivities } from './benchmark.js';
 import type { ActivityDeps } from './context.js';
-import { dataActivities } from './data.js';
+import { extractSpaceActivities } from './extract-space.js';
+import { extractActivities } from './extract.js';
+import { generateActivities } from './generate.js';
 import { ledgerActivities } from './ledger.js';
 import { preflightActivities } from './preflight.js';
 import { serverActivities } from './server.js';
@@ -12,7 +20,9 @@ export function createActivities(deps: ActivityDeps) {
     ...preflightActivities(deps),
     ...ledgerActivities(deps),
     ...serverActivities(deps),
-    ...dataActivities(deps),
+    ...generateActivities(deps),
+    ...extractSpaceActivities(deps),
+    ...extractActivities(deps),
     ...trainActivities(deps),
     ...benchmarkActivities(deps),
   };
