@@ -1,0 +1,83 @@
+/**
+ * Checks that span fields. They run on the raw (unvalidated) document so they are reported
+ * together with every field error, not only once the rest of the file is fixed.
+ */
+export function crossFieldProblems(raw: unknown): { path: string[]; message: string }[] {
+  const out: { path: string[]; message: string }[] = [];
+  const doc = (raw ?? {}) as Record<string, any>;
+  const hosts = doc.hosts && typeof doc.hosts === 'object' ? (doc.hosts as Record<string, any>) : {};
+  const targetHost = doc.target?.host;
+  if (typeof targetHost === 'string' && !(targetHost in hosts)) {
+    out.push({
+      path: ['target', 'host'],
+      message: `names no host: "${targetHost}" is not one of hosts (${Object.keys(hosts).join(', ') || 'none defined'})`,
+    });
+  }
+  for (const [name, h] of Object.entries(hosts)) {
+    if (typeof h?.workdir === 'string' && !h.workdir.startsWith('/')) {
+      const onHost = h.kind === 'ssh' ? ' on the host (~ and relative paths are not expanded there)' : '';
+      out.push({ path: ['hosts', name, 'workdir'], message: `must be an absolute path${onHost}, got "${h.workdir}"` });
+    }
+    // Each argv word is its own element; "pct exec 129 --" as one string would be one program name.
+    const prefix = h?.['exec-prefix'];
+    if (Array.isArray(prefix)) {
+      prefix.forEach((word: unknown, i: number) => {
+        if (typeof word === 'string' && /\s/.test(word.trim())) {
+          out.push({
+            path: ['hosts', name, 'exec-prefix', String(i)],
+            message: `"${word}" holds several words; give each its own element, e.g. [${word
+              .trim()
+              .split(/\s+/)
+              .map((w) => JSON.stringify(w))
+              .join(', ')}]`,
+          });
+        }
+      });
+    }
+  }
+  // A forward to a container's address reaches nothing while the server listens on loopback.
+  const target = typeof targetHost === 'string' ? hosts[targetHost] : undefined;
+  const httpAddress = target?.['http-address'];
+  const listenHost = doc.server?.['listen-host'] ?? '127.0.0.1';
+  const loopback = (a: unknown) => a === '127.0.0.1' || a === 'localhost' || a === '::1';
+  if (typeof httpAddress === 'string' && !loopback(httpAddress) && loopback(listenHost)) {
+    out.push({
+      path: ['server', 'listen-host'],
+      message: `is ${listenHost}, but hosts.${targetHost}.http-address forwards to ${httpAddress}: the server would not listen where aerie connects. Set server.listen-host to ${httpAddress} (or 0.0.0.0)`,
+    });
+  }
+  // One source for the GPU set: a stage env naming other devices would silently win.
+  if (Array.isArray(target?.gpus)) {
+    const envs: [string[], unknown][] = [
+      [['server', 'env'], doc.server?.env],
+      [['stages', 'extract', 'env'], doc.stages?.extract?.env],
+      [['stages', 'train', 'env'], doc.stages?.train?.env],
+    ];
+    for (const [path, env] of envs) {
+      if (env && typeof env === 'object' && 'CUDA_VISIBLE_DEVICES' in env) {
+        out.push({
+          path: [...path, 'CUDA_VISIBLE_DEVICES'],
+          message: `conflicts with hosts.${targetHost}.gpus, which sets CUDA_VISIBLE_DEVICES for every launch; remove one of them`,
+        });
+      }
+    }
+  }
+  // D1 (SpecForge@a6b6b023:specforge/config/schema.py:706-710: online CLI training needs the
+  // disaggregated deployment) cannot arise: both extract drivers write SpecForge's offline layout.
+  // The train stage always produces an EAGLE-3 drafter; serving it with EAGLE starts fine
+  // and accepts nothing (incident 3), so the combination is refused before any launch.
+  const deploy = doc.stages?.deploy ?? {};
+  if (
+    deploy['speculative-algorithm'] === 'EAGLE' &&
+    !deploy['draft-model-path'] &&
+    deploy['allow-algorithm-mismatch'] !== true
+  ) {
+    out.push({
+      path: ['stages', 'deploy', 'speculative-algorithm'],
+      message:
+        'EAGLE cannot serve the EAGLE-3 drafter (LlamaForCausalLMEagle3) that the train stage produces: ' +
+        'SGLang would start, bypass the drafter and accept nothing (accept length 1.00). Fix: set speculative-algorithm: EAGLE3',
+    });
+  }
+  return out;
+}
