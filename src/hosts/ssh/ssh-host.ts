@@ -4,11 +4,10 @@
  * setsid, the same records, identity and group decisions (hosts/protocol/launch-script.ts, hosts/protocol/records.ts,
  * hosts/protocol/proc-identity.ts, hosts/protocol/kill-group.ts) — with /proc read and groups signalled through fixed
  * scripts on the host. With an exec prefix every command, file operation included, runs
- * through the prefix (inside the container).
+ * through the prefix (inside the container). Where it connects is read by endpoint.ts; the
+ * records it writes and reads back are made by launch-record.ts.
  */
 import { randomBytes } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
-import { homedir, userInfo } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type {
   ExecOptions,
@@ -43,10 +42,8 @@ import {
   parseProcStat,
   parseProcStats,
   type ProcStat,
-  argvHash,
   assertLaunchToken,
   isAbsolutePath,
-  launchIdOfRecordFile,
   launchPaths,
   newLaunchToken,
   parsePidFile,
@@ -57,12 +54,13 @@ import {
   sharedInFlight,
 } from '../protocol/index.js';
 import { listenersOnPort, parseProcNetTcpScan, PROC_NET_TCP_SCAN } from '../util/index.js';
-import type { StrictHostKeyChecking } from './connect.js';
+import { loadEndpoint, type SshHostTarget } from './endpoint.js';
 import { DurableExec } from './exec.js';
 import { SftpFiles, ShellFiles } from './files.js';
 import { PortForwards } from './forward.js';
 import { DEFAULT_LINK_TUNING, ConnectionLostError, SshLink, type LinkTuning } from './link.js';
-import { describeEndpoint, inlineIncludes, resolveEndpoint, type SshEndpoint, type SshTarget } from './options.js';
+import { launchRecord, recordsFrom } from './launch-record.js';
+import { describeEndpoint, type SshEndpoint } from './options.js';
 import {
   PROC_STATUS,
   READ_RECORDS,
@@ -73,10 +71,12 @@ import {
   parseSocketOwner,
 } from './script.js';
 
+export { loadEndpoint } from './endpoint.js';
+
 export interface SshHostOptions {
   name: string;
   workdir: string;
-  ssh: SshTarget & { 'config-file'?: string; 'strict-host-key-checking'?: StrictHostKeyChecking };
+  ssh: SshHostTarget;
   execPrefix?: string[];
   /** Where the SSH host reaches the model server's port; default 127.0.0.1. */
   httpAddress?: string;
@@ -87,42 +87,6 @@ export interface SshHostOptions {
 }
 
 const PID_FILE_WAIT_MS = 15_000;
-
-/** Files matching an absolute path whose last component may hold * and ? (for Include). */
-async function readMatching(pattern: string): Promise<string[]> {
-  const slash = pattern.lastIndexOf('/');
-  const dir = pattern.slice(0, slash) || '/';
-  const base = pattern.slice(slash + 1);
-  if (!/[*?]/.test(base))
-    return readFile(pattern, 'utf8').then(
-      (t) => [t],
-      () => [],
-    );
-  const re = new RegExp(
-    `^${base
-      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
-      .replace(/\*/g, '.*')
-      .replace(/\?/g, '.')}$`,
-  );
-  const names = (await readdir(dir).catch(() => [] as string[])).filter((n) => re.test(n)).sort();
-  return (await Promise.all(names.map((n) => readFile(`${dir}/${n}`, 'utf8').catch(() => null)))).filter(
-    (t): t is string => t !== null,
-  );
-}
-
-/** The endpoint for a config entry, reading the ssh config file (and its Includes) now. */
-export async function loadEndpoint(ssh: SshHostOptions['ssh']): Promise<SshEndpoint> {
-  const home = homedir();
-  const configPath = ssh['config-file']?.replace(/^~(?=\/|$)/, home) ?? `${home}/.ssh/config`;
-  let text: string | null = null;
-  try {
-    text = await inlineIncludes(await readFile(configPath, 'utf8'), home, readMatching);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || ssh['config-file'])
-      throw new Error(`cannot read ssh config ${configPath}: ${(err as Error).message}`);
-  }
-  return resolveEndpoint(ssh, { sshConfigText: text, home, localUser: userInfo().username, env: process.env });
-}
 
 export class SshHost implements Host {
   readonly name: string;
@@ -253,7 +217,7 @@ export class SshHost implements Host {
     const pidText = await this.readIfPresent(paths.pid);
     const adopted = pidText === null ? null : parsePidFile(pidText);
     if (adopted) {
-      const record = this.recordFor(launchId, argv, opts, paths, adopted, new Date().toISOString());
+      const record = launchRecord(this.name, launchId, argv, opts, paths, adopted, new Date().toISOString());
       await this.files.writeFileAtomic(paths.record, renderProcRecord(record));
       return { record, reattached: true };
     }
@@ -275,7 +239,7 @@ export class SshHost implements Host {
 
     const startedAt = new Date().toISOString();
     const info = await this.startWrapper(paths);
-    const record = this.recordFor(launchId, argv, opts, paths, { ...info, token }, startedAt);
+    const record = launchRecord(this.name, launchId, argv, opts, paths, { ...info, token }, startedAt);
     await this.files.writeFileAtomic(paths.record, renderProcRecord(record));
     return { record, reattached: false };
   }
@@ -307,30 +271,6 @@ export class SshHost implements Host {
     }
   }
 
-  private recordFor(
-    launchId: string,
-    argv: string[],
-    opts: SpawnOptions,
-    paths: LaunchPaths,
-    info: { pid: number; startTime: string; token?: string },
-    startedAt: string,
-  ): ProcRecord {
-    return {
-      launchId,
-      pid: info.pid,
-      pgid: info.pid, // the wrapper leads its own session, so its group id is its pid
-      startTime: info.startTime,
-      argvHash: argvHash(argv),
-      argv: [...argv],
-      logPath: opts.logPath,
-      exitPath: paths.exit,
-      startedAt,
-      host: this.name,
-      // An adopted wrapper's token comes from its pid file; older wrappers wrote none.
-      ...(info.token !== undefined ? { token: info.token } : {}),
-    };
-  }
-
   async findLaunch(launchId: string): Promise<ProcRecord | null> {
     const text = await this.readIfPresent(launchPaths(this.workdir, launchId).record);
     return text === null ? null : parseProcRecord(text);
@@ -338,16 +278,7 @@ export class SshHost implements Host {
 
   async listLaunches(): Promise<ProcRecord[]> {
     const r = await this.shell.query('read launch records', READ_RECORDS, [procsDir(this.workdir)]);
-    const records: ProcRecord[] = [];
-    for (const { path, text } of parseRecords(r.stdout).sort((a, b) => (a.path < b.path ? -1 : 1))) {
-      if (launchIdOfRecordFile(path.slice(path.lastIndexOf('/') + 1)) === null) continue;
-      try {
-        records.push(parseProcRecord(text));
-      } catch {
-        // Not a record aerie wrote; it names no process we may touch.
-      }
-    }
-    return records;
+    return recordsFrom(parseRecords(r.stdout));
   }
 
   async procStatus(record: ProcRecord): Promise<ProcStatus> {
