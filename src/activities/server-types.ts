@@ -1,10 +1,11 @@
 /**
  * A model server as the activities hand it to each other and to the workflow: what was
- * launched (and how to find it again), and what readiness saw. Types only, so the lifecycle
- * (server.ts), its launch bookkeeping (server-launches.ts) and the watcher (server-watch.ts) share
- * them without importing one another.
+ * launched (and how to find it again), and what readiness saw. Types only, so the lifecycle's
+ * activities (server-start, -ready, -gate, -stop), its launch bookkeeping (server-launches.ts)
+ * and the watcher (server-watch.ts) share them without importing one another.
  */
 import type { ProcRecord } from '../hosts/host.js';
+import type { RunRef } from './context.js';
 
 export type ServerRole = 'generate' | 'extract' | 'deploy' | 'baseline';
 
@@ -44,4 +45,9 @@ export interface ServerReady {
   /** What readiness noticed (e.g. /health said 200 before the server could generate). */
   notes: string[];
   startupRecord: string;
+}
+
+/** The input of every step after the launch: the run, and the launch the step acts on. */
+export interface ServerStep extends RunRef {
+  launch: ServerLaunch;
 }
