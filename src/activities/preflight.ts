@@ -3,7 +3,9 @@
  * loading — the host reachable with a verified key, the interpreters (incident 1), the
  * port, foreign GPU users (incident 4), the paths, the disk, the drafter against the
  * algorithm (incident 3). All problems are reported at once, each saying what to change.
- * `aerie doctor` runs the same checks without Temporal.
+ * `aerie doctor` runs the same checks without Temporal. The longer checks sit beside this
+ * file, one concern each (preflight-launchers, -specforge, -capture, -disk), with the host
+ * probes they share (preflight-probes).
  */
 import { runGpus } from '../config/gpus.js';
 import type { Config } from '../config/schema.js';
@@ -11,282 +13,33 @@ import { portHolderOf } from './server-watch.js';
 import type { GpuInventory, GpuProcess, Host } from '../hosts/host.js';
 import { SshConnectError, SshTrustError, SshHost } from '../hosts/index.js';
 import { checkDrafterCompat } from '../sglang/drafter-check.js';
-import { estimatedBytesPerToken, moduleLaunch } from '../stages/extract/index.js';
-import {
-  formatBytes,
-  CLI_PROBE,
-  detectFromCli,
-  detectFromScript,
-  parseCliProbe,
-  parseRevParse,
-  prepareAuxFlagIn,
-  resolveRevision,
-  type Detection,
-  SPECFORGE_PROFILES,
-  type SpecforgeProfileId,
-} from '../stages/common/index.js';
+import { moduleLaunch } from '../stages/extract/index.js';
+import { resolveRevision, type SpecforgeProfileId } from '../stages/common/index.js';
 import { runDir } from '../shared.js';
 import { checkCapture, checkRelease } from './preflight-capture.js';
+import { checkDisk } from './preflight-disk.js';
+import { checkLauncher } from './preflight-launchers.js';
+import type { Findings } from './preflight-probes.js';
+import { checkPrepareScript, detectSpecforge } from './preflight-specforge.js';
 import type { SglangRelease } from './server-launches.js';
 import { fatal, type ActivityDeps, type RunRef } from './context.js';
 
-export interface PreflightReport {
+export interface PreflightReport extends Findings {
   host: string;
-  checks: string[];
-  problems: string[];
   /** The SpecForge revision the train and extract drivers follow (SpecForge drivers only). */
   specforge?: { profile: SpecforgeProfileId; evidence: string };
   sglang?: SglangRelease; // resolved once for the run; launchServer renders for it
 }
 
 export { moduleLaunch };
-
-/** The Python script a launcher runs (`torchrun ... train.py`, `python train.py`), if any. */
-export function launcherScript(launcher: readonly string[]): string | null {
-  if (moduleLaunch(launcher)) return null;
-  // Template placeholders ({output_dir}/...) are filled in at launch; only literal paths are checked.
-  return launcher.slice(1).find((a) => /\.py$/.test(a) && !a.startsWith('-') && !a.includes('{')) ?? null;
-}
-
-export interface DiskEstimate {
-  tokens: number;
-  /** Hidden states kept for training: tokens × 8 × hidden bytes. */
-  hiddenBytes: number;
-  /** The generated data set, about the size of the input. */
-  dataBytes: number;
-  /** What the dump dir holds at once: one longest sample per in-flight request. */
-  dumpBytes: number;
-}
-
-/**
- * The disk a run needs, from the generate input: about 4 bytes of JSONL per token, only the
- * samples the run takes, and never more than max-length tokens per sample.
- */
-export function estimateDisk(a: {
-  inputBytes: number;
-  inputLines: number;
-  numSamples?: number;
-  maxLength: number;
-  hiddenSize: number;
-  extractConcurrency: number;
-}): DiskEstimate {
-  const lines = Math.max(1, a.inputLines);
-  const samples = Math.min(lines, a.numSamples ?? lines);
-  const tokens = Math.min(Math.ceil((a.inputBytes * samples) / lines / 4), samples * a.maxLength);
-  return {
-    tokens,
-    hiddenBytes: tokens * estimatedBytesPerToken(a.hiddenSize),
-    dataBytes: Math.ceil((a.inputBytes * samples) / lines),
-    dumpBytes: a.extractConcurrency * a.maxLength * estimatedBytesPerToken(a.hiddenSize),
-  };
-}
-
-async function run(host: Host, argv: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return host.exec(argv, { timeoutMs: 60_000 }).catch((e: Error) => ({ code: -1, stdout: '', stderr: e.message }));
-}
-
-/** The absolute path a program name resolves to on the host, or null. */
-async function which(host: Host, program: string): Promise<string | null> {
-  const r = await run(host, ['sh', '-c', 'command -v -- "$1"', 'sh', program]);
-  return r.code === 0 && r.stdout.trim() ? r.stdout.trim() : null;
-}
-
-async function canImport(host: Host, interpreter: string, module: string): Promise<boolean> {
-  const probe = 'import importlib.util, sys\nsys.exit(0 if importlib.util.find_spec(sys.argv[1]) else 3)';
-  return (await run(host, [interpreter, '-c', probe, module])).code === 0;
-}
-
-/** The interpreter on a launcher script's `#!` line (torchrun, accelerate, ...), when it is a Python. */
-async function shebangPython(host: Host, path: string): Promise<string | null> {
-  const r = await run(host, ['head', '-n', '1', '--', path]);
-  const m = /^#!\s*(\S+)(?:\s+(\S+))?/.exec(r.stdout);
-  if (!m) return null;
-  const interp = m[1]!.endsWith('/env') ? m[2] : m[1];
-  return interp && /python/.test(interp) ? interp : null;
-}
-
-async function checkLauncher(
-  host: Host,
-  launcher: readonly string[],
-  field: string,
-  expectModule: string | null,
-  cwd: string,
-  out: PreflightReport,
-): Promise<void> {
-  const program = launcher[0]!;
-  const resolved = await which(host, program);
-  if (!resolved) {
-    out.problems.push(
-      `${field}: "${program}" is not an executable on ${host.name}. Fix: use the absolute path of the program in the environment where it is installed`,
-    );
-    return;
-  }
-  const mod = moduleLaunch(launcher);
-  if (mod) {
-    if (!(await canImport(host, mod.interpreter, mod.module))) {
-      out.problems.push(
-        `${field}: ${resolved} cannot import ${mod.module} on ${host.name} — the wrong interpreter (incident 1: "No module named ${mod.module}"). ` +
-          `Fix: point ${field} at the Python of the environment where ${mod.module.split('.')[0]} is installed, e.g. /opt/venv/bin/python`,
-      );
-    } else out.checks.push(`${field}: ${resolved} imports ${mod.module}`);
-    return;
-  }
-  const script = launcherScript(launcher);
-  if (script) {
-    const path = script.startsWith('/') ? script : `${cwd}/${script}`;
-    if (!(await host.stat(path))) {
-      out.problems.push(
-        `${field}: the entry point ${script} does not exist on ${host.name}${script.startsWith('/') ? '' : ` (relative paths resolve in the run's ${cwd})`}. Fix: give its absolute path, e.g. /opt/SpecForge/scripts/train_eagle3.py`,
-      );
-      return;
-    }
-    const python = /python[\d.]*$/.test(program) ? resolved : await shebangPython(host, resolved);
-    if (python && !(await canImport(host, python, 'torch'))) {
-      out.problems.push(
-        `${field}: ${python} (the interpreter behind ${program}) cannot import torch on ${host.name}. Fix: use the ${program} of the environment where the trainer is installed`,
-      );
-      return;
-    }
-    out.checks.push(`${field}: ${resolved} runs ${path}`);
-  } else if (expectModule)
-    out.checks.push(`${field}: ${resolved} exists (not a python -m launcher: ${expectModule} not probed)`);
-  else out.checks.push(`${field}: ${resolved} exists`);
-}
+export { estimateDisk, type DiskEstimate } from './preflight-disk.js';
+export { launcherScript } from './preflight-launchers.js';
 
 async function readJson(host: Host, path: string): Promise<unknown | undefined> {
   try {
     return JSON.parse((await host.readFile(path)).toString('utf8'));
   } catch {
     return undefined;
-  }
-}
-
-/** Free bytes where path is or will be (the nearest existing ancestor). */
-async function freeAt(host: Host, path: string): Promise<{ at: string; free: number } | null> {
-  for (let p = path; p.length > 0; p = p.slice(0, Math.max(p.lastIndexOf('/'), 0))) {
-    const at = p || '/';
-    if (await host.stat(at)) return { at, free: await host.freeBytes(at) };
-    if (at === '/') break;
-  }
-  return null;
-}
-
-async function checkDisk(
-  host: Host,
-  config: Config,
-  root: string,
-  hiddenSize: number | undefined,
-  out: PreflightReport,
-): Promise<void> {
-  const gen = config.stages.generate;
-  const maxLength =
-    (config.stages.extract as { 'max-length'?: number })['max-length'] ??
-    (config.stages.train as { 'max-length'?: number })['max-length'] ??
-    2048;
-  const input = await host.stat(gen.input);
-  if (!input || hiddenSize === undefined) return;
-  const wc = await run(host, ['wc', '-l', '--', gen.input]);
-  const lines = Number(/^\s*(\d+)/.exec(wc.stdout)?.[1] ?? 1);
-  const extract = config.stages.extract as { concurrency?: number; 'dump-dir'?: string };
-  const est = estimateDisk({
-    inputBytes: input.size,
-    inputLines: lines,
-    numSamples: gen['num-samples'],
-    maxLength,
-    hiddenSize,
-    extractConcurrency: extract.concurrency ?? 1,
-  });
-  const work = await freeAt(host, root);
-  const need = est.hiddenBytes + est.dataBytes;
-  if (work && work.free < need) {
-    out.problems.push(
-      `disk: the run needs about ${formatBytes(need)} in ${root} on ${host.name} (hidden states ≈ ${est.tokens} tokens × 8 × hidden ${hiddenSize} = ${formatBytes(est.hiddenBytes)}, plus the data), ` +
-        `but ${work.at} has ${formatBytes(work.free)} free. Fix: free space, or point hosts.${host.name}.workdir at a larger disk`,
-    );
-  } else if (work)
-    out.checks.push(`disk: ${formatBytes(work.free)} free in ${work.at}, about ${formatBytes(need)} needed`);
-  const dumpDir = extract['dump-dir'];
-  if (dumpDir) {
-    const dump = await freeAt(host, dumpDir);
-    if (dump && dump.free < est.dumpBytes) {
-      out.problems.push(
-        `stages.extract.dump-dir: ${dumpDir} on ${host.name} needs room for ${extract.concurrency ?? 1} in-flight dumps of up to ${maxLength} tokens ` +
-          `(${formatBytes(est.dumpBytes)}), but ${dump.at} has ${formatBytes(dump.free)} free. Fix: lower stages.extract.concurrency or use a larger RAM disk`,
-      );
-    } else if (dump) out.checks.push(`dump dir: ${formatBytes(dump.free)} free in ${dump.at}`);
-  }
-}
-
-/** `git rev-parse HEAD` of the checkout a file is in, when it is one. */
-async function checkoutCommit(host: Host, dir: string): Promise<string | undefined> {
-  const r = await run(host, ['git', '-C', dir, 'rev-parse', 'HEAD']);
-  return parseRevParse(r.code, r.stdout);
-}
-
-const dirOf = (p: string) => p.slice(0, Math.max(p.lastIndexOf('/'), 1));
-const absolute = (p: string, cwd: string) => (p.startsWith('/') ? p : `${cwd}/${p}`);
-
-/**
- * What SpecForge the train launcher reaches: the CLI through its interpreter (a `python -m`
- * launcher, or the `#!` of a `specforge` console script), the v0.2 scripts by reading the
- * train_eagle3.py it names. Undefined when there is nothing to probe (a non-Python launcher).
- */
-async function detectSpecforge(host: Host, config: Config, cwd: string): Promise<Detection | undefined> {
-  const t = config.stages.train;
-  if (t.driver === 'specforge-v0.2') {
-    const script = launcherScript(t.launcher);
-    if (!script) return undefined;
-    const path = absolute(script, cwd);
-    const source = await host.readFile(path).then(
-      (b) => b.toString('utf8'),
-      () => undefined,
-    );
-    if (source === undefined) return { evidence: `${path} unreadable` };
-    return detectFromScript(path, source, await checkoutCommit(host, dirOf(path)));
-  }
-  if (t.driver !== 'specforge') return undefined;
-  const mod = moduleLaunch(t.launcher);
-  const resolved = mod ? mod.interpreter : await which(host, t.launcher[0]!);
-  if (!resolved) return undefined;
-  const python = mod || /python[\d.]*$/.test(resolved) ? resolved : await shebangPython(host, resolved);
-  if (!python) return undefined;
-  const r = await run(host, [python, '-c', CLI_PROBE]);
-  const probe = parseCliProbe(r.stdout);
-  const schema = probe?.schema
-    ? await host.readFile(probe.schema).then(
-        (b) => b.toString('utf8'),
-        () => undefined,
-      )
-    : undefined;
-  const commit = probe?.package ? await checkoutCommit(host, probe.package) : undefined;
-  return detectFromCli(probe, schema, python, commit);
-}
-
-/** The revision's prepare_hidden_states.py flag against the script the extract launcher names. */
-async function checkPrepareScript(
-  host: Host,
-  config: Config,
-  cwd: string,
-  profile: SpecforgeProfileId,
-  out: PreflightReport,
-): Promise<void> {
-  const e = config.stages.extract;
-  if (e.driver !== 'specforge-offline') return;
-  const script = launcherScript(e.launcher);
-  if (!script) return;
-  const source = await host.readFile(absolute(script, cwd)).then(
-    (b) => b.toString('utf8'),
-    () => undefined,
-  );
-  if (source === undefined) return;
-  const has = prepareAuxFlagIn(source);
-  const wants = SPECFORGE_PROFILES[profile].prepareAuxFlag;
-  if (has === wants) out.checks.push(`stages.extract.launcher: ${script} takes ${wants}, as ${profile} expects`);
-  else {
-    out.problems.push(
-      `stages.extract.launcher: ${script} ${has ? `takes ${has}` : 'takes neither --draft-model-config nor --enable-aux-hidden-states (a July 2026 revision before ca949555)'}, ` +
-        `but the SpecForge revision ${profile} needs ${wants}. Fix: ${has ? 'point stages.extract.launcher at the prepare_hidden_states.py of the same SpecForge checkout as the trainer' : 'update that SpecForge checkout to ca949555 (2026-07-18) or later, where prepare_hidden_states.py takes --draft-model-config'}`,
-    );
   }
 }
 
