@@ -22,6 +22,7 @@
  * an unfinished tail is carried in `partial` to the next call.
  */
 import type { TrainLaunch } from './launch.js';
+import { keepPartial, readChunk } from './log-chunk.js';
 
 export interface TrainProgress {
   /** SpecForge's epoch index as printed (0-based). */
@@ -69,7 +70,6 @@ const GRAD = postfix('grad_norm');
 const ARG_EPOCHS = /(?:^|\n)num_epochs +·* *(\d+)\s*$/gm;
 const ARG_MAX_STEPS = /(?:^|\n)max_num_steps +·* *(\d+)\s*$/gm;
 const DETECTED = /Last checkpoint detected: ([^\r\n]+)\n/g;
-const MAX_PARTIAL = 4096;
 
 const num = (s: string): number => (s === 'nan' ? NaN : s === 'inf' ? Infinity : Number(s));
 
@@ -82,11 +82,7 @@ function last(re: RegExp, text: string): RegExpExecArray | null {
 }
 
 export function parseTrainProgress(text: string, prev?: TrainProgress): TrainProgress {
-  const p: TrainProgress = { ...(prev ?? { lines: 0 }) };
-  const all = (prev?.partial ?? '') + text;
-  const cut = all.lastIndexOf('\n') + 1;
-  const complete = all.slice(0, cut);
-  p.lines = (prev?.lines ?? 0) + (complete.match(/\n/g)?.length ?? 0);
+  const { p, all, complete, tail } = readChunk(text, prev);
 
   const epochsArg = last(ARG_EPOCHS, complete);
   if (epochsArg) p.totalEpochs = Number(epochsArg[1]);
@@ -119,13 +115,7 @@ export function parseTrainProgress(text: string, prev?: TrainProgress): TrainPro
     p.totalSteps = base + Math.min(p.totalEpochs * p.stepsPerEpoch, p.maxNumSteps ?? Infinity);
   }
 
-  // Keep the unfinished line, from its last meter boundary, and never more than a few KiB.
-  let tail = all.slice(cut);
-  const cr = tail.lastIndexOf('\r');
-  if (cr >= 0) tail = tail.slice(cr + 1);
-  p.partial = tail.length > MAX_PARTIAL ? tail.slice(-MAX_PARTIAL) : tail;
-  if (!p.partial) delete p.partial;
-  return p;
+  return keepPartial(p, tail);
 }
 
 /**
@@ -143,11 +133,7 @@ const KV_ACC = new RegExp(`(?:^|[ ,|])(?:train/)?acc(?:uracy)?[=:] ?${NUM}`);
 const SAVED_CKPT = /Saved checkpoint (?:to )?([^\r\n]+)\n/g;
 
 export function parseGenericProgress(text: string, prev?: TrainProgress): TrainProgress {
-  const p: TrainProgress = { ...(prev ?? { lines: 0 }) };
-  const all = (prev?.partial ?? '') + text;
-  const cut = all.lastIndexOf('\n') + 1;
-  const complete = all.slice(0, cut);
-  p.lines = (prev?.lines ?? 0) + (complete.match(/\n/g)?.length ?? 0);
+  const { p, all, complete, tail } = readChunk(text, prev);
   const saved = last(SAVED_CKPT, complete);
   if (saved) p.lastCheckpoint = saved[1]!.trim();
 
@@ -179,10 +165,5 @@ export function parseGenericProgress(text: string, prev?: TrainProgress): TrainP
     if (loss) p.loss = num(loss[1]!);
     if (acc) p.acc = num(acc[1]!);
   }
-  let tail = all.slice(cut);
-  const cr = tail.lastIndexOf('\r');
-  if (cr >= 0) tail = tail.slice(cr + 1);
-  p.partial = tail.length > MAX_PARTIAL ? tail.slice(-MAX_PARTIAL) : tail;
-  if (!p.partial) delete p.partial;
-  return p;
+  return keepPartial(p, tail);
 }

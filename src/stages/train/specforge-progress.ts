@@ -28,6 +28,7 @@
  *
  * Chunks may start or end anywhere; an unfinished line is carried in `partial`.
  */
+import { keepPartial, readChunk } from './log-chunk.js';
 import type { TrainProgress } from './progress.js';
 
 export interface CliTrainProgress extends TrainProgress {
@@ -38,7 +39,6 @@ export interface CliTrainProgress extends TrainProgress {
   rewound?: string;
 }
 
-const MAX_PARTIAL = 4096;
 // `step N: {…}` — the dict; anchored on the brace so `…at step 4: deleting` never matches. A
 // metrics dict holds floats and lists only, never a brace, so `[^{}]*` ends at its own `}` and
 // two ranks' prints run together on one line (`step 3: {…}step 3: {…}`: print writes the text and
@@ -130,22 +130,14 @@ function applySegment(p: CliTrainProgress, seg: string, complete: boolean): void
 }
 
 export function parseSpecforgeProgress(text: string, prev?: CliTrainProgress): CliTrainProgress {
-  const p: CliTrainProgress = { ...(prev ?? { lines: 0 }) };
-  const all = (prev?.partial ?? '') + text;
-  const cut = all.lastIndexOf('\n') + 1;
-  const lines = all.slice(0, cut).split('\n');
+  const { p, complete, tail } = readChunk(text, prev);
+  const lines = complete.split('\n');
   lines.pop();
-  p.lines = (prev?.lines ?? 0) + lines.length;
   for (const line of lines) for (const seg of line.split('\r')) applySegment(p, seg, true);
 
   // An unfinished line: only a closed meter counts; keep from its last carriage return.
-  let tail = all.slice(cut);
   for (const seg of tail.split('\r')) applySegment(p, seg, false);
-  const cr = tail.lastIndexOf('\r');
-  if (cr >= 0) tail = tail.slice(cr + 1);
-  p.partial = tail.length > MAX_PARTIAL ? tail.slice(-MAX_PARTIAL) : tail;
-  if (!p.partial) delete p.partial;
-  return p;
+  return keepPartial(p, tail);
 }
 
 export interface SpecforgeSchedule {
