@@ -9,6 +9,7 @@ tokenizer. Where SpecForge is importable it also runs SpecForge's `preprocess_co
 on the same conversations and refuses to write anything that disagrees.
 
 Needs transformers (every target environment has it); no torch unless SpecForge is used.
+The template table is in chat_templates.py, the SpecForge cross-check in tokens_crosscheck.py.
 
 CLI:
   python -m aerie_hs.tokens --model PATH --chat-template NAME --max-length N \
@@ -23,9 +24,10 @@ import argparse
 import json
 import re
 import sys
-import warnings
-from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import List, Tuple
+
+from .chat_templates import TEMPLATES, Template, template
+from .tokens_crosscheck import Disagreement, cross_check, specforge_reference
 
 # Where the behaviour below comes from: "PARSE:<lines>" is SpecForge@a6b6b023:specforge/data/parse.py
 # (byte-identical in PyPI specforge 0.2.0, like preprocessing.py and template.py).
@@ -35,79 +37,10 @@ from typing import List, Optional, Tuple
 # target left by one but not loss_mask (SpecForge@a6b6b023:specforge/modeling/target/target_head.py:103-108);
 # SpecForge#885 / PR #895 (open, after a6b6b023) would shift the mask there too, in the trainer,
 # so the stored files are right either way and must not be shifted here.
-TEMPLATE = "SpecForge@a6b6b023:specforge/data/template.py"
-
-
-@dataclass(frozen=True)
-class Template:
-    assistant_header: str
-    user_header: str
-    system_prompt: Optional[str]
-    end_of_turn: str
-    ignore: Tuple[str, ...] = ()
-
-
-# Template data only (SpecForge's registry entries), for the general parser with the general
-# assistant pattern: the templates whose spans this module computes exactly. Others (thinking,
-# harmony, glm parsers) are refused rather than guessed.
-TEMPLATES = {
-    # SpecForge@a6b6b023:specforge/data/template.py:92-100
-    "llama3": Template(
-        assistant_header="<|start_header_id|>assistant<|end_header_id|>\n\n",
-        user_header="<|start_header_id|>user<|end_header_id|>",
-        system_prompt=(
-            "You are a helpful, respectful and honest assistant. Always answer as helpfully as possible, "
-            "while being safe.  Your answers should not include any harmful, unethical, racist, sexist, toxic, "
-            "dangerous, or illegal content. Please ensure that your responses are socially unbiased and positive "
-            "in nature.\n\nIf a question does not make any sense, or is not factually coherent, explain why "
-            "instead of answering something not correct. If you don't know the answer to a question, please "
-            "don't share false information."
-        ),
-        end_of_turn="<|eot_id|>",
-    ),
-    # SpecForge@a6b6b023:specforge/data/template.py:112-120
-    "qwen": Template(
-        assistant_header="<|im_start|>assistant\n",
-        user_header="<|im_start|>user\n",
-        system_prompt="You are a helpful assistant.",
-        end_of_turn="<|im_end|>\n",
-    ),
-    # SpecForge@a6b6b023:specforge/data/template.py:207-216
-    "qwen3-instruct": Template(
-        assistant_header="<|im_start|>assistant\n",
-        user_header="<|im_start|>user\n",
-        system_prompt="You are a helpful assistant.",
-        end_of_turn="<|im_end|>\n",
-        ignore=("<think>\n\n</think>\n\n",),
-    ),
-    # SpecForge@a6b6b023:specforge/data/template.py:242-250
-    "kimi-k2-instruct": Template(
-        assistant_header="<|im_assistant|>assistant<|im_middle|>",
-        user_header="<|im_start|>user\n",
-        system_prompt="You are a helpful assistant.",
-        end_of_turn="<|im_end|>",
-    ),
-    # SpecForge@a6b6b023:specforge/data/template.py:271-279
-    "deepseek-v3": Template(
-        assistant_header="<\uff5cAssistant\uff5c>",
-        user_header="<\uff5cUser\uff5c>",
-        system_prompt="You are a helpful assistant.",
-        end_of_turn="<\uff5cend\u2581of\u2581sentence\uff5c>",
-    ),
-}
 
 
 class SampleError(ValueError):
     """This conversation cannot be tokenized; the line gets {"id", "error"}."""
-
-
-def template(name: str) -> Template:
-    if name not in TEMPLATES:
-        raise KeyError(
-            f"chat template {name!r} is not one aerie tokenizes (supported: {', '.join(sorted(TEMPLATES))}); "
-            f"set extract's chat-template to one of them"
-        )
-    return TEMPLATES[name]
 
 
 def normalize_turn(raw, n: int) -> dict:
@@ -250,65 +183,6 @@ def tokenize(tokenizer, conversation, tpl: Template, max_length: int) -> Tuple[L
             at = text.find(token, at + len(token))
     return ids, mask
 
-
-class Disagreement(RuntimeError):
-    """SpecForge's own preprocessing made other tokens than aerie's: nothing may be written."""
-
-
-def specforge_reference(name: str, tpl: Template):
-    """SpecForge's preprocess_conversations bound to its registry entry for `name`, or None when
-    SpecForge is not importable. A registry entry that differs from aerie's table is itself a
-    disagreement: the host's SpecForge would make other tokens."""
-    try:
-        from specforge.data.preprocessing import preprocess_conversations
-        from specforge.data.template import TEMPLATE_REGISTRY
-    except ImportError as err:
-        return None, f"{type(err).__name__}: {err}"
-    try:
-        theirs = TEMPLATE_REGISTRY.get(name)
-    except KeyError:
-        raise Disagreement(f"the host's SpecForge has no chat template {name!r}; aerie carries it from {TEMPLATE}")
-    fields = {
-        "assistant_header": (theirs.assistant_header, tpl.assistant_header),
-        "user_header": (theirs.user_header, tpl.user_header),
-        "system_prompt": (theirs.system_prompt, tpl.system_prompt),
-        "end_of_turn_token": (theirs.end_of_turn_token, tpl.end_of_turn),
-        "ignore_token": (tuple(theirs.ignore_token or ()), tpl.ignore),
-        "parser_type": (theirs.parser_type, "general"),
-        "assistant_pattern_type": (getattr(theirs, "assistant_pattern_type", "general"), "general"),
-    }
-    for field, (sf, ours) in fields.items():
-        if sf != ours:
-            raise Disagreement(f"chat template {name!r}: the host's SpecForge has {field}={sf!r}, aerie has {ours!r} ({TEMPLATE})")
-
-    def run(tokenizer, conversations, max_length):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            # tools per conversation: the default [[]] zips the batch down to one conversation
-            # (SpecForge@a6b6b023:specforge/data/preprocessing.py:116,154).
-            out = preprocess_conversations(tokenizer, conversations, theirs, max_length, tools=[[] for _ in conversations])
-        return [(ids[0].tolist(), mask[0].tolist()) for ids, mask in zip(out["input_ids"], out["loss_mask"])]
-
-    return run, None
-
-
-def _first_difference(a: List[int], b: List[int]) -> str:
-    for i, (x, y) in enumerate(zip(a, b)):
-        if x != y:
-            return f"position {i}: aerie {x}, SpecForge {y}"
-    return f"lengths: aerie {len(a)}, SpecForge {len(b)}"
-
-
-def cross_check(reference, tokenizer, batch, max_length: int) -> None:
-    """batch: [(id, conversation, ids, mask)] that aerie tokenized."""
-    theirs = reference(tokenizer, [conv for _, conv, _, _ in batch], max_length)
-    if len(theirs) != len(batch):
-        raise Disagreement(f"SpecForge returned {len(theirs)} conversations for {len(batch)}")
-    for (sid, _, ids, mask), (sf_ids, sf_mask) in zip(batch, theirs):
-        if ids != sf_ids:
-            raise Disagreement(f"sample {sid!r}: input_ids differ from SpecForge's at {_first_difference(ids, sf_ids)}")
-        if mask != sf_mask:
-            raise Disagreement(f"sample {sid!r}: loss_mask differs from SpecForge's at {_first_difference(mask, sf_mask)}")
 
 
 def parse_line(line: str):
