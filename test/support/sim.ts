@@ -5,6 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join, resolve } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import { freePort } from '../../src/temporal/dev-server.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -85,4 +86,30 @@ export async function stopSim(sim: Sim): Promise<void> {
   }, 5000);
   await exited;
   clearTimeout(timer);
+}
+
+/**
+ * The file's simulator, started in beforeAll and stopped by its pgid in afterAll. `launch` may be
+ * a function, called in beforeAll, when the env or flags depend on what an earlier hook made.
+ */
+export function useSim(
+  launch:
+    | { env?: Record<string, string>; args?: string[]; version?: string }
+    | (() => { env?: Record<string, string>; args?: string[]; version?: string }) = {},
+): { readonly sim: Sim } {
+  let sim: Sim | undefined;
+  beforeAll(async () => {
+    const l = typeof launch === 'function' ? launch() : launch;
+    sim = await startSim(l.env, l.args, { version: l.version });
+  }, 90_000);
+  afterAll(async () => {
+    if (sim) await stopSim(sim);
+    sim = undefined;
+  }, 30_000);
+  return {
+    get sim() {
+      if (!sim) throw new Error('useSim(): the simulator is started in beforeAll; read it inside a hook or test');
+      return sim;
+    },
+  };
 }

@@ -1,11 +1,11 @@
 /**
- * A test file's own temp folder: made in beforeAll, and in afterAll every process aerie
- * recorded under it is stopped by its launch record before the folder is removed.
+ * A test file's own temp folder: made in beforeAll (or beforeEach), and in afterAll (afterEach)
+ * every process aerie recorded under it is stopped by its launch record before the folder is removed.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { stopRecordedLaunches } from './cleanup.js';
 
 export interface Workdir {
@@ -13,8 +13,16 @@ export interface Workdir {
   readonly path: string;
 }
 
-export async function makeWorkdir(prefix: string): Promise<string> {
-  return mkdtemp(join(tmpdir(), prefix));
+export interface WorkdirOptions {
+  /** A fresh folder for every test (beforeEach/afterEach) instead of one for the file. */
+  each?: boolean;
+  /** The folder's real path (tmpdir may sit behind a symlink), for tests comparing paths a process reports. */
+  realpath?: boolean;
+}
+
+export async function makeWorkdir(prefix: string, opts: Pick<WorkdirOptions, 'realpath'> = {}): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  return opts.realpath ? realpath(dir) : dir;
 }
 
 /** Whatever a test left running when it ended early is stopped by its launch record; then the folder goes. */
@@ -23,19 +31,22 @@ export async function removeWorkdir(dir: string): Promise<void> {
   await rm(dir, { recursive: true, force: true });
 }
 
-/** Registers the file's beforeAll/afterAll for a temp folder named `<prefix>XXXXXX`. */
-export function useWorkdir(prefix: string): Workdir {
+/** Registers the file's beforeAll/afterAll (beforeEach/afterEach with `each`) for a temp folder named `<prefix>XXXXXX`. */
+export function useWorkdir(prefix: string, opts: WorkdirOptions = {}): Workdir {
   let dir: string | undefined;
-  beforeAll(async () => {
-    dir = await makeWorkdir(prefix);
+  const [before, after] = opts.each ? [beforeEach, afterEach] : [beforeAll, afterAll];
+  before(async () => {
+    dir = await makeWorkdir(prefix, opts);
   });
-  afterAll(async () => {
+  after(async () => {
     if (dir) await removeWorkdir(dir);
+    dir = undefined;
   });
+  const hook = opts.each ? 'beforeEach' : 'beforeAll';
   return {
     get path() {
       if (!dir)
-        throw new Error(`useWorkdir('${prefix}'): the folder is made in beforeAll; read it inside a hook or test`);
+        throw new Error(`useWorkdir('${prefix}'): the folder is made in ${hook}; read it inside a hook or test`);
       return dir;
     },
   };

@@ -7,6 +7,8 @@ import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AERIE_HOME } from '../../src/config/load.js';
 
+export { signalGroup } from './processes.js';
+
 /** Starts `aerie worker` against the dev server at `address`; returns its pgid. */
 export async function spawnAerieWorker(address: string, logPath: string): Promise<number> {
   const log = await open(logPath, 'a');
@@ -17,13 +19,4 @@ export async function spawnAerieWorker(address: string, logPath: string): Promis
   });
   await log.close();
   return child.pid!;
-}
-
-/** Signals a whole process group; one already gone is not an error. */
-export function signalGroup(pgid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pgid, signal);
-  } catch {
-    // already gone
-  }
 }
