@@ -3,16 +3,16 @@
  * processes: a torchrun-like launcher (escape-helpers.ts) whose worker runs in a session
  * of its own. Found by the launch's AERIE_LAUNCH token, never by name; decoys survive.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ProcRecord } from '../../src/hosts/host.js';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
+import type { LocalHost } from '../../src/hosts/local/local-host.js';
 import { scanLaunchProcs, signalProcessIfSame } from '../../src/hosts/local/proc.js';
 import { environOf, launchedPids, startDecoy, startDecoys, writeLauncher } from './escape-helpers.js';
 import { isLive, statOf, stopAll, until } from './proc-helpers.js';
+import { useLocalHost } from '../support/local-host.js';
 
+const fx = useLocalHost('aerie-escape-', { each: true });
 let dir: string;
 let host: LocalHost;
 let launcher: string;
@@ -22,8 +22,7 @@ let decoys: ProcRecord[];
 let strays: { pid: number; startTime: string }[];
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'aerie-escape-'));
-  host = new LocalHost({ name: 'local', workdir: dir });
+  ({ dir, host } = fx);
   launcher = await writeLauncher(dir);
   decoys = [];
   strays = [];
@@ -33,7 +32,6 @@ afterEach(async () => {
   for (const s of strays) await signalProcessIfSame(s.pid, s.startTime, 'KILL').catch(() => false);
   await stopAll(host, await host.listLaunches());
   await stopAll(host, decoys);
-  await rm(dir, { recursive: true, force: true });
 });
 
 async function launch(launchId: string, mode: string) {

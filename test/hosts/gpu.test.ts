@@ -1,12 +1,12 @@
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ExecResult, ProcRecord } from '../../src/hosts/host.js';
 import { gpuInventoryFrom, parseComputeApps, parseGpuQuery, UNKNOWN_MIB } from '../../src/hosts/gpu.js';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
+import type { LocalHost } from '../../src/hosts/local/local-host.js';
 import { groupMembers, startUnrelated, stopAll, until } from './proc-helpers.js';
 import { writeFakeNvidiaSmi } from '../support/fake-nvidia-smi.js';
+import { useLocalHost } from '../support/local-host.js';
 
 const UUID = [
   'GPU-0a1b2c3d-0000-4000-8000-000000000000',
@@ -85,14 +85,14 @@ describe('gpuInventoryFrom', () => {
 });
 
 describe('LocalHost.gpuInventory', () => {
+  const fx = useLocalHost('aerie-gpu-', { each: true, sub: 'work', name: 'box' });
   let dir: string;
   let savedPath: string | undefined;
   let host: LocalHost;
   let unrelated: ProcRecord[];
   beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'aerie-gpu-'));
+    ({ dir, host } = fx);
     await mkdir(join(dir, 'bin'));
-    host = new LocalHost({ name: 'box', workdir: join(dir, 'work') });
     savedPath = process.env.PATH;
     unrelated = [];
   });
@@ -100,7 +100,6 @@ describe('LocalHost.gpuInventory', () => {
     process.env.PATH = savedPath;
     await stopAll(host, await host.listLaunches());
     await stopAll(host, unrelated);
-    await rm(dir, { recursive: true, force: true });
   });
 
   it('says nvidia-smi is not found when it is not on PATH', async () => {

@@ -1,9 +1,6 @@
-import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import {
   PROC_STAT_SCAN,
   renderDetachedLaunch,
@@ -12,12 +9,12 @@ import {
   wrapperArgv,
   type LaunchSpec,
 } from '../../src/hosts/protocol/launch-script.js';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
+import type { LocalHost } from '../../src/hosts/local/local-host.js';
 import { parseProcStats } from '../../src/hosts/protocol/proc-stat.js';
 import { launchPaths, parseExitFile, parsePidFile } from '../../src/hosts/protocol/records.js';
 import { recordOf, until } from './proc-helpers.js';
-
-const run = promisify(execFile);
+import { useLocalHost } from '../support/local-host.js';
+import { run } from '../support/processes.js';
 
 const spec: LaunchSpec = {
   launchId: 'r1.server.0',
@@ -100,13 +97,11 @@ describe('shell commands for remote hosts (golden)', () => {
 });
 
 describe('the wrapper started the way SshHost starts it', () => {
+  const fx = useLocalHost('aerie-wrap-', { each: true, name: 'test' });
   let dir: string;
-  const host = new LocalHost({ name: 'test', workdir: '/' });
-  beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'aerie-wrap-'));
-  });
-  afterEach(async () => {
-    await rm(dir, { recursive: true, force: true });
+  let host: LocalHost;
+  beforeEach(() => {
+    ({ dir, host } = fx);
   });
 
   it('writes pid and start time, logs output, records the exit code, and executes no injected text', async () => {
@@ -151,7 +146,7 @@ describe('the wrapper started the way SshHost starts it', () => {
     );
     const record = recordOf(pid, startTime);
     try {
-      const { stdout } = await run('/bin/sh', ['-c', PROC_STAT_SCAN], { maxBuffer: 64 << 20 });
+      const { stdout } = await run('/bin/sh', ['-c', PROC_STAT_SCAN]);
       const leader = parseProcStats(stdout).find((s) => s.pid === pid);
       expect(leader).toMatchObject({ pgrp: pid, session: pid, startTime });
     } finally {

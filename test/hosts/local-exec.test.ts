@@ -1,21 +1,18 @@
-import { mkdtemp, realpath, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { realpath, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { ExecAbortedError, ExecTimeoutError } from '../../src/hosts/util/exec-errors.js';
 import { execLocal } from '../../src/hosts/local/exec.js';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
+import type { LocalHost } from '../../src/hosts/local/local-host.js';
 import { TailBuffer } from '../../src/hosts/util/tail-buffer.js';
 import { isLive, recordOf, statOf, until } from './proc-helpers.js';
+import { useLocalHost } from '../support/local-host.js';
 
+const fx = useLocalHost('aerie-exec-', { each: true, realpath: true });
 let dir: string;
 let host: LocalHost;
 beforeEach(async () => {
-  dir = await realpath(await mkdtemp(join(tmpdir(), 'aerie-exec-')));
-  host = new LocalHost({ name: 'local', workdir: dir });
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
+  ({ dir, host } = fx);
 });
 
 /** A command tree that prints "<its pgid> <its start time> <grandchild pid>" and then waits on the grandchild. */

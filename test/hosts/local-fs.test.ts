@@ -1,18 +1,15 @@
-import { mkdtemp, readdir, readFile, rm, truncate, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readFile, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { LocalHost } from '../../src/hosts/local/local-host.js';
 import { completeUtf8Length } from '../../src/hosts/util/utf8.js';
+import { useLocalHost } from '../support/local-host.js';
 
+const fx = useLocalHost('aerie-fs-', { each: true });
 let dir: string;
 let host: LocalHost;
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'aerie-fs-'));
-  host = new LocalHost({ name: 'local', workdir: dir });
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
+  ({ dir, host } = fx);
 });
 
 describe('writeFileAtomic', () => {

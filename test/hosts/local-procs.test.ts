@@ -1,27 +1,26 @@
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ProcRecord } from '../../src/hosts/host.js';
 import { LocalHost } from '../../src/hosts/local/local-host.js';
 import { argvHash, launchPaths, parseProcRecord } from '../../src/hosts/protocol/records.js';
 import { groupMembers, isLive, processesMentioning, startUnrelated, statOf, stopAll, until } from './proc-helpers.js';
+import { useLocalHost } from '../support/local-host.js';
 
+const fx = useLocalHost('aerie-procs-', { each: true });
 let dir: string;
 let host: LocalHost;
 /** Processes started outside aerie's records, stopped by their pgid after each test. */
 let unrelated: ProcRecord[];
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'aerie-procs-'));
-  host = new LocalHost({ name: 'local', workdir: dir });
+  ({ dir, host } = fx);
   unrelated = [];
 });
 
 afterEach(async () => {
   await stopAll(host, await host.listLaunches());
   await stopAll(host, unrelated);
-  await rm(dir, { recursive: true, force: true });
 });
 
 const tree = ['sh', '-c', 'echo started; echo to-stderr >&2; sleep 60 & sleep 60 & wait'];

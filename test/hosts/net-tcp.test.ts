@@ -1,12 +1,12 @@
 import { createServer, type Server } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
 import {
   decodeProcAddress,
   listenersOnPort,
   parseProcNetTcp,
   parseProcNetTcpScan,
 } from '../../src/hosts/util/net-tcp.js';
+import { useLocalHost } from '../support/local-host.js';
 
 const TCP = `  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
    0: 0100007F:7530 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 4711 1 0000000000000000 100 0 0 10 0
@@ -55,6 +55,8 @@ describe('/proc/net/tcp parser (golden)', () => {
 });
 
 describe('portHolder on this machine', () => {
+  const local = useLocalHost('aerie-net-tcp-');
+  // The listeners are the subject: portHolder must name this very process as their holder.
   const servers: Server[] = [];
   afterEach(async () => {
     await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(r))));
@@ -69,7 +71,7 @@ describe('portHolder on this machine', () => {
 
   it('names this process as the holder of a loopback listener', async () => {
     const port = await listen('127.0.0.1');
-    const holder = await new LocalHost({ name: 'local', workdir: '/tmp' }).portHolder(port);
+    const holder = await local.host.portHolder(port);
     expect(holder.listening).toBe(true);
     expect(holder.pid).toBe(process.pid);
     expect(holder.command).toMatch(/node/);
@@ -78,11 +80,11 @@ describe('portHolder on this machine', () => {
   it('says not listening once the port is closed', async () => {
     const port = await listen('127.0.0.1');
     await new Promise((r) => servers.pop()!.close(r));
-    expect(await new LocalHost({ name: 'local', workdir: '/tmp' }).portHolder(port)).toEqual({ listening: false });
+    expect(await local.host.portHolder(port)).toEqual({ listening: false });
   });
 
   it('gives the base URL on loopback', async () => {
-    const host = new LocalHost({ name: 'local', workdir: '/tmp' });
+    const { host } = local;
     expect(await host.httpBase(30000)).toBe('http://127.0.0.1:30000');
     await expect(host.httpBase(0)).rejects.toThrow(/port/);
   });

@@ -1,12 +1,9 @@
-import { execFile } from 'node:child_process';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { assertEnvName, shAssignments, shJoin, shQuote } from '../../src/hosts/util/shell-quote.js';
-
-const run = promisify(execFile);
+import { run } from '../support/processes.js';
+import { useWorkdir } from '../support/workdir.js';
 
 describe('shQuote golden', () => {
   const cases: [string, string][] = [
@@ -57,12 +54,10 @@ describe('shAssignments', () => {
 });
 
 describe('quoted words in a real shell', () => {
+  const tmp = useWorkdir('aerie-quote-', { each: true });
   let dir: string;
-  beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'aerie-quote-'));
-  });
-  afterEach(async () => {
-    await rm(dir, { recursive: true, force: true });
+  beforeEach(() => {
+    dir = tmp.path;
   });
 
   it('reach the program unchanged and execute nothing', async () => {

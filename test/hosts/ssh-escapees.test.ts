@@ -11,10 +11,11 @@ import type { ProcRecord } from '../../src/hosts/host.js';
 import { PROCESS_SIGNAL } from '../../src/hosts/protocol/launch-script.js';
 import { signalProcessIfSame } from '../../src/hosts/local/proc.js';
 import type { SshHost } from '../../src/hosts/ssh/ssh-host.js';
-import { startSshFixture, type SshFixture } from '../support/ssh-fixture.js';
+import { useSshFixture, type SshFixture } from '../support/ssh-fixture.js';
 import { environOf, launchedPids, startDecoy, startDecoys, writeLauncher } from './escape-helpers.js';
 import { isLive, statOf, stopAll, until } from './proc-helpers.js';
 
+const ssh = useSshFixture();
 let fx: SshFixture;
 let host: SshHost;
 let launcher: string;
@@ -22,7 +23,7 @@ const decoys: ProcRecord[] = [];
 const strays: { pid: number; startTime: string }[] = [];
 
 beforeAll(async () => {
-  fx = await startSshFixture();
+  fx = ssh.fx;
   host = fx.host();
   launcher = await writeLauncher(fx.dir);
 });
@@ -31,7 +32,6 @@ afterAll(async () => {
   for (const s of strays) await signalProcessIfSame(s.pid, s.startTime, 'KILL').catch(() => false);
   if (host) await stopAll(host, await host.listLaunches().catch(() => []));
   if (host) await stopAll(host, decoys);
-  await fx?.stop();
 });
 
 describe('escaped processes over SSH', () => {

@@ -2,29 +2,26 @@
  * SshHost against a real OpenSSH server on loopback: exec and quoting, files over SFTP and
  * through an exec prefix, the process protocol, port forwarding. No SSH mocks.
  */
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ExecTimeoutError } from '../../src/hosts/util/exec-errors.js';
 import type { SshHost } from '../../src/hosts/ssh/ssh-host.js';
-import { startSshFixture, type SshFixture } from '../support/ssh-fixture.js';
-import { groupMembers, isLive, statOf, until } from './proc-helpers.js';
+import { startFakeServer } from '../support/fake-server.js';
+import { signalGroup } from '../support/processes.js';
+import { useSshFixture, type SshFixture } from '../support/ssh-fixture.js';
+import { groupMembers, isLive, startUnrelated, statOf, until } from './proc-helpers.js';
 
+const ssh = useSshFixture();
 let fx: SshFixture;
 let host: SshHost;
 let prefixed: SshHost;
 
-beforeAll(async () => {
-  fx = await startSshFixture();
+beforeAll(() => {
+  fx = ssh.fx;
   host = fx.host();
   // A real program that runs the rest of argv in a changed environment stands in for
   // `pct exec 129 --` / `docker exec NAME`: every command must go through it.
   prefixed = fx.host({ execPrefix: ['env', 'AERIE_IN_CONTAINER=1'] });
-});
-
-afterAll(async () => {
-  await fx?.stop();
 });
 
 describe('exec', () => {
@@ -117,8 +114,7 @@ describe.each([
 describe('process protocol', () => {
   it('launches detached, re-attaches by launch id, and stops only the recorded group while a same-named decoy survives', async () => {
     // The decoy: same program, same user, started by the test itself, not by aerie.
-    const decoy = spawn('sleep', ['300'], { detached: true, stdio: 'ignore' });
-    decoy.unref();
+    const decoy = await startUnrelated(['sleep', '300']);
     try {
       const log = `${host.workdir}/sleeper.log`;
       const first = await host.spawnDetached('sleeper-1', ['sh', '-c', 'sleep 300 & sleep 300'], { logPath: log });
@@ -136,16 +132,15 @@ describe('process protocol', () => {
       expect(result).toEqual({ signals: ['TERM'], groupEmpty: true });
       expect(await groupMembers(first.record.pgid)).toEqual([]);
       expect((await host.procStatus(first.record)).state).not.toBe('alive');
-      expect(await isLive(decoy.pid!)).toBe(true);
+      expect(await isLive(decoy.pid)).toBe(true);
     } finally {
-      process.kill(-decoy.pid!, 'SIGKILL');
+      signalGroup(decoy.pgid, 'SIGKILL');
     }
   });
 
   it('names the holder of a port and reaches a loopback server through the forward', async () => {
-    const server: Server = createServer((_req, res) => res.end('through the tunnel'));
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const port = (server.address() as { port: number }).port;
+    const server = await startFakeServer((_body, res) => res.end('through the tunnel'));
+    const port = Number(new URL(server.baseUrl).port);
     try {
       const holder = await host.portHolder(port);
       expect(holder).toMatchObject({ listening: true, pid: process.pid });
@@ -154,7 +149,7 @@ describe('process protocol', () => {
       expect(base).not.toBe(`http://127.0.0.1:${port}`);
       expect(await (await fetch(`${base}/`)).text()).toBe('through the tunnel');
     } finally {
-      await new Promise((r) => server.close(r));
+      await server.close();
     }
     // Nothing listens any more: the forward refuses like a closed port would.
     await expect(fetch(`${await host.httpBase(port)}/`)).rejects.toThrow();

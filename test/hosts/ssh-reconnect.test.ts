@@ -3,22 +3,19 @@
  * child of the recorded sshd pid): operations in flight reconnect and finish, a long exec
  * runs exactly once, and a forwarded port keeps working.
  */
-import { createServer, type Server } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { SshHost } from '../../src/hosts/ssh/ssh-host.js';
-import { startSshFixture, type SshFixture } from '../support/ssh-fixture.js';
+import { startFakeServer } from '../support/fake-server.js';
+import { useSshFixture, type SshFixture } from '../support/ssh-fixture.js';
 import { until } from './proc-helpers.js';
 
+const ssh = useSshFixture();
 let fx: SshFixture;
 let host: SshHost;
 
-beforeAll(async () => {
-  fx = await startSshFixture();
+beforeAll(() => {
+  fx = ssh.fx;
   host = fx.host();
-});
-
-afterAll(async () => {
-  await fx?.stop();
 });
 
 /** Kill the sshd process serving our connection once it exists; returns the pids killed. */
@@ -69,10 +66,10 @@ describe('dropped connections', () => {
   });
 
   it('a forwarded port answers before and after a drop at the same base URL', async () => {
-    const server: Server = createServer((_req, res) => res.end('ok'));
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const server = await startFakeServer((_body, res) => res.end('ok'));
+    const port = Number(new URL(server.baseUrl).port);
     try {
-      const base = await host.httpBase((server.address() as { port: number }).port);
+      const base = await host.httpBase(port);
       expect(await (await fetch(`${base}/`)).text()).toBe('ok');
       await dropWhenConnected();
       const again = await until(
@@ -85,9 +82,9 @@ describe('dropped connections', () => {
         20_000,
       );
       expect(again).toBe('ok');
-      expect(await host.httpBase((server.address() as { port: number }).port)).toBe(base);
+      expect(await host.httpBase(port)).toBe(base);
     } finally {
-      await new Promise((r) => server.close(r));
+      await server.close();
     }
   });
 });

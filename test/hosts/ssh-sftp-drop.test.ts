@@ -4,21 +4,18 @@
  * request whose channel died, which used to leave such an operation waiting forever; the
  * hang showed within a few rounds of this loop.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { SshHost } from '../../src/hosts/ssh/ssh-host.js';
-import { startSshFixture, type SshFixture } from '../support/ssh-fixture.js';
+import { useSshFixture, type SshFixture } from '../support/ssh-fixture.js';
 
+const ssh = useSshFixture();
 let fx: SshFixture;
 let host: SshHost;
 
 beforeAll(async () => {
-  fx = await startSshFixture();
+  fx = ssh.fx;
   host = fx.host();
   await host.mkdirp(host.workdir);
-});
-
-afterAll(async () => {
-  await fx?.stop();
 });
 
 describe('SFTP under a cut session', () => {

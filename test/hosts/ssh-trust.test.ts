@@ -8,22 +8,22 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SshTrustError } from '../../src/hosts/ssh/connect.js';
 import { SshHost, type SshHostOptions } from '../../src/hosts/ssh/ssh-host.js';
-import { startSshFixture, type SshFixture } from '../support/ssh-fixture.js';
+import { useSshFixture, type SshFixture } from '../support/ssh-fixture.js';
 import { makeKey, sshConfigText, startSshd, type TestSshd } from '../support/sshd.js';
 
+const ssh = useSshFixture();
 let fx: SshFixture;
 let jump: TestSshd;
 const opened: SshHost[] = [];
 
 beforeAll(async () => {
-  fx = await startSshFixture();
+  fx = ssh.fx;
   jump = await startSshd({ authorizedKeys: [fx.clientKey.publicLine] });
 });
 
 afterAll(async () => {
   await Promise.all(opened.map((h) => h.close()));
   await jump?.stop();
-  await fx?.stop();
 });
 
 let n = 0;

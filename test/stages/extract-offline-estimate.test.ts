@@ -1,16 +1,16 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { LocalHost } from '../../src/hosts/local/local-host.js';
 import { estimateOfflineTokens, offlineBytesNeeded } from '../../src/stages/extract/offline-estimate.js';
+import { useLocalHost } from '../support/local-host.js';
 
+const fx = useLocalHost('aerie-est-', { sub: 'host' });
 let dir: string;
 let host: LocalHost;
 let data: string;
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'aerie-est-'));
-  host = new LocalHost({ name: 'local', workdir: join(dir, 'host') });
+  ({ dir, host } = fx);
   data = join(dir, 'train.jsonl');
   await writeFile(
     data,
@@ -32,10 +32,6 @@ beforeAll(async () => {
       }),
     ].join('\n') + '\n',
   );
-});
-afterAll(async () => {
-  await host.close();
-  await rm(dir, { recursive: true, force: true });
 });
 
 describe('the offline extraction disk estimate (conformance.md D8)', () => {

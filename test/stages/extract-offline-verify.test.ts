@@ -5,11 +5,10 @@
  * weights-only torch.load refuses, and a file cut short each fail, named with the reason. With
  * a `torch` importable in that interpreter (a stub here), each file is also torch.load-ed.
  */
-import { chmod, copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, copyFile, mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { LocalHost } from '../../src/hosts/local/local-host.js';
 import { verifyOffline } from '../../src/stages/extract/offline-verify.js';
 import {
   hiddenStateEntries,
@@ -18,21 +17,21 @@ import {
   writeZip,
   type ZipEntry,
 } from '../../sim/specforge/torch-zip.js';
+import { useLocalHost } from '../support/local-host.js';
 
 const FIXTURE = resolve(import.meta.dirname, '../fixtures/real/torch-2.13.0/data_0.ckpt');
 const H = 8;
 
+const fx = useLocalHost('aerie-verify-', { each: true, sub: 'host' });
 let dir: string;
 let root: string;
 let host: LocalHost;
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'aerie-verify-'));
+  ({ dir, host } = fx);
   root = join(dir, 'hidden');
   await mkdir(join(root, 'rows_0-10'), { recursive: true });
-  host = new LocalHost({ name: 'local', workdir: join(dir, 'host') });
 });
-afterEach(async () => rm(dir, { recursive: true, force: true }));
 
 const file = (i: number): string => join(root, 'rows_0-10', `data_${i}.ckpt`);
 const put = (i: number, entries: ZipEntry[], truncateAt?: number): Promise<number> =>

@@ -5,12 +5,11 @@
  * files cannot be mapped to rows), the flags of each SpecForge revision, the vocab mapping, and
  * a disk too small refused before anything starts.
  */
-import { mkdtemp, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import type { Host } from '../../src/hosts/host.js';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
+import type { LocalHost } from '../../src/hosts/local/local-host.js';
 import { InsufficientSpaceError } from '../../src/stages/common/disk-full.js';
 import {
   offlineHooks,
@@ -25,6 +24,7 @@ import { TrainLaunchError } from '../../src/stages/train/launch.js';
 import { superviseJob } from '../../src/stages/common/job-supervise.js';
 import { estimateTokens, parseSampleLine, renderForExtraction } from '../../src/stages/common/conversations.js';
 import { streamLines } from '../../src/stages/common/host-lines.js';
+import { useLocalHost } from '../support/local-host.js';
 
 /** Rows in the data file and a rough token count of each (capped at max-length), the rowTokens a test hands the hooks. */
 async function estimateRows(host: Host, dataPath: string, maxLength: number): Promise<number[]> {
@@ -39,24 +39,19 @@ async function estimateRows(host: Host, dataPath: string, maxLength: number): Pr
 const ROOT = resolve(import.meta.dirname, '../..');
 const HIDDEN = 512; // examples/models/sim-llama-8b
 
+const fx = useLocalHost('aerie-offline-', { each: true, sub: 'host' });
 let dir: string;
 let host: LocalHost;
 let data: string;
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'aerie-offline-'));
-  host = new LocalHost({ name: 'local', workdir: join(dir, 'host') });
+  ({ dir, host } = fx);
   const rows = (await readFile(join(ROOT, 'examples/data/prompts.jsonl'), 'utf8'))
     .split('\n')
     .filter(Boolean)
     .slice(0, 12);
   data = join(dir, 'train.jsonl');
   await writeFile(data, rows.join('\n') + '\n');
-});
-
-afterEach(async () => {
-  for (const r of await host.listLaunches()) await host.killGroup(r, { graceMs: 1000 }).catch(() => undefined);
-  await rm(dir, { recursive: true, force: true });
 });
 
 function launch(over: Partial<PrepareLaunch> = {}): PrepareLaunch {

@@ -4,24 +4,26 @@
  * real HTTP and real files: the prefill waits for the rid to come free and asks again, rather
  * than failing the sample; a rid that never comes free fails within the request timeout.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
+import type { LocalHost } from '../../src/hosts/local/local-host.js';
 import { BadDumpError, prefillOne } from '../../src/stages/extract/prefill.js';
 import { startFakeServer, type FakeServer } from '../support/fake-server.js';
+import { useLocalHost } from '../support/local-host.js';
 
+const fx = useLocalHost('aerie-prefill-rid-', { each: true });
 let dir: string;
+let host: LocalHost;
 let server: FakeServer | undefined;
 
-beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'aerie-prefill-rid-'));
+beforeEach(() => {
+  ({ dir, host } = fx);
 });
+// Registered after the host's, so it runs first: the fake server closes before the folder goes.
 afterEach(async () => {
   await server?.close();
   server = undefined;
-  await rm(dir, { recursive: true, force: true });
 });
 
 /** A server whose rid stays busy for `busyAnswers` requests, answering as 0.5.23 does, then serves it. */
@@ -55,7 +57,6 @@ const row = { id: 's1', input_ids: [1, 2, 3], loss_mask: [0, 1, 1] };
 describe('extract prefill and a rid still in flight (S14)', () => {
   it('waits for the earlier request to end and asks again', async () => {
     const s = await serve(3);
-    const host = new LocalHost({ name: 'local', workdir: dir });
     const out = await prefillOne(
       { host, baseUrl: s.baseUrl, dumpDir: dir, dumpWaitMs: 5_000, requestTimeoutMs: 30_000 },
       row,
@@ -67,7 +68,6 @@ describe('extract prefill and a rid still in flight (S14)', () => {
 
   it('fails the sample once the request timeout has passed with the rid still busy', async () => {
     const s = await serve(Number.POSITIVE_INFINITY);
-    const host = new LocalHost({ name: 'local', workdir: dir });
     const err = await prefillOne(
       { host, baseUrl: s.baseUrl, dumpDir: dir, dumpWaitMs: 5_000, requestTimeoutMs: 400 },
       row,

@@ -4,11 +4,10 @@
  * aerie's package staged on the host, tokens from the target's real tokenizer, prefills by
  * ids, the real converter, and the real self-check on the simulator's states.
  */
-import { mkdir, mkdtemp, readdir, rm, truncate } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readdir, truncate } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
+import type { LocalHost } from '../../src/hosts/local/local-host.js';
 import { shipAeriePy, type AeriePy } from '../../src/stages/common/aerie-py.js';
 import { runExtract } from '../../src/stages/extract/server-driver.js';
 import { type ExtractJob } from '../../src/stages/extract/server-job.js';
@@ -20,12 +19,14 @@ import {
   regenerated,
   VENV_PY,
 } from '../support/capture-sim.js';
+import { useLocalHost } from '../support/local-host.js';
 import { startSim, stopSim, type Sim } from '../support/sim.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const MODEL = join(ROOT, 'examples/models/sim-llama-8b');
 const HIDDEN = 512; // examples/models/sim-llama-8b/config.json
 
+const fx = useLocalHost('aerie-extsim-');
 let dir: string;
 let host: LocalHost;
 let py: AeriePy;
@@ -35,8 +36,7 @@ let samples: string;
 
 beforeAll(async () => {
   await ensureSimTarget();
-  dir = await mkdtemp(join(tmpdir(), 'aerie-extsim-'));
-  host = new LocalHost({ name: 'local', workdir: dir });
+  ({ dir, host } = fx);
   py = await shipAeriePy(host, VENV_PY);
   dumpDir = join(dir, 'dumps', 'r1');
   await mkdir(dumpDir, { recursive: true }); // as the launch does: the plugin refuses a missing folder
@@ -46,8 +46,6 @@ beforeAll(async () => {
 }, 180_000);
 afterAll(async () => {
   if (sim) await stopSim(sim);
-  await host?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
 }, 30_000);
 
 function job(over: Partial<ExtractJob> = {}): ExtractJob {

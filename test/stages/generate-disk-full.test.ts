@@ -4,17 +4,17 @@
  * then fails). The fault matrix does the same on a real tmpfs through the whole workflow.
  */
 import { createHash } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { generateFailure } from '../../src/activities/data.js';
 import type { Host } from '../../src/hosts/host.js';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
+import type { LocalHost } from '../../src/hosts/local/local-host.js';
 import { DiskFullError, isNoSpace } from '../../src/stages/common/disk-full.js';
 import { runGenerate, type GenerateJob } from '../../src/stages/generate/regenerate.js';
 import { useFakeServer } from '../support/fake-server.js';
+import { useLocalHost } from '../support/local-host.js';
 
 let requests = 0;
 
@@ -31,12 +31,12 @@ const chat = useFakeServer((body, res) => {
   }, 2);
 });
 
+const fx = useLocalHost('aerie-gen-full-', { each: true });
 let dir: string;
 let local: LocalHost;
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'aerie-gen-full-'));
-  local = new LocalHost({ name: 'local', workdir: dir });
+  ({ dir, host: local } = fx);
   requests = 0;
   const input = Array.from({ length: 40 }, (_, i) =>
     JSON.stringify({
@@ -48,11 +48,6 @@ beforeEach(async () => {
     }),
   );
   await writeFile(join(dir, 'in.jsonl'), input.join('\n') + '\n');
-});
-
-afterEach(async () => {
-  await local.close();
-  await rm(dir, { recursive: true, force: true });
 });
 
 async function bytesUnder(p: string): Promise<number> {

@@ -2,14 +2,14 @@
  * runGenerate against a small in-process chat server whose faults the test controls:
  * malformed input, retries, per-sample errors, an unreachable server, a lost shard, abort.
  */
-import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import type { Host } from '../../src/hosts/host.js';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
+import type { LocalHost } from '../../src/hosts/local/local-host.js';
 import { runGenerate, type GenerateJob } from '../../src/stages/generate/regenerate.js';
 import { useFakeServer } from '../support/fake-server.js';
+import { useLocalHost } from '../support/local-host.js';
 
 interface Behaviour {
   delayMs: number;
@@ -49,21 +49,16 @@ const chat = useFakeServer((body, res) => {
   }, behaviour.delayMs);
 });
 
+const fx = useLocalHost('aerie-gen-', { each: true });
 let dir: string;
 let host: LocalHost;
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'aerie-gen-'));
-  host = new LocalHost({ name: 'local', workdir: dir });
+  ({ dir, host } = fx);
   behaviour = { delayMs: 2, flaky: new Map(), poison: new Set() };
   inFlight = 0;
   maxInFlight = 0;
   requests = 0;
-});
-
-afterEach(async () => {
-  await host.close();
-  await rm(dir, { recursive: true, force: true });
 });
 
 const sf = (id: string, ...qs: string[]) =>

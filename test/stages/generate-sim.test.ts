@@ -2,34 +2,28 @@
  * runGenerate against the SGLang simulator, a real child process in its own process group:
  * both input formats, resume after an abort, and the in-flight count the server sees.
  */
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { LocalHost } from '../../src/hosts/local/local-host.js';
 import { runGenerate, type GenerateJob } from '../../src/stages/generate/regenerate.js';
-import { startSim, stopSim, type Sim } from '../support/sim.js';
+import { useLocalHost } from '../support/local-host.js';
+import { startSim, stopSim, useSim, type Sim } from '../support/sim.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const PROMPTS = join(ROOT, 'examples/data/prompts.jsonl');
 
+const simulator = useSim();
 let sim: Sim;
-beforeAll(async () => {
-  sim = await startSim();
-}, 90_000);
-afterAll(async () => {
-  if (sim) await stopSim(sim);
-}, 30_000);
+beforeAll(() => {
+  ({ sim } = simulator);
+});
 
+const fx = useLocalHost('aerie-gensim-', { each: true });
 let dir: string;
 let host: LocalHost;
-beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'aerie-gensim-'));
-  host = new LocalHost({ name: 'local', workdir: dir });
-});
-afterEach(async () => {
-  await host.close();
-  await rm(dir, { recursive: true, force: true });
+beforeEach(() => {
+  ({ dir, host } = fx);
 });
 
 function job(over: Partial<GenerateJob>): GenerateJob {

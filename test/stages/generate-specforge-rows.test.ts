@@ -6,14 +6,14 @@
  * The validator's field rules are stated one by one below with the lines they come from; the
  * rows are aerie's real output from runGenerate against a small in-process chat server.
  */
-import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { LocalHost } from '../../src/hosts/local/local-host.js';
 import { specforgeRowText } from '../../src/stages/generate/plan.js';
 import { runGenerate, type GenerateJob } from '../../src/stages/generate/regenerate.js';
 import { useFakeServer } from '../support/fake-server.js';
+import { useLocalHost } from '../support/local-host.js';
 
 type Row = Record<string, unknown>;
 type Message = Record<string, unknown>;
@@ -95,19 +95,14 @@ const chat = useFakeServer((body, res) => {
   );
 });
 
+const fx = useLocalHost('aerie-gen-sf-', { each: true });
 let dir: string;
 let host: LocalHost;
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'aerie-gen-sf-'));
-  host = new LocalHost({ name: 'local', workdir: dir });
+  ({ dir, host } = fx);
   answering = true;
   requests = 0;
-});
-
-afterEach(async () => {
-  await host.close();
-  await rm(dir, { recursive: true, force: true });
 });
 
 function job(): GenerateJob {

@@ -5,26 +5,21 @@
  * test/fixtures/real/specforge-20e2e3f0/PROVENANCE.md). The worker must be stopped, and
  * reported, before the crash relaunch runs — never beside it.
  */
-import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { LocalHost } from '../../src/hosts/local/local-host.js';
 import { superviseJob, type Ended } from '../../src/stages/common/job-supervise.js';
 import { launchedPids, writeLauncher } from '../hosts/escape-helpers.js';
 import { isLive } from '../hosts/proc-helpers.js';
+import { useLocalHost } from '../support/local-host.js';
 
+const fx = useLocalHost('aerie-orphans-', { each: true, sub: 'host' });
 let dir: string;
 let host: LocalHost;
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'aerie-orphans-'));
-  host = new LocalHost({ name: 'local', workdir: join(dir, 'host') });
-});
-
-afterEach(async () => {
-  for (const r of await host.listLaunches()) await host.killGroup(r, { graceMs: 1000 }).catch(() => undefined);
-  await rm(dir, { recursive: true, force: true });
+  ({ dir, host } = fx);
 });
 
 /** The relaunch: fails unless the first launch's worker (pid in <out>/worker) is gone. */

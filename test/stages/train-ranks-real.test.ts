@@ -6,29 +6,25 @@
  * recorded sizes, the recorded symlink) and read through LocalHost.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, readFile, rm, symlink, truncate, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, mkdtemp, readdir, readFile, symlink, truncate, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { LocalHost } from '../../src/hosts/local/local-host.js';
 import { parseSpecforgeProgress, type CliTrainProgress } from '../../src/stages/train/specforge-progress.js';
 import { classifySpecforgeFailure, runStopStep } from '../../src/stages/train/specforge-run.js';
 import { listSpecforgeCheckpoints, planSpecforgeResume } from '../../src/stages/train/specforge-checkpoints.js';
 import type { SpecforgeRun } from '../../src/stages/train/specforge-config.js';
+import { useLocalHost } from '../support/local-host.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const FIX = join(ROOT, 'test/fixtures/real/specforge-a6b6b023-cpu-ws2');
 const fixture = (name: string): Promise<string> => readFile(join(FIX, name), 'utf8');
+const fx = useLocalHost('aerie-ranks-real-', { sub: 'work' });
 let dir: string;
 let host: LocalHost;
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'aerie-ranks-real-'));
-  host = new LocalHost({ name: 'local', workdir: join(dir, 'work') });
-});
-afterAll(async () => {
-  await host.close();
-  await rm(dir, { recursive: true, force: true });
+  ({ dir, host } = fx);
 });
 
 /** A recorded `find -printf '%y %s %p %l'` listing as a tree under a fresh directory. */

@@ -6,11 +6,10 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readdir, readFile, readlink, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { LocalHost } from '../../src/hosts/local/local-host.js';
 import { JobFailure, superviseJob } from '../../src/stages/common/job-supervise.js';
 import { parseSpecforgeProgress, type CliTrainProgress } from '../../src/stages/train/specforge-progress.js';
 import type { TrainProgress } from '../../src/stages/train/progress.js';
@@ -18,24 +17,21 @@ import type { TrainResult } from '../../src/stages/train/run.js';
 import { classifySpecforgeFailure, runStopStep, specforgeHooks } from '../../src/stages/train/specforge-run.js';
 import { listSpecforgeCheckpoints, planSpecforgeResume } from '../../src/stages/train/specforge-checkpoints.js';
 import type { SpecforgeRun } from '../../src/stages/train/specforge-config.js';
+import { useLocalHost } from '../support/local-host.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const SIM = [process.execPath, join(ROOT, 'bin/aerie-sim.mjs'), 'specforge'];
+const fx = useLocalHost('aerie-ranks-', { sub: 'work' });
 let dir: string;
 let host: LocalHost;
 let features: string;
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'aerie-ranks-'));
-  host = new LocalHost({ name: 'local', workdir: join(dir, 'work') });
+  ({ dir, host } = fx);
   features = join(dir, 'features');
   await mkdir(join(features, 'rows_0-2000'), { recursive: true });
   // 9 files: at two ranks DistributedSampler pads to 10, 5 per rank (launch.py:234-239).
   for (let i = 0; i < 9; i++) await writeFile(join(features, 'rows_0-2000', `data_${i}.ckpt`), 'x');
-});
-afterAll(async () => {
-  await host.close();
-  await rm(dir, { recursive: true, force: true });
 });
 
 function specforgeRun(name: string, world: number, extra: Partial<SpecforgeRun> = {}): SpecforgeRun {

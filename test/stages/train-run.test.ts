@@ -4,23 +4,24 @@
  * found itself, the result is verified before it counts, and an OOM is not retried.
  */
 import { TRAIN_HYPER } from '../support/train-hyper.js';
-import { mkdir, mkdtemp, readdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readdir, readFile, readlink, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { LocalHost } from '../../src/hosts/local/local-host.js';
 import { JobFailure, superviseJob, type JobHooks } from '../../src/stages/common/job-supervise.js';
 import { SPECFORGE_PROFILES } from '../../src/stages/common/specforge-revision.js';
 import { commandHooks, v02Hooks, type TrainResult } from '../../src/stages/train/run.js';
 import { specforgeHooks } from '../../src/stages/train/specforge-run.js';
 import type { SpecforgeRun } from '../../src/stages/train/specforge-config.js';
 import type { TrainLaunch } from '../../src/stages/train/launch.js';
+import { useLocalHost } from '../support/local-host.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const SIM = join(ROOT, 'bin/aerie-sim.mjs');
 const TARGET = join(ROOT, 'examples/models/sim-llama-8b');
 const DRAFT = join(ROOT, 'examples/models/sim-llama-8b-eagle3-draft.json');
 
+const fx = useLocalHost('aerie-train-', { each: true, sub: 'host' });
 let dir: string;
 let host: LocalHost;
 let data: string;
@@ -28,8 +29,7 @@ let data: string;
 let features: string;
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'aerie-train-'));
-  host = new LocalHost({ name: 'local', workdir: join(dir, 'host') });
+  ({ dir, host } = fx);
   data = join(dir, 'train.jsonl');
   const rows = (await readFile(join(ROOT, 'examples/data/prompts.jsonl'), 'utf8'))
     .split('\n')
@@ -39,11 +39,6 @@ beforeEach(async () => {
   features = join(dir, 'hidden_states');
   await mkdir(join(features, 'rows_0-2000'), { recursive: true });
   for (let i = 0; i < 8; i++) await writeFile(join(features, 'rows_0-2000', `data_${i}.ckpt`), 'x');
-});
-
-afterEach(async () => {
-  for (const r of await host.listLaunches()) await host.killGroup(r, { graceMs: 1000 }).catch(() => undefined);
-  await rm(dir, { recursive: true, force: true });
 });
 
 const supervise = (hooks: JobHooks<TrainResult, unknown>, env: Record<string, string>) =>

@@ -1,8 +1,7 @@
-import { mkdtemp, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { LocalHost } from '../../src/hosts/local/local-host.js';
 import {
   checkpointProblem,
   listSpecforgeCheckpoints,
@@ -10,17 +9,14 @@ import {
   planSpecforgeResume,
   specforgeWorldSize,
 } from '../../src/stages/train/specforge-checkpoints.js';
+import { useLocalHost } from '../support/local-host.js';
 
+const fx = useLocalHost('aerie-sfckpt-', { each: true, sub: 'work' });
 let dir: string;
 let host: LocalHost;
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'aerie-sfckpt-'));
-  host = new LocalHost({ name: 'local', workdir: join(dir, 'work') });
-});
-afterEach(async () => {
-  await host.close();
-  await rm(dir, { recursive: true, force: true });
+  ({ dir, host } = fx);
 });
 
 /** A `<run>-step<N>` directory holding the named files (empty when the size is 0). */
