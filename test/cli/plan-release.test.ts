@@ -123,4 +123,13 @@ describe('aerie plan per SGLang release', () => {
     );
     expect(step(old, 'launch generate server').argv).toContain('--cuda-graph-max-bs');
   });
+  it('a launch the release refuses is a REFUSED note in the plan, not a crash (spec-v2: off on 0.5.23)', () => {
+    const c = kimi('0.5.23', (doc) => {
+      doc.stages.deploy['spec-v2'] = 'off';
+    });
+    const d = step(planRun(c, 'r1'), 'launch deploy server');
+    expect(d.argv).toBeUndefined();
+    expect(d.notes.filter((n) => n.startsWith('REFUSED at launch: stages.deploy.spec-v2: off'))).toHaveLength(1);
+    expect(renderPlan(c, planRun(c, 'r1'), 'kimi-k2.5.yaml')).toContain('REFUSED at launch');
+  });
 });

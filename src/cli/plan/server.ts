@@ -98,11 +98,19 @@ export function serverStep(
         : "stock SGLang 0.5.23, aux pass: returns the draft's three aux layers (the draft config's ids replace [1, 2, 3]); no draft is loaded",
     );
   }
+  let argv: string[] | undefined;
+  try {
+    argv = renderServerArgv(spec);
+  } catch (err) {
+    // The same: a launch this release refuses has no command line to show, only the reason.
+    const refused = `REFUSED at launch: ${(err as Error).message}`;
+    if (!notes.includes(refused)) notes.push(refused);
+  }
   return {
     host: config.target.host,
     stage,
     step: `launch ${role} server${pass ? ` (${pass} pass)` : ''}`,
-    argv: renderServerArgv(spec),
+    argv,
     env,
     notes,
   };
