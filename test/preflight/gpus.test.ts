@@ -2,17 +2,15 @@
  * hosts.<name>.gpus on a shared GPU host: foreign processes block the run only on its own
  * GPUs, every launch is confined to them, and a stage env cannot contradict them.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { judgeGpus, runPreflight } from '../../src/activities/preflight.js';
 import { planRun } from '../../src/cli/plan.js';
 import { ConfigError, parseConfigText } from '../../src/config/load.js';
 import type { GpuInventory } from '../../src/hosts/host.js';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { demoConfig } from '../support/demo-config.js';
+import { useLocalHost } from '../support/local-host.js';
 import { writeFakeNvidiaSmi } from '../support/fake-nvidia-smi.js';
 
 const gpu = (index: number) => ({
@@ -89,15 +87,15 @@ describe('judgeGpus', () => {
 });
 
 describe('hosts.<name>.gpus end to end', () => {
+  const local = useLocalHost('aerie-gpus-');
   let work: string;
   let savedPath: string | undefined;
-  beforeAll(async () => {
-    work = await mkdtemp(join(tmpdir(), 'aerie-gpus-'));
+  beforeAll(() => {
+    work = local.dir;
     savedPath = process.env.PATH;
   });
-  afterAll(async () => {
+  afterAll(() => {
     process.env.PATH = savedPath;
-    await rm(work, { recursive: true, force: true });
   });
 
   it('preflight passes with a foreign job on another GPU, and every launch gets CUDA_VISIBLE_DEVICES', async () => {
@@ -116,11 +114,11 @@ describe('hosts.<name>.gpus end to end', () => {
 
     const workdir = join(work, 'host');
     const config = demoConfig(workdir, await freePort());
-    const all = await runPreflight(new LocalHost({ name: 'local', workdir }), config, 'gpus-all');
+    const all = await runPreflight(local.hostAt('host'), config, 'gpus-all');
     expect(all.problems).toEqual([expect.stringContaining(`pid ${process.pid} (5000 MiB on GPU 3)`)]);
 
     config.hosts.local!.gpus = [0, 1];
-    const scoped = await runPreflight(new LocalHost({ name: 'local', workdir }), config, 'gpus-scoped');
+    const scoped = await runPreflight(local.hostAt('host'), config, 'gpus-scoped');
     expect(scoped.problems).toEqual([]);
     expect(scoped.checks).toContain(`other GPUs in use, left alone: pid ${process.pid} (5000 MiB on GPU 3)`);
 

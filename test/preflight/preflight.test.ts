@@ -2,32 +2,29 @@
  * Preflight and `aerie doctor`: every problem at once, each with its fix, against a
  * LocalHost and against a real sshd; the disk estimate from the generate input.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:net';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { estimateDisk, launcherScript, moduleLaunch, runPreflight } from '../../src/activities/preflight.js';
 import { doctorCommand } from '../../src/cli/doctor.js';
 import { AERIE_HOME } from '../../src/config/load.js';
 import { HostPool } from '../../src/hosts/index.js';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
+import type { LocalHost } from '../../src/hosts/local/local-host.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { demoConfig } from '../support/demo-config.js';
-import { startSshFixture, type SshFixture } from '../support/ssh-fixture.js';
+import { startFakeServer } from '../support/fake-server.js';
+import { useLocalHost } from '../support/local-host.js';
+import { useSshFixture, type SshFixture } from '../support/ssh-fixture.js';
 
+const local = useLocalHost('aerie-preflight-');
+const ssh = useSshFixture();
 let work: string;
 let fx: SshFixture;
 
-beforeAll(async () => {
-  work = await mkdtemp(join(tmpdir(), 'aerie-preflight-'));
-  fx = await startSshFixture();
-});
-
-afterAll(async () => {
-  await fx?.stop();
-  if (work) await rm(work, { recursive: true, force: true });
+beforeAll(() => {
+  work = local.dir;
+  fx = ssh.fx;
 });
 
 describe('launcher analysis and the disk estimate', () => {
@@ -77,15 +74,15 @@ describe('launcher analysis and the disk estimate', () => {
 describe('preflight on a LocalHost', () => {
   it('passes the demo config', async () => {
     const config = demoConfig(join(work, 'ok'), await freePort());
-    const report = await runPreflight(new LocalHost({ name: 'local', workdir: join(work, 'ok') }), config, 'pf-ok');
+    const report = await runPreflight(local.hostAt('ok'), config, 'pf-ok');
     expect(report.problems).toEqual([]);
     expect(report.checks.join('\n')).toMatch(/disk: .* free in .*, about .* needed/);
   });
 
   it('reports every problem at once, each with a fix', async () => {
-    const busy: Server = createServer();
-    await new Promise<void>((r) => busy.listen(0, '127.0.0.1', r));
-    const port = (busy.address() as { port: number }).port;
+    // A listener of this process holds the port: preflight must name this pid as its holder.
+    const busy = await startFakeServer((_body, res) => res.end());
+    const port = Number(new URL(busy.baseUrl).port);
     try {
       const config = demoConfig(join(work, 'bad'), port, (c) => {
         c.server.launcher = ['python3', '-m', 'sglang.launch_server'];
@@ -95,7 +92,7 @@ describe('preflight on a LocalHost', () => {
         c.stages.deploy['draft-model-path'] = join(AERIE_HOME, 'test', 'fixtures', 'eagle3-drafter');
         (c.stages.extract as { 'hidden-size'?: number })['hidden-size'] = 1_000_000_000;
       });
-      const report = await runPreflight(new LocalHost({ name: 'local', workdir: join(work, 'bad') }), config, 'pf-bad');
+      const report = await runPreflight(local.hostAt('bad'), config, 'pf-bad');
       const text = report.problems.join('\n');
       expect(text).toMatch(/server\.launcher: .*python3 cannot import sglang\.launch_server .*Fix:/);
       expect(text).toMatch(
@@ -108,7 +105,7 @@ describe('preflight on a LocalHost', () => {
       expect(report.problems.length).toBeGreaterThanOrEqual(6);
       for (const p of report.problems) expect(p).toMatch(/Fix:|fix:|EAGLE3/);
     } finally {
-      await new Promise((r) => busy.close(r));
+      await busy.close();
     }
   });
 });

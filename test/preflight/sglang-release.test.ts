@@ -4,17 +4,18 @@
  * what that release refuses is a problem before anything loads. A stand-in interpreter on a
  * LocalHost answers the version probe.
  */
-import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { checkRelease, type CaptureReport } from '../../src/activities/preflight-capture.js';
 import { launchRelease } from '../../src/activities/server-launches.js';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
+import type { LocalHost } from '../../src/hosts/local/local-host.js';
 import { resolveSglangVersion } from '../../src/stages/extract/capture-launch.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { demoConfig } from '../support/demo-config.js';
+import { useLocalHost } from '../support/local-host.js';
 
+const local = useLocalHost('aerie-release-');
 let work: string;
 let host: LocalHost;
 
@@ -26,13 +27,8 @@ async function fakePython(name: string, out: string, code = 0): Promise<string> 
   return path;
 }
 
-beforeAll(async () => {
-  work = await mkdtemp(join(tmpdir(), 'aerie-release-'));
-  host = new LocalHost({ name: 'local', workdir: work });
-});
-
-afterAll(async () => {
-  if (work) await rm(work, { recursive: true, force: true });
+beforeAll(() => {
+  ({ dir: work, host } = local);
 });
 
 describe('resolving server.sglang-version', () => {

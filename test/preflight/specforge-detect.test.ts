@@ -3,14 +3,13 @@
  * preflight running the probes on a LocalHost against a stand-in install and scripts.
  * The marker lines are the ones each revision's source carries (cited per rule).
  */
-import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { runPreflight } from '../../src/activities/preflight.js';
 import { renderDoctorReport } from '../../src/cli/doctor.js';
 import type { Config } from '../../src/config/schema.js';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
+import type { LocalHost } from '../../src/hosts/local/local-host.js';
 import {
   detectFromCli,
   detectFromScript,
@@ -21,6 +20,7 @@ import {
 } from '../../src/stages/common/specforge-detect.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { demoConfig } from '../support/demo-config.js';
+import { useLocalHost } from '../support/local-host.js';
 
 // One line per fix, as each revision's train_eagle3.py has it.
 const V020 =
@@ -121,12 +121,10 @@ describe('detection rules', () => {
 });
 
 describe('preflight probes the host', () => {
+  const local = useLocalHost('aerie-sfdetect-');
   let work: string;
-  beforeAll(async () => {
-    work = await mkdtemp(join(tmpdir(), 'aerie-sfdetect-'));
-  });
-  afterAll(async () => {
-    if (work) await rm(work, { recursive: true, force: true });
+  beforeAll(() => {
+    work = local.dir;
   });
 
   /** A specforge install behind its own interpreter (a wrapper putting it on PYTHONPATH). */
@@ -153,11 +151,7 @@ describe('preflight probes the host', () => {
 
   it("finds the CLI through the launcher's interpreter and doctor prints what follows from it", async () => {
     const py = await fakeInstall(SCHEMA_HEAD);
-    const report = await runPreflight(
-      new LocalHost({ name: 'local', workdir: join(work, 'wd') }),
-      await cliConfig(py, 'auto'),
-      'sf-1',
-    );
+    const report = await runPreflight(local.hostAt('wd'), await cliConfig(py, 'auto'), 'sf-1');
     expect(report.problems).toEqual([]);
     expect(report.specforge).toMatchObject({ profile: 'cli' });
     expect(report.checks.join('\n')).toMatch(
@@ -172,11 +166,7 @@ describe('preflight probes the host', () => {
     const py = await fakeInstall(
       'class ModelConfig:\n    target_backend: Literal["sglang", "hf", "custom"] = "sglang"\n',
     );
-    const report = await runPreflight(
-      new LocalHost({ name: 'local', workdir: join(work, 'wd') }),
-      await cliConfig(py, 'cli'),
-      'sf-2',
-    );
+    const report = await runPreflight(local.hostAt('wd'), await cliConfig(py, 'cli'), 'sf-2');
     expect(report.problems.join('\n')).toMatch(
       /stages\.train\.launcher: .* is a pre-release specforge CLI .*install PyPI specforge==0\.2\.0/,
     );
@@ -205,7 +195,7 @@ describe('preflight probes the host', () => {
         'extra-args': [],
       };
     });
-    const report = await runPreflight(new LocalHost({ name: 'local', workdir: join(work, 'wd') }), config, 'sf-3');
+    const report = await runPreflight(local.hostAt('wd'), config, 'sf-3');
     expect(report.problems.filter((p) => p.includes('specforge-revision'))).toEqual([
       expect.stringMatching(
         /^stages\.train\.specforge-revision: pinned to v0\.2-resume, but the host has v0\.2-final-save \(.*train_eagle3\.py: final save, no --resume fix → v0\.2-final-save\)/,

@@ -3,18 +3,17 @@
  * wheels' source has (test/fixtures/real/sglang-<v>/capture-points.json, recorded by AST with
  * scripts/real/sglang_capture_points.py). A declaration that drifts from the source fails here.
  */
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { pythonJson } from '../support/python.js';
+import { useWorkdir } from '../support/workdir.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 type Target = [kind: 'function' | 'fields', module: string, qualname: string, names: string[]];
 
-function pyJson(src: string): unknown {
-  const full = `import json, sys\nsys.path.insert(0, ${JSON.stringify(join(ROOT, 'py'))})\n${src}`;
-  return JSON.parse(execFileSync('python3', ['-c', full], { encoding: 'utf8' }));
-}
+const pyJson = (src: string): unknown => pythonJson(`import json, sys\n${src}`);
+const tmp = useWorkdir('aerie-capture-points-');
 
 const declared = pyJson('from aerie_hs.sglang_hook import TARGETS\nprint(json.dumps(TARGETS))') as Record<
   string,
@@ -79,9 +78,9 @@ print(json.dumps([check_launch_args("0.5.23", ["--model-path", "m", "--tp", "8"]
   });
 
   it('announces the plugin in the group SGLang loads', () => {
-    const r = pyJson(`import tempfile, importlib.metadata as md
+    const r = pyJson(`import importlib.metadata as md
 from aerie_hs.sglang_hook import write_plugin_dist
-d = tempfile.mkdtemp()
+d = ${JSON.stringify(tmp.path)}
 write_plugin_dist(d)
 sys.path.insert(0, d)
 print(json.dumps([(e.name, e.value) for e in md.entry_points(group="sglang.srt.plugins")]))`);

@@ -3,23 +3,21 @@
  * The dump is read back here by a reader of this test's own (the safetensors layout: u64 header
  * length, JSON header, data), not by aerie's Python.
  */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createHash } from 'node:crypto';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { pythonOut } from '../support/python.js';
+import { useWorkdir } from '../support/workdir.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const dirs: string[] = [];
-afterAll(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
+const tmp = useWorkdir('aerie-capture-');
+let cases = 0;
 
 /** Runs `body` with `buf`, `H`, `piece(n, seed)` and `out` defined; prints what it returns as JSON. */
 function py(body: string, tpRank = 0): { out: string; result: unknown } {
-  const out = mkdtempSync(join(tmpdir(), 'aerie-capture-'));
-  dirs.push(out);
+  const out = join(tmp.path, `case-${++cases}`);
+  mkdirSync(out);
   const src = `
 import json, struct, sys
 sys.path.insert(0, ${JSON.stringify(join(ROOT, 'py'))})
@@ -42,7 +40,7 @@ except CaptureError as e:
     r = {"error": str(e)}
 print(json.dumps(r))
 `;
-  const stdout = execFileSync('python3', ['-c', src], { encoding: 'utf8' });
+  const stdout = pythonOut(src);
   return { out, result: JSON.parse(stdout) };
 }
 

@@ -4,34 +4,28 @@
  * Judges that are not aerie's: the bytes real torch.save wrote (test/fixtures/real/torch-2.13.0),
  * and Python's own zipfile and pickle machinery reading the converter's files.
  */
-import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { cp, mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { VERIFY_SCRIPT } from '../../src/stages/extract/offline-verify.js';
+import { python, pythonOutAsync } from '../support/python.js';
+import { useWorkdir } from '../support/workdir.js';
 
-const exec = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, '../..');
 const FIXTURE = join(ROOT, 'test/fixtures/real/torch-2.13.0/data_0.ckpt');
-const ENV = { ...process.env, PYTHONPATH: join(ROOT, 'py') };
+const tmp = useWorkdir('aerie-ckpt-');
 let dir: string;
 
-async function py(code: string, ...args: string[]): Promise<string> {
-  return (await exec('python3', ['-c', code, ...args], { env: ENV, maxBuffer: 1 << 26 })).stdout;
+function py(code: string, ...args: string[]): Promise<string> {
+  return pythonOutAsync(code, args);
 }
 
 /** Runs the CLI; resolves with its exit code and stdout lines (a failing exit is an answer here). */
 async function convert(...args: string[]): Promise<{ code: number; lines: string[]; stderr?: string }> {
-  try {
-    const r = await exec('python3', ['-m', 'aerie_hs.ckpt', 'convert', ...args], { env: ENV });
-    return { code: 0, lines: r.stdout.trim().split('\n') };
-  } catch (e) {
-    const err = e as { code: number; stdout: string; stderr: string };
-    return { code: err.code, lines: err.stdout.trim().split('\n'), stderr: err.stderr };
-  }
+  const r = await python(['-m', 'aerie_hs.ckpt', 'convert', ...args]);
+  const lines = r.stdout.trim().split('\n');
+  return r.code === 0 ? { code: 0, lines } : { code: r.code ?? -1, lines, stderr: r.stderr };
 }
 
 /**
@@ -95,16 +89,13 @@ def describe(p):
 print(json.dumps([describe(p) for p in sys.argv[1:]]))
 `;
 
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'aerie-ckpt-'));
-});
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
+beforeAll(() => {
+  dir = tmp.path;
 });
 
 async function fresh(name: string, specs: [string, number, number, string][]): Promise<string> {
   const d = join(dir, name);
-  await exec('mkdir', ['-p', join(d, 'dumps')]);
+  await mkdir(join(d, 'dumps'), { recursive: true });
   await py(MAKE_DUMPS, d, JSON.stringify(specs));
   return d;
 }
@@ -116,7 +107,7 @@ async function filesUnder(d: string): Promise<string[]> {
 describe('the file torch.save writes', () => {
   it("is the real torch 2.13 fixture's bytes, serialization id and CRCs included, for its tensors", async () => {
     const d = join(dir, 'fixture');
-    await exec('mkdir', ['-p', join(d, 'dumps')]);
+    await mkdir(join(d, 'dumps'), { recursive: true });
     await py(
       String.raw`
 import json, sys, zipfile
@@ -243,7 +234,9 @@ open(d + "/ids.jsonl", "w").write(json.dumps({"id": "s0", "input_ids": ids, "los
         )
       ).code,
     ).toBe(0);
-    const out = (await exec('python3', ['-c', VERIFY_SCRIPT, join(d, 'out'), '32', 'off'])).stdout.trim().split('\n');
+    const out = (await pythonOutAsync(VERIFY_SCRIPT, [join(d, 'out'), '32', 'off'], { pythonPath: false }))
+      .trim()
+      .split('\n');
     expect(out[0]).toBe('TORCH -');
     expect(out.slice(1).sort()).toEqual(
       [
@@ -486,7 +479,7 @@ describe('the converter', () => {
     ]);
 
     // The reference reader (src/stages/extract/offline-verify.ts) finds six good files of the sizes the OK lines gave.
-    const verified = (await exec('python3', ['-c', VERIFY_SCRIPT, join(d, 'out'), '16', 'off'])).stdout
+    const verified = (await pythonOutAsync(VERIFY_SCRIPT, [join(d, 'out'), '16', 'off'], { pythonPath: false }))
       .trim()
       .split('\n');
     const okSizes = [...first.lines, ...second.lines, ...again.lines]
@@ -503,7 +496,7 @@ describe('the converter', () => {
       ['c', 22, 16, ''],
       ['d', 23, 16, ''],
     ]);
-    await exec('cp', ['-r', join(d, 'dumps'), join(d, 'kept')]); // --remove-dumps will take the originals
+    await cp(join(d, 'dumps'), join(d, 'kept'), { recursive: true }); // --remove-dumps will take the originals
     const out = await py(
       String.raw`
 import json, os, sys, threading
@@ -552,7 +545,7 @@ print(json.dumps({"lines": lines, "files": sorted(os.listdir(d + "/out/rows_0-10
       c: [1, true],
       d: [2, true],
     });
-    const verified = (await exec('python3', ['-c', VERIFY_SCRIPT, join(d, 'out'), '16', 'off'])).stdout
+    const verified = (await pythonOutAsync(VERIFY_SCRIPT, [join(d, 'out'), '16', 'off'], { pythonPath: false }))
       .trim()
       .split('\n');
     expect(verified.slice(1).sort()).toEqual([

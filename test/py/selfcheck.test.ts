@@ -5,13 +5,13 @@
  * written as the capture writes them (safetensors, BF16) by a writer of this test's own.
  * Runs with a Python that has numpy and no torch where one exists (the numpy-only path).
  */
-import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { createHash } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { python, pythonSync } from '../support/python.js';
+import { useWorkdir } from '../support/workdir.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 
@@ -21,12 +21,7 @@ function pickPython(): string {
     .filter((d) => d.startsWith('.venv') && d !== '.venv-real')
     .map((d) => join(ROOT, d, 'bin/python'));
   for (const py of [...venvs.filter((p) => existsSync(p)), 'python3']) {
-    try {
-      execFileSync(py, ['-c', 'import numpy'], { stdio: 'ignore' });
-      return py;
-    } catch {
-      /* next */
-    }
+    if (pythonSync(['-c', 'import numpy'], { python: py, pythonPath: false }).code === 0) return py;
   }
   throw new Error('no Python with numpy for the self-check: run `bash scripts/setup.sh --test`');
 }
@@ -180,27 +175,21 @@ async function runCase(name: string, c: Case, modelDir?: string): Promise<{ code
   // the reference forward needs a real transformers model; this target is only a head and a norm
   args.push('--reference', 'off');
   if (c.samples) args.push('--samples', String(c.samples));
-  return new Promise((res) => {
-    execFile(py, args, { env: { ...process.env, PYTHONPATH: join(ROOT, 'py') } }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
-      let out: any;
-      try {
-        out = JSON.parse(stdout);
-      } catch {
-        out = { raw: stdout, stderr };
-      }
-      res({ code, out });
-    });
-  });
+  const { code, stdout, stderr } = await python(args, { python: py });
+  let out: any;
+  try {
+    out = JSON.parse(stdout);
+  } catch {
+    out = { raw: stdout, stderr };
+  }
+  return { code: code ?? -1, out };
 }
 
+const tmp = useWorkdir('aerie-selfcheck-');
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'aerie-selfcheck-'));
+  dir = tmp.path;
   py = pickPython();
   await model('target');
-});
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
 });
 
 describe('selfcheck on a hand-made target', () => {

@@ -3,28 +3,20 @@
  * host (COMMON.md wave 3): py/aerie_hs/*.py copied to <workdir>/aerie-py/<sha12>/aerie_hs/, the CLI
  * run from that folder with the machine's python3, no SGLang and no torch importable.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
-import {
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { pythonOut, pythonSync } from '../support/python.js';
+import { useWorkdir } from '../support/workdir.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
+const tmp = useWorkdir('aerie-hook-cli-');
 let work: string;
 let staged: string;
 let poison: string;
 
 beforeAll(() => {
-  work = mkdtempSync(join(tmpdir(), 'aerie-hook-cli-'));
+  work = tmp.path;
   staged = join(work, 'aerie-py', '0123456789ab');
   mkdirSync(join(staged, 'aerie_hs'), { recursive: true });
   for (const f of readdirSync(join(ROOT, 'py/aerie_hs')).filter((f) => f.endsWith('.py'))) {
@@ -37,15 +29,15 @@ beforeAll(() => {
     writeFileSync(join(poison, m, '__init__.py'), `raise ImportError("test: the CLI imported ${m}")\n`);
   }
 });
-afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 function cli(...args: string[]): { code: number; stdout: string; stderr: string } {
-  const r = spawnSync('python3', ['-m', 'aerie_hs.sglang_hook', ...args], {
+  // The staged folder is the cwd (python -m finds aerie_hs there); the poison is all PYTHONPATH holds.
+  const r = pythonSync(['-m', 'aerie_hs.sglang_hook', ...args], {
     cwd: staged,
-    encoding: 'utf8',
-    env: { ...process.env, PYTHONPATH: poison },
+    pythonPath: false,
+    env: { PYTHONPATH: poison },
   });
-  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+  return { code: r.code ?? -1, stdout: r.stdout, stderr: r.stderr };
 }
 
 describe('python -m aerie_hs.sglang_hook plugin-dist', () => {
@@ -59,18 +51,15 @@ describe('python -m aerie_hs.sglang_hook plugin-dist', () => {
     );
     // What sglang/srt/plugins/__init__.py does (entry_points(group=...) then .load()), from
     // another folder with only the staged one on PYTHONPATH, as the extraction server is launched.
-    const loaded = execFileSync(
-      'python3',
-      [
-        '-c',
-        String.raw`
+    const loaded = pythonOut(
+      String.raw`
 import importlib.metadata as md, json
 eps = [e for e in md.entry_points(group="sglang.srt.plugins") if e.name == "aerie_hs_capture"]
 f = eps[0].load()
 print(json.dumps([len(eps), f.__module__, f.__name__]))
 `,
-      ],
-      { cwd: work, encoding: 'utf8', env: { ...process.env, PYTHONPATH: staged } },
+      [],
+      { cwd: work, pythonPath: false, env: { PYTHONPATH: staged } },
     );
     expect(JSON.parse(loaded)).toEqual([1, 'aerie_hs.sglang_hook', 'plugin']);
   });
