@@ -152,6 +152,7 @@ export function metaInfo(
         correctDrafts: r.acceptedDrafts,
         numSteps: spec.numSteps,
         numDraftTokens: spec.numDraftTokens,
+        histogram: r.acceptHistogram,
       }),
     );
   }

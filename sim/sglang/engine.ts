@@ -52,6 +52,8 @@ export class ReqState {
   verifyCt = 0;
   acceptedDrafts = 0;
   proposedDrafts = 0;
+  /** [k] = verify steps that accepted k drafts (SGLang's meta_info histogram, profile.ts specMeta). */
+  acceptHistogram: number[] = [];
   readonly createdAt = performance.now();
   finishedAt = 0;
   readonly done: Promise<void>;
@@ -282,6 +284,7 @@ export class Engine {
         }
         r.verifyCt++;
         r.acceptedDrafts += made - 1;
+        r.acceptHistogram[made - 1] = (r.acceptHistogram[made - 1] ?? 0) + 1;
         r.proposedDrafts += proposedPerVerify;
         this.window.verifies++;
         this.window.tokens += made;

@@ -300,6 +300,9 @@ export function serverInfo(ctx: ServerContext): Record<string, unknown> {
     max_req_input_len: r.maxReqInputLen,
     internal_states: [state],
     version: ctx.env.release,
+    // Not SGLang's: the simulator says what it is, so a report taken against it is labelled
+    // SIMULATED from the server's own word (src/bench/simulated.ts), not from aerie's config.
+    aerie_sim: { name: 'aerie-sim', release: ctx.env.release },
   };
 }
 

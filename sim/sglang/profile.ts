@@ -96,6 +96,8 @@ export interface SpecCounts {
   correctDrafts: number;
   numSteps: number;
   numDraftTokens: number;
+  /** [k] = verify steps that accepted k drafts; holes read as 0. */
+  histogram?: readonly number[];
 }
 
 /**
@@ -103,7 +105,7 @@ export interface SpecCounts {
  * (sglang==0.5.4:srt/managers/tokenizer_manager.py:1431-1433; 0.5.9 :1597-1598; 0.5.12 :1852-1853;
  * 0.5.23 :2755-2756), so streamed chunks before the last carry none.
  */
-export function specMeta(release: SimRelease, c: SpecCounts): Record<string, number> {
+export function specMeta(release: SimRelease, c: SpecCounts): Record<string, number | number[]> {
   if (!atLeast(release, '0.5.9')) {
     // sglang==0.5.4:srt/managers/tokenizer_manager.py:1593-1616: always the three keys, zeros
     // when nothing was verified; the rate's denominator is verify_ct × speculative_num_steps.
@@ -120,6 +122,10 @@ export function specMeta(release: SimRelease, c: SpecCounts): Record<string, num
   if (c.verifyCt <= 0 || proposed <= 0) return {};
   const rate = c.correctDrafts / proposed;
   const length = c.completionTokens / c.verifyCt;
+  // The accepted-drafts histogram, only when non-empty (sglang==0.5.9:srt/managers/tokenizer_manager.py:1859-1867;
+  // 0.5.12 :2143-2155; 0.5.23 :3193-3201): spec_accept_histogram in 0.5.9, spec_correct_drafts_histogram
+  // from 0.5.12, which keeps the old name as an alias until 0.5.23 drops it.
+  const hist = c.histogram && c.histogram.length > 0 ? Array.from(c.histogram, (v) => v ?? 0) : undefined;
   if (!atLeast(release, '0.5.12')) {
     // sglang==0.5.9:srt/managers/tokenizer_manager.py:1836-1857
     return {
@@ -128,9 +134,10 @@ export function specMeta(release: SimRelease, c: SpecCounts): Record<string, num
       spec_accept_token_num: c.correctDrafts,
       spec_draft_token_num: proposed,
       spec_verify_ct: c.verifyCt,
+      ...(hist ? { spec_accept_histogram: hist } : {}),
     };
   }
-  const m: Record<string, number> = {
+  const m: Record<string, number | number[]> = {
     spec_accept_rate: rate,
     spec_accept_length: length,
     spec_num_correct_drafts: c.correctDrafts,
@@ -141,7 +148,9 @@ export function specMeta(release: SimRelease, c: SpecCounts): Record<string, num
     // sglang==0.5.12:srt/managers/tokenizer_manager.py:2139-2141, "backward-compat aliases, remove in next release"
     m.spec_accepted_drafts = c.correctDrafts;
     m.spec_proposed_drafts = proposed;
+    if (hist) m.spec_accept_histogram = hist;
   }
+  if (hist) m.spec_correct_drafts_histogram = hist;
   // sglang==0.5.23:srt/managers/tokenizer_manager.py:3164-3172: the aliases are gone.
   return m;
 }

@@ -16,6 +16,7 @@ import {
   benchServingDatasetName,
   DatasetError,
   largestLevel,
+  levelCategories,
   levelPrompts,
   loadPromptPool,
   promptsPerLevel,
@@ -23,6 +24,7 @@ import {
 } from '../bench/dataset.js';
 import type { BenchServingRecord } from '../bench/metrics.js';
 import { REPORT_FILES, renderReport } from '../bench/report-files.js';
+import { aggregateRounds, DEFAULT_ROUNDS } from '../bench/rounds.js';
 import {
   aerieDriver,
   hostLevelStore,
@@ -33,6 +35,9 @@ import {
   type Variant,
 } from '../bench/sweep.js';
 import type { Config } from '../config/schema.js';
+import { runGpus } from '../config/gpus.js';
+import { runCost, type LaunchTimes, type RunCost } from '../bench/cost.js';
+import { runSummary, type RunSummary } from '../bench/summary.js';
 import type { Host } from '../hosts/host.js';
 import { SglangClient, avgSpecAcceptLength } from '../sglang/client.js';
 import { fatal, keepHeartbeating, runPaths, type ActivityDeps, type RunRef } from './context.js';
@@ -51,6 +56,8 @@ export interface SweepResult {
 export interface ReportResult {
   markdown: string;
   table: string;
+  /** The verdict, crossover, GPU-hours and SIMULATED label (src/bench/summary.ts), for `aerie status` and `aerie compare`. */
+  summary?: RunSummary;
   /** report.md, report.html, results.jsonl on the host. */
   paths: string[];
   host: string;
@@ -67,8 +74,11 @@ async function levelSettingsKey(host: Host, config: Config, variant: Variant, dr
   return levelKey({
     // Bumped when a figure's definition changes, so a level stored under the old one is
     // measured again: 2 = numpy percentiles, chat timing per the server's bench_serving
-    // release, bench_serving's input token count (src/bench/metrics.ts, bench-rules.ts).
-    definitions: 2,
+    // release, bench_serving's input token count (src/bench/metrics.ts, bench-rules.ts);
+    // 3 = rounds of max(8, C) prompts, both accept lengths, categories (src/bench/rounds.ts).
+    // The round count is not in the key: each round is stored on its own, so more rounds
+    // reuse the ones already taken.
+    definitions: 3,
     variant,
     model: config.target['model-path'],
     server: {
@@ -97,9 +107,15 @@ async function levelSettingsKey(host: Host, config: Config, variant: Variant, dr
   });
 }
 
+/** Rounds per level: stages.benchmark.rounds once the schema has it, else DEFAULT_ROUNDS. */
+export function benchRounds(config: Config): number {
+  const r = (config.stages.benchmark as { rounds?: number }).rounds;
+  return typeof r === 'number' && r >= 1 ? Math.floor(r) : DEFAULT_ROUNDS;
+}
+
 async function promptPool(host: Host, config: Config): Promise<PromptPool> {
   try {
-    return await loadPromptPool(host, config);
+    return await loadPromptPool(host, config, benchRounds(config));
   } catch (err) {
     if (err instanceof DatasetError) throw fatal('ConfigError', err.message);
     throw err;
@@ -107,7 +123,7 @@ async function promptPool(host: Host, config: Config): Promise<PromptPool> {
 }
 
 function poolNotes(pool: PromptPool, config: Config): string[] {
-  const need = largestLevel(config.stages.benchmark);
+  const need = largestLevel(config.stages.benchmark) * benchRounds(config);
   if (pool.kind === 'random' || pool.prompts.length >= need) return [];
   return [
     `The ${pool.kind} prompt set has ${pool.prompts.length} distinct prompts; levels needing more (up to ${need}) repeat them in order.`,
@@ -190,6 +206,17 @@ function settingsLines(config: Config, pool: PromptPool): string[] {
   ];
 }
 
+/** The run's launches on the host with their end times (the exit file's mtime), as GPU-hours. */
+async function launchCost(host: Host, runId: string, hostGpus: readonly number[] | undefined): Promise<RunCost> {
+  const launches: LaunchTimes[] = [];
+  for (const record of await host.listLaunches()) {
+    if (!record.launchId.startsWith(`${runId}.`)) continue;
+    const exit = await host.stat(record.exitPath).catch(() => null);
+    launches.push({ record, endedAtMs: exit?.mtimeMs });
+  }
+  return runCost(runId, launches, hostGpus);
+}
+
 export function benchmarkActivities({ hosts }: ActivityDeps) {
   return {
     /** One variant's sweep against a ready server; levels stored by an earlier attempt are not measured again. */
@@ -221,8 +248,10 @@ export function benchmarkActivities({ hosts }: ActivityDeps) {
           runSweep({
             variant,
             concurrencies: b.concurrencies,
-            promptsFor: (c) =>
-              levelPrompts(pool, promptsPerLevel(c, b['prompts-per-level']), b['input-len'], b.seed + c),
+            rounds: benchRounds(config),
+            promptsFor: (c, round) =>
+              levelPrompts(pool, promptsPerLevel(c, b['prompts-per-level']), b['input-len'], b.seed + c, round),
+            categoriesFor: (c, round) => levelCategories(pool, promptsPerLevel(c, b['prompts-per-level']), round),
             store: hostLevelStore(host, dir, variant, key),
             measure: measureFor(host, config, launch, variant, dir, baseUrl, pool),
             signal,
@@ -245,9 +274,15 @@ export function benchmarkActivities({ hosts }: ActivityDeps) {
       const store = hostLevelStore(host, dir, variant, await levelSettingsKey(host, config, variant, input.drafterDir));
       const records: BenchServingRecord[] = [];
       const missing: number[] = [];
+      const rounds = benchRounds(config);
       for (const c of config.stages.benchmark.concurrencies) {
-        const r = await store.read(c);
-        if (r) records.push(r);
+        const taken: BenchServingRecord[] = [];
+        for (let round = 0; round < rounds; round++) {
+          const r = await store.read(c, round);
+          if (!r) break;
+          taken.push(r);
+        }
+        if (taken.length === rounds) records.push(aggregateRounds(taken));
         else missing.push(c);
       }
       return { records, missing };
@@ -265,20 +300,30 @@ export function benchmarkActivities({ hosts }: ActivityDeps) {
       const pool = await promptPool(host, config).catch(
         () => ({ kind: config.stages.benchmark.dataset, prompts: [], source: '(unreadable now)' }) as PromptPool,
       );
-      const report = await renderReport({
+      const cost = await launchCost(host, runId, runGpus(config)).catch(() => undefined);
+      const reportInput = {
         title: `aerie run ${runId}: ${label} drafter vs the target alone`,
         speculativeLabel: label,
         speculative: input.speculative,
         baseline: input.baseline,
         notes: [...new Set(input.notes)],
         settings: settingsLines(config, pool),
-      });
+        cost,
+      };
+      const report = await renderReport(reportInput);
       const paths: string[] = [];
       for (const name of REPORT_FILES) {
         await host.writeFileAtomic(`${dir}/${name}`, report.files[name]);
         paths.push(`${dir}/${name}`);
       }
-      return { markdown: report.files['report.md'], table: report.table, paths, host: host.name, dir };
+      return {
+        markdown: report.files['report.md'],
+        table: report.table,
+        summary: runSummary(reportInput),
+        paths,
+        host: host.name,
+        dir,
+      };
     },
   };
 }

@@ -20,6 +20,7 @@ import {
   type AerieExtras,
   type BenchServingRecord,
 } from './metrics.js';
+import { simulatorOf } from './simulated.js';
 import type { MeasureLevel } from './sweep.js';
 import { flushWhenIdle, type LevelControl } from './sweep.js';
 import type { BenchApi } from './types.js';
@@ -198,6 +199,8 @@ export function ingestBenchServingLine(line: string, numPrompts: number, started
     error_samples: [...new Set(errors.map((e) => e.trim().split('\n').pop()!.slice(0, 300)))].slice(0, 5),
     started_at: startedAt,
     bench_serving_other_fields: Object.keys(other).length > 0 ? other : null,
+    // bench_serving 0.5.9+ copies the server's /server_info into its line (metrics.ts LATER_BENCH_SERVING_KEYS).
+    server_simulated: simulatorOf(r.server_info),
   };
   return { ...out, ...orderedExtras(extras) } as unknown as BenchServingRecord;
 }
@@ -221,7 +224,7 @@ export interface BenchServingDriverOptions {
 /** Runs bench_serving once per level on the host and ingests its line. */
 export function benchServingDriver(o: BenchServingDriverOptions): MeasureLevel {
   return async (job) => {
-    const stem = `${o.dir}/bench_serving/${o.variant}-c${job.concurrency}`;
+    const stem = `${o.dir}/bench_serving/${o.variant}-c${job.concurrency}-r${job.round ?? 0}`;
     await o.host.mkdirp(`${o.dir}/bench_serving`);
     await o.host.writeFileAtomic(`${stem}.dataset.json`, shareGptDataset(job.prompts));
     await o.host.remove(`${stem}.jsonl`).catch(() => undefined);

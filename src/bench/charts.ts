@@ -7,7 +7,10 @@
 
 import type { TopLevelSpec } from 'vega-lite';
 import type { BenchServingRecord } from './metrics.js';
-import { pairByConcurrency, speedup, type ReportInput } from './report.js';
+import { pairByConcurrency, speedupOf, type ReportInput } from './report.js';
+import { metricInterval, type RoundMetric } from './rounds.js';
+import { SIMULATED_LABEL } from './simulated.js';
+import { simulatedOf } from './summary.js';
 
 export interface ChartSpec {
   id: string;
@@ -30,6 +33,20 @@ interface Point {
   concurrency: number;
   series: string;
   value: number;
+  /** The interval over the level's rounds (stats.ts), drawn as an error bar; absent for one round. */
+  lo?: number;
+  hi?: number;
+}
+
+/** A level's median over its rounds with the interval, for a figure the rounds carry. */
+function roundPoints(records: readonly BenchServingRecord[] | undefined, series: string, metric: RoundMetric): Point[] {
+  const out: Point[] = [];
+  for (const r of records ?? []) {
+    const i = metricInterval(r, metric);
+    if (r.max_concurrency === null || !i) continue;
+    out.push({ concurrency: r.max_concurrency, series, value: i.median, ...(i.n >= 2 ? { lo: i.lo, hi: i.hi } : {}) });
+  }
+  return out;
 }
 
 function seriesPoints(
@@ -54,12 +71,32 @@ function lineChart(
   concurrencies: number[],
   colors: Record<string, string>,
   rule?: number,
+  simulated?: string,
 ): ChartSpec {
   const series = Object.keys(colors);
-  // The title is the HTML figure's caption, not drawn twice.
+  const x = {
+    field: 'concurrency',
+    type: 'quantitative',
+    title: 'concurrency (requests in flight)',
+    scale: { type: 'log', domain: [Math.min(...concurrencies), Math.max(...concurrencies)], nice: false },
+    axis: { values: concurrencies, format: 'd', grid: true },
+  };
+  const color = {
+    field: 'series',
+    type: 'nominal',
+    title: null,
+    scale: { domain: series, range: series.map((s) => colors[s]!) },
+    legend: series.length > 1 ? { orient: 'top', direction: 'horizontal', labelLimit: 300 } : null,
+  };
+  const bars = points.some((p) => p.lo !== undefined);
+  // The title is the HTML figure's caption, not drawn twice; a simulated report's charts carry
+  // the label inside the SVG too, so a chart copied out of the page still says so.
   const line: TopLevelSpec = {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
-    description: title,
+    description: simulated ? `${SIMULATED_LABEL}: ${title}` : title,
+    ...(simulated
+      ? { title: { text: `${SIMULATED_LABEL} (${simulated})`, color: '#b42318', fontSize: 13, anchor: 'start' } }
+      : {}),
     width: WIDTH,
     height: HEIGHT,
     data: { values: points },
@@ -67,23 +104,20 @@ function lineChart(
       {
         mark: { type: 'line', point: { filled: true, size: 50 }, strokeWidth: 2 },
         encoding: {
-          x: {
-            field: 'concurrency',
-            type: 'quantitative',
-            title: 'concurrency (requests in flight)',
-            scale: { type: 'log', domain: [Math.min(...concurrencies), Math.max(...concurrencies)], nice: false },
-            axis: { values: concurrencies, format: 'd', grid: true },
-          },
+          x,
           y: { field: 'value', type: 'quantitative', title: yTitle, scale: { zero: rule === undefined } },
-          color: {
-            field: 'series',
-            type: 'nominal',
-            title: null,
-            scale: { domain: series, range: series.map((s) => colors[s]!) },
-            legend: series.length > 1 ? { orient: 'top', direction: 'horizontal', labelLimit: 300 } : null,
-          },
+          color,
         },
       },
+      ...(bars
+        ? [
+            {
+              transform: [{ filter: 'isValid(datum.lo)' }],
+              mark: { type: 'rule' as const, strokeWidth: 1.5 },
+              encoding: { x, y: { field: 'lo', type: 'quantitative' }, y2: { field: 'hi' }, color },
+            },
+          ]
+        : []),
       ...(rule === undefined
         ? []
         : [
@@ -107,22 +141,35 @@ export function chartSpecs(input: ReportInput): ChartSpec[] {
   ];
   const speedups: Point[] = [];
   for (const r of rows) {
-    const s = speedup(r);
-    if (s !== undefined && r.concurrency !== null)
-      speedups.push({ concurrency: r.concurrency, series: 'speedup', value: s });
+    const s = speedupOf(r);
+    if (s && r.concurrency !== null)
+      speedups.push({
+        concurrency: r.concurrency,
+        series: 'speedup',
+        value: s.median,
+        ...(s.n >= 2 ? { lo: s.lo, hi: s.hi } : {}),
+      });
   }
   const accept = [
-    ...seriesPoints(input.speculative, 'per request (meta_info)', (r) => r.mean_accept_length_per_request),
+    ...seriesPoints(input.speculative, 'pooled (Σ tokens ÷ Σ verify steps)', (r) => r.accept_length_pooled),
+    ...seriesPoints(input.speculative, 'per-request mean (meta_info)', (r) => r.mean_accept_length_per_request),
     ...seriesPoints(input.speculative, 'server average (server_info)', (r) => r.accept_length),
+  ];
+  const sim = simulatedOf(input);
+  const rounds = (metric: RoundMetric): Point[] => [
+    ...roundPoints(input.baseline, 'baseline', metric),
+    ...roundPoints(input.speculative, label, metric),
   ];
   const charts = [
     lineChart(
       'throughput',
       'Output throughput',
       'output tokens / s',
-      pair((r) => r.output_throughput),
+      rounds('output_throughput'),
       concurrencies,
       both,
+      undefined,
+      sim,
     ),
     lineChart(
       'speedup',
@@ -132,30 +179,47 @@ export function chartSpecs(input: ReportInput): ChartSpec[] {
       concurrencies,
       { speedup: SPECULATIVE_COLOR },
       1,
+      sim,
     ),
-    lineChart('accept-length', 'Accept length', 'tokens per verify step', accept, concurrencies, {
-      'per request (meta_info)': SPECULATIVE_COLOR,
-      'server average (server_info)': '#ff7f0e',
-    }),
+    lineChart(
+      'accept-length',
+      'Accept length',
+      'tokens per verify step',
+      accept,
+      concurrencies,
+      {
+        'pooled (Σ tokens ÷ Σ verify steps)': '#2ca02c',
+        'per-request mean (meta_info)': SPECULATIVE_COLOR,
+        'server average (server_info)': '#ff7f0e',
+      },
+      undefined,
+      sim,
+    ),
     // The percentile's definition rides in the caption, next to the figure (numpy-stats.ts).
     lineChart(
       'ttft',
       'p99 time to first token (numpy.percentile, linear)',
       'p99 TTFT (ms)',
-      pair((r) => r.p99_ttft_ms),
+      rounds('p99_ttft_ms'),
       concurrencies,
       both,
+      undefined,
+      sim,
     ),
     lineChart(
       'itl',
       'p99 inter-token latency (numpy.percentile, linear)',
       'p99 ITL (ms)',
-      pair((r) => r.p99_itl_ms),
+      rounds('p99_itl_ms'),
       concurrencies,
       both,
+      undefined,
+      sim,
     ),
   ];
-  return charts.filter((c) => (c.spec as { data: { values: unknown[] } }).data.values.length > 0);
+  return charts
+    .filter((c) => (c.spec as { data: { values: unknown[] } }).data.values.length > 0)
+    .map((c) => (sim ? { ...c, title: `${SIMULATED_LABEL}: ${c.title}` } : c));
 }
 
 /** Vega's ids (clip paths, gradients) made unique per chart: `id="x"` → `id="<prefix>-x"`, and every reference to them. */

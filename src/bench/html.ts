@@ -13,9 +13,14 @@ import {
   pairByConcurrency,
   reasoningTables,
   reportedAcceptLength,
+  roundsNote,
   speedup,
+  speedupOf,
   type ReportInput,
 } from './report.js';
+import { extraSections } from './report-sections.js';
+import { verdict } from './stats.js';
+import { displayTitle, firstLine, simulatedOf } from './summary.js';
 
 export interface HtmlExtras {
   /** ISO time the report was written. */
@@ -36,7 +41,9 @@ figure svg { max-width: 100%; height: auto; }
 table { border-collapse: collapse; font-variant-numeric: tabular-nums; margin: .5rem 0; }
 th, td { border: 1px solid #ddd; padding: .25rem .6rem; text-align: right; }
 th { background: #f4f6f8; }
-td.good { color: #1a7f37; font-weight: 600; } td.bad { color: #b42318; font-weight: 600; }
+td.good { color: #1a7f37; font-weight: 600; } td.bad { color: #b42318; font-weight: 600; } td.undecided { color: #9a6700; font-weight: 600; }
+.verdict { font-size: 1.1rem; font-weight: 600; margin: .5rem 0 .25rem; }
+.simulated { background: #fff4e5; border: 2px solid #d97706; color: #8a4b00; font-weight: 700; padding: .4rem .8rem; border-radius: 4px; display: inline-block; }
 .note, footer { color: #555; }
 code { background: #f4f6f8; padding: 0 .25rem; border-radius: 3px; }
 `;
@@ -92,9 +99,16 @@ export function renderReportHtml(input: ReportInput, charts: readonly RenderedCh
   const speedupCol = headers(label).indexOf('Speedup');
   const comparison = table(headers(label), rows.map(cells), (i, j) => {
     if (j !== speedupCol) return undefined;
-    const s = speedup(rows[i]!);
-    return s === undefined ? undefined : s >= 1 ? 'good' : 'bad';
+    const s = speedupOf(rows[i]!);
+    if (!s) return undefined;
+    if (s.n >= 2 && verdict(s) === 'undecided') return 'undecided';
+    return s.median >= 1 ? 'good' : 'bad';
   });
+  const sim = simulatedOf(input);
+  const sections = extraSections(input).map(
+    (sec) =>
+      `<h2 id="${escapeHtml(sec.id)}">${escapeHtml(sec.heading)}</h2>\n${table(sec.head, sec.rows)}\n${sec.notes.map((n) => `<p class="note">${escapeHtml(n)}</p>`).join('\n')}`,
+  );
   const notes = [...derivedNotes(rows, label), ...(input.notes ?? [])];
   const details: string[] = [];
   for (const [name, records] of [
@@ -117,11 +131,12 @@ export function renderReportHtml(input: ReportInput, charts: readonly RenderedCh
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(input.title)}</title>
+<title>${escapeHtml(displayTitle(input))}</title>
 <style>${CSS}</style>
 </head>
 <body>
-<h1>${escapeHtml(input.title)}</h1>
+${sim ? `<p class="simulated" id="simulated">SIMULATED — these servers said they were ${escapeHtml(sim)}: no GPU was measured.</p>\n` : ''}<h1>${escapeHtml(displayTitle(input))}</h1>
+<p class="verdict" id="verdict">${escapeHtml(firstLine(input))}</p>
 <p class="headline">${escapeHtml(headline(input))}</p>
 <section class="charts">
 ${figures.join('\n')}
@@ -129,7 +144,9 @@ ${figures.join('\n')}
 <h2>${escapeHtml(label)} vs the target alone</h2>
 ${comparison}
 <p class="note">${escapeHtml(comparisonNote(label))}</p>
+<p class="note" id="rounds-note">${escapeHtml(roundsNote(rows))}</p>
 ${notes.length > 0 ? `<h2>Notes</h2>\n<ul>\n${notes.map((n) => `<li>${escapeHtml(n)}</li>`).join('\n')}\n</ul>` : ''}
+${sections.join('\n')}
 ${input.settings && input.settings.length > 0 ? `<h2>Settings</h2>\n<ul>\n${input.settings.map((n) => `<li>${escapeHtml(n)}</li>`).join('\n')}\n</ul>` : ''}
 <h2>Every level</h2>
 ${details.join('\n')}

@@ -25,6 +25,9 @@
 
 import { rulesLabel, benchServingRules, type BenchServingRules } from './bench-rules.js';
 import { distribution, type Distribution } from './numpy-stats.js';
+import { acceptFigures, type AcceptFigures } from './accept.js';
+import { categoryFigures, type CategoryFigures } from './categories.js';
+import type { RoundFigures } from './rounds.js';
 import type { LevelRun, RequestResult } from './types.js';
 
 export { distribution, type Distribution } from './numpy-stats.js';
@@ -112,6 +115,15 @@ export const AERIE_EXTRA_KEYS = [
   'max_in_flight',
   'started_at',
   'bench_serving_other_fields',
+  'accept_length_pooled',
+  'spec_verify_steps',
+  'spec_completion_tokens',
+  'spec_requests',
+  'spec_accept_histogram',
+  'accept_per_position',
+  'server_simulated',
+  'rounds',
+  'categories',
 ] as const;
 
 type BenchServingNumberKey = Exclude<
@@ -164,8 +176,19 @@ export interface BenchServingLater {
   max_concurrent_requests: number | null;
 }
 
-/** Figures aerie adds; null where a source (an ingested bench_serving line) does not have them. */
-export interface AerieExtras {
+/**
+ * Figures aerie adds; null where a source (an ingested bench_serving line) does not have them.
+ * Since definitions 3 (accept.ts, rounds.ts, categories.ts) a record also carries both accept
+ * lengths, the rounds it was taken in and per-category figures; records written before lack
+ * those keys, and every reader takes a missing key as null.
+ */
+export interface AerieExtras extends AcceptFigures {
+  /** What the server said marks it as a simulator (its /server_info), e.g. "aerie-sim 0.5.23"; null for a real server. */
+  server_simulated: string | null;
+  /** Per-round figures of the level (rounds.ts); null on a record of one measurement. */
+  rounds: RoundFigures[] | null;
+  /** Per prompt category, when the dataset carries one (categories.ts); null otherwise. */
+  categories: CategoryFigures[] | null;
   /** np.max of the pooled ITLs: bench_serving prints this but does not write it. */
   max_itl_ms: number | null;
   /** Σ the server's prompt_tokens: the chat template included on chat; null for an ingested line. */
@@ -225,6 +248,10 @@ export interface SummaryMeta {
   promptLens?: readonly number[];
   /** bench_serving's retokenized output count of each answer, by RequestResult.index; without it total_output_tokens_retokenized is null. */
   outputLensRetokenized?: readonly number[];
+  /** Each prompt's category, by RequestResult.index, when the dataset carries one. */
+  categories?: readonly (string | undefined)[];
+  /** server_simulated (see AerieExtras), from the server's own /server_info. */
+  simulated?: string | null;
 }
 
 // bench_serving's argparse defaults, written whatever the dataset.
@@ -340,6 +367,10 @@ export function summarizeLevel(run: LevelRun, meta: SummaryMeta): BenchServingRe
     max_in_flight: run.maxInFlight,
     started_at: run.startedAt,
     bench_serving_other_fields: null,
+    ...acceptFigures(ok),
+    server_simulated: meta.simulated ?? null,
+    rounds: null,
+    categories: meta.categories ? categoryFigures(ok, meta.categories) : null,
   };
   return { ...core, ...later, ...orderedExtras(extras) };
 }

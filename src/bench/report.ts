@@ -5,6 +5,11 @@
 import type { BenchServingRecord } from './metrics.js';
 import { PERCENTILE_DEFINITION } from './numpy-stats.js';
 import { chatNotes, REASONING_HEADERS, reasoningCells, reasoningRows } from './report-chat.js';
+import { metricInterval, requestsOf, roundsOf, speedupInterval } from './rounds.js';
+import { formatInterval, verdict, type Interval } from './stats.js';
+import { costLines, type RunCost } from './cost.js';
+import { extraSections } from './report-sections.js';
+import { displayTitle, firstLine } from './summary.js';
 
 export interface ReportInput {
   title: string;
@@ -15,6 +20,10 @@ export interface ReportInput {
   speculativeLabel?: string;
   /** How the numbers were taken (dataset, lengths, api, driver), one line each. */
   settings?: string[];
+  /** What each stage cost (cost.ts), for the report's cost section; absent when unknown. */
+  cost?: RunCost;
+  /** "aerie-sim 0.5.23" when the servers said they were the simulator (simulated.ts); else absent. */
+  simulated?: string;
 }
 
 const DASH = '—';
@@ -38,12 +47,20 @@ export function pairByConcurrency(input: Pick<ReportInput, 'baseline' | 'specula
   return [...rows.values()].sort((a, b) => (a.concurrency ?? Infinity) - (b.concurrency ?? Infinity));
 }
 
-/** speculative output_throughput / baseline output_throughput; undefined when either is missing or zero. */
+/** Median over the paired rounds of speculative ÷ baseline output throughput, with its interval. */
+export function speedupOf(row: ReportRow): Interval | null {
+  return speedupInterval(row.speculative, row.baseline);
+}
+
+/** The median paired speedup; undefined when either side is missing or zero. */
 export function speedup(row: ReportRow): number | undefined {
-  const b = row.baseline?.output_throughput;
-  const s = row.speculative?.output_throughput;
-  if (b === undefined || s === undefined || !(b > 0)) return undefined;
-  return s / b;
+  return speedupOf(row)?.median;
+}
+
+/** Pooled accept length (Σ tokens ÷ Σ verify steps), else the server's own pooled running average. */
+export function pooledAcceptLength(r: BenchServingRecord | undefined): number | undefined {
+  if (!r) return undefined;
+  return r.accept_length_pooled ?? r.accept_length ?? undefined;
 }
 
 /** Per-request meta_info mean first (flush-proof), else the server's running average. */
@@ -58,7 +75,8 @@ export function headers(label: string): string[] {
     'Baseline out tok/s',
     `${label} out tok/s`,
     'Speedup',
-    'Accept length',
+    'Accept length (pooled)',
+    'Accept length (per-request mean)',
     'Baseline p99 TTFT (ms)',
     `${label} p99 TTFT (ms)`,
     'Baseline p99 ITL (ms)',
@@ -69,26 +87,54 @@ export function headers(label: string): string[] {
 export const fixed = (v: number | undefined | null, digits: number): string =>
   v === undefined || v === null || !Number.isFinite(v) ? DASH : v.toFixed(digits);
 
+/** Marks a speedup whose interval holds 1×: too wide to say which variant is faster there. */
+export const UNDECIDED_MARK = '?';
+
+export function speedupCell(row: ReportRow): string {
+  const sp = speedupOf(row);
+  if (!sp) return DASH;
+  return formatInterval(sp, 2, '×') + (sp.n >= 2 && verdict(sp) === 'undecided' ? ` ${UNDECIDED_MARK}` : '');
+}
+
 export function cells(row: ReportRow): string[] {
-  const sp = speedup(row);
   return [
     row.concurrency === null ? DASH : String(row.concurrency),
-    fixed(row.baseline?.output_throughput, 1),
-    fixed(row.speculative?.output_throughput, 1),
-    sp === undefined ? DASH : `${sp.toFixed(2)}×`,
+    formatInterval(metricInterval(row.baseline, 'output_throughput'), 1),
+    formatInterval(metricInterval(row.speculative, 'output_throughput'), 1),
+    speedupCell(row),
+    fixed(pooledAcceptLength(row.speculative), 2),
     fixed(reportedAcceptLength(row.speculative), 2),
-    fixed(row.baseline?.p99_ttft_ms, 1),
-    fixed(row.speculative?.p99_ttft_ms, 1),
-    fixed(row.baseline?.p99_itl_ms, 1),
-    fixed(row.speculative?.p99_itl_ms, 1),
+    formatInterval(metricInterval(row.baseline, 'p99_ttft_ms'), 1),
+    formatInterval(metricInterval(row.speculative, 'p99_ttft_ms'), 1),
+    formatInterval(metricInterval(row.baseline, 'p99_itl_ms'), 1),
+    formatInterval(metricInterval(row.speculative, 'p99_itl_ms'), 1),
   ];
+}
+
+/** How many rounds the table's medians are over, and what their intervals cover. */
+export function roundsNote(rows: readonly ReportRow[]): string {
+  const ns = new Set<number>();
+  const coverage = new Set<string>();
+  for (const r of rows) {
+    for (const rec of [r.baseline, r.speculative]) if (rec) ns.add(roundsOf(rec).length);
+    const sp = speedupOf(r);
+    if (sp && sp.n >= 2) coverage.add(`${+(sp.coverage * 100).toFixed(2)} %`);
+  }
+  const rounds = [...ns].sort((a, b) => a - b).join('/');
+  if (![...ns].some((n) => n >= 2)) return `Each level was measured once (${rounds || 0} round): no intervals.`;
+  return (
+    `Each figure is the median of ${rounds} rounds per level, [low–high] its order-statistic interval for the median ` +
+    `(coverage ${[...coverage].join(', ') || 'n/a'}, exact and distribution-free); speedup's is over the paired rounds (round i against round i, the same prompts). ` +
+    `${UNDECIDED_MARK} = the speedup interval holds 1×: too wide to decide whether the drafter is faster at that level.`
+  );
 }
 
 /** The line under the comparison table: what speedup, accept length and the p99s are. */
 export function comparisonNote(label: string): string {
   return (
-    `Speedup = ${label} output tok/s ÷ baseline output tok/s at the same concurrency. ` +
-    'Accept length = mean of per-request meta_info values (server average when absent). ' +
+    `Speedup = ${label} output tok/s ÷ baseline output tok/s at the same concurrency, per paired round. ` +
+    'Accept length (pooled) = Σ completion tokens ÷ Σ verify steps over every speculative request of the level (tokens per target forward, as vLLM and SGLang pool it; ' +
+    "the server's own running average where the requests did not report verify steps); (per-request mean) = mean of the requests' meta_info spec_accept_length, as SpecForge averages. " +
     "p99 = numpy.percentile(values, 99), numpy's default 'linear' method, as bench_serving computes it."
   );
 }
@@ -118,7 +164,7 @@ export function derivedNotes(rows: ReportRow[], label: string): string[] {
       if (rec && rec.errors > 0) {
         const first = rec.error_samples[0];
         out.push(
-          `Concurrency ${r.concurrency ?? DASH}, ${name}: ${rec.errors} of ${rec.errors + rec.completed} requests failed` +
+          `Concurrency ${r.concurrency ?? DASH}, ${name}: ${rec.errors} of ${requestsOf(rec)} requests failed` +
             (first ? ` (e.g. ${first})` : '') +
             '; figures cover the successful ones only.',
         );
@@ -131,15 +177,35 @@ export function derivedNotes(rows: ReportRow[], label: string): string[] {
       ['baseline', rows.flatMap((r) => (r.baseline ? [r.baseline] : []))],
     ]),
   );
+  const undecided = rows.filter((r) => {
+    const sp = speedupOf(r);
+    return sp !== null && sp.n >= 2 && verdict(sp) === 'undecided';
+  });
+  if (undecided.length > 0)
+    out.push(
+      `Undecided at concurrency ${undecided.map((r) => r.concurrency ?? DASH).join(', ')}: the speedup interval holds 1×; more rounds (stages.benchmark.rounds) would decide.`,
+    );
   return out;
 }
 
 export function renderReportMarkdown(input: ReportInput): string {
   const label = input.speculativeLabel ?? 'EAGLE3';
   const rows = pairByConcurrency(input);
-  const lines = [`# ${input.title}`, '', ...markdownTable(headers(label), rows.map(cells)), '', comparisonNote(label)];
+  const lines = [
+    `# ${displayTitle(input)}`,
+    '',
+    `**${firstLine(input)}**`,
+    '',
+    ...markdownTable(headers(label), rows.map(cells)),
+    '',
+    comparisonNote(label),
+    '',
+    roundsNote(rows),
+  ];
   const notes = [...derivedNotes(rows, label), ...(input.notes ?? [])];
   if (notes.length > 0) lines.push('', ...notes.map((n) => `- ${n}`));
+  for (const sec of extraSections(input))
+    lines.push('', `## ${sec.heading}`, '', ...markdownTable(sec.head, sec.rows), '', ...sec.notes);
   if (input.settings && input.settings.length > 0)
     lines.push('', '## Settings', '', ...input.settings.map((n) => `- ${n}`));
   for (const [name, records] of [
@@ -219,13 +285,15 @@ export function renderReportTable(input: ReportInput): string {
       .join('  ')
       .trimEnd();
   const lines = [
-    input.title,
+    displayTitle(input),
+    firstLine(input),
     '',
     fmt(table[0]),
     widths.map((w) => '-'.repeat(w)).join('  '),
     ...table.slice(1).map(fmt),
   ];
   const notes = [...derivedNotes(rows, label), ...(input.notes ?? [])];
+  if (input.cost) notes.push(costLines(input.cost)[0]!);
   if (notes.length > 0) lines.push('', ...notes.map((n) => `* ${n}`));
   return lines.join('\n') + '\n';
 }

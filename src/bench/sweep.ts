@@ -1,6 +1,6 @@
 // The concurrency sweep for one variant (the drafter, or the target alone): levels in
-// order, each measured once and stored, so a retried or resumed sweep continues at the
-// first level without a stored result. No Temporal here: the activity wraps it with
+// order, each measured in R rounds (rounds.ts), every round stored as it ends, so a retried
+// or resumed sweep continues at the first round without a stored result. No Temporal here: the activity wraps it with
 // heartbeats, tests drive it against the simulator directly.
 
 import { createHash } from 'node:crypto';
@@ -9,6 +9,8 @@ import { formatJsonLine, parseJsonLine } from './python-json.js';
 import { benchServingRules, serverVersionOf } from './bench-rules.js';
 import { runLevel } from './loadgen.js';
 import { summarizeLevel, type BenchServingRecord, type SummaryMeta } from './metrics.js';
+import { aggregateRounds, metricInterval } from './rounds.js';
+import { simulatorOf } from './simulated.js';
 import { tokenizePrompts, type PromptCounts } from './tokenize.js';
 import type { BenchApi } from './types.js';
 
@@ -35,14 +37,19 @@ export interface SweepProgress {
   finished: LevelDone[];
 }
 
+/** One stored line per level and round (round 0 when left out). */
 export interface LevelStore {
-  read(concurrency: number): Promise<BenchServingRecord | undefined>;
-  write(concurrency: number, record: BenchServingRecord): Promise<void>;
+  read(concurrency: number, round?: number): Promise<BenchServingRecord | undefined>;
+  write(concurrency: number, record: BenchServingRecord, round?: number): Promise<void>;
 }
 
 export interface LevelJob {
   concurrency: number;
+  /** 0-based round of the level; 0 when left out. */
+  round?: number;
   prompts: string[];
+  /** Each prompt's category, when the dataset carries them (categories.ts). */
+  categories?: readonly (string | undefined)[];
   signal?: AbortSignal;
   onProgress: (done: number, total: number) => void;
 }
@@ -53,7 +60,12 @@ export type MeasureLevel = (job: LevelJob) => Promise<BenchServingRecord>;
 export interface SweepOptions {
   variant: Variant;
   concurrencies: readonly number[];
-  promptsFor: (concurrency: number) => string[];
+  /** Rounds per level (at least 1). */
+  rounds: number;
+  /** A round's prompts: the same (concurrency, round) gives the same prompts to both variants. */
+  promptsFor: (concurrency: number, round: number) => string[];
+  /** The categories of promptsFor's prompts, in the same order; absent when the dataset has none. */
+  categoriesFor?: (concurrency: number, round: number) => readonly (string | undefined)[] | undefined;
   store: LevelStore;
   measure: MeasureLevel;
   signal?: AbortSignal;
@@ -72,28 +84,40 @@ export async function runSweep(o: SweepOptions): Promise<BenchServingRecord[]> {
   };
   for (const [i, concurrency] of o.concurrencies.entries()) {
     o.signal?.throwIfAborted();
-    let record = await o.store.read(concurrency);
-    const stored = record !== undefined;
-    if (!record) {
-      const prompts = o.promptsFor(concurrency);
-      report({ level: i + 1, concurrency, done: 0, total: prompts.length });
-      record = await o.measure({
-        concurrency,
-        prompts,
-        signal: o.signal,
-        onProgress: (done, total) => report({ level: i + 1, concurrency, done, total }),
-      });
-      await o.store.write(concurrency, record);
+    const rounds: BenchServingRecord[] = [];
+    let stored = true;
+    let sent = 0;
+    for (let round = 0; round < Math.max(1, o.rounds); round++) {
+      let record = await o.store.read(concurrency, round);
+      if (!record) {
+        stored = false;
+        const prompts = o.promptsFor(concurrency, round);
+        const total = prompts.length * Math.max(1, o.rounds);
+        const before = sent;
+        report({ level: i + 1, concurrency, done: before, total });
+        record = await o.measure({
+          concurrency,
+          round,
+          prompts,
+          categories: o.categoriesFor?.(concurrency, round),
+          signal: o.signal,
+          onProgress: (done) => report({ level: i + 1, concurrency, done: before + done, total }),
+        });
+        await o.store.write(concurrency, record, round);
+      }
+      sent += record.completed + (record.errors ?? 0);
+      rounds.push(record);
     }
+    const record = aggregateRounds(rounds);
     records.push(record);
     finished.push({
       concurrency,
-      outputThroughput: record.output_throughput,
-      acceptLength: record.mean_accept_length_per_request ?? record.accept_length,
+      outputThroughput: metricInterval(record, 'output_throughput')?.median ?? record.output_throughput,
+      acceptLength: record.accept_length_pooled ?? record.mean_accept_length_per_request ?? record.accept_length,
       errors: record.errors ?? 0,
       stored,
     });
-    report({ level: i + 1, concurrency, done: record.completed, total: record.completed + (record.errors ?? 0) });
+    report({ level: i + 1, concurrency, done: sent - (record.errors ?? 0), total: sent });
   }
   return records;
 }
@@ -167,6 +191,8 @@ export function aerieDriver(o: AerieDriverOptions): MeasureLevel {
       rules,
       promptLens: counts?.lens,
       outputLensRetokenized: answers.lens,
+      categories: job.categories,
+      simulated: simulatorOf(before),
     });
   };
 }
@@ -200,19 +226,19 @@ export function levelKey(parts: Record<string, unknown>): string {
 
 /** Levels stored as one bench_serving-style JSON line each, under the run's bench folder on the host. */
 export function hostLevelStore(host: Host, dir: string, variant: Variant, key: string): LevelStore {
-  const path = (c: number): string => `${dir}/levels/${variant}-c${c}-${key}.json`;
+  const path = (c: number, round: number): string => `${dir}/levels/${variant}-c${c}-r${round}-${key}.json`;
   return {
-    async read(c) {
-      if (!(await host.stat(path(c)))) return undefined;
+    async read(c, round = 0) {
+      if (!(await host.stat(path(c, round)))) return undefined;
       try {
-        return parseJsonLine((await host.readFile(path(c))).toString('utf8').trim()) as BenchServingRecord;
+        return parseJsonLine((await host.readFile(path(c, round))).toString('utf8').trim()) as BenchServingRecord;
       } catch {
         return undefined; // a damaged file is measured again
       }
     },
-    async write(c, record) {
+    async write(c, record, round = 0) {
       await host.mkdirp(`${dir}/levels`);
-      await host.writeFileAtomic(path(c), formatJsonLine(record) + '\n');
+      await host.writeFileAtomic(path(c, round), formatJsonLine(record) + '\n');
     },
   };
 }

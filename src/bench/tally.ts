@@ -4,6 +4,7 @@
 // RequestResult). Pure: time is passed in, no I/O, so the rules are golden-testable. Each event costs one JSON.parse and O(new tokens) work; the
 // cumulative text SGLang resends in every chunk is looked at only for emptiness.
 
+import { histogramOf } from './accept.js';
 import { firstKeyIs, objectValueRange, stringValueState } from './json-scan.js';
 import { benchServingRules, type BenchServingRules } from './bench-rules.js';
 import type { SseEvent } from './sse.js';
@@ -238,6 +239,9 @@ export function finishTally(
   }
   const accept = acceptLengthOf(t.meta);
   if (accept !== undefined) r.acceptLength = accept;
+  if (t.meta && isNum(t.meta.spec_verify_ct) && t.meta.spec_verify_ct > 0) r.specVerifyCt = t.meta.spec_verify_ct;
+  const hist = histogramOf(t.meta);
+  if (hist) r.specHistogram = hist;
   if (t.meta && isNum(t.meta.e2e_latency)) r.serverE2eMs = t.meta.e2e_latency * 1000;
   const error = failure ?? t.error ?? (t.done ? undefined : 'stream ended before [DONE]');
   if (error !== undefined) r.error = error;

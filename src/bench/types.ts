@@ -42,6 +42,10 @@ export interface RequestResult {
   generatedText?: string;
   /** meta_info.spec_accept_length, else completion_tokens / spec_verify_ct; absent without speculation. */
   acceptLength?: number;
+  /** meta_info.spec_verify_ct (target verify forwards) from the final chunk; absent without speculation. */
+  specVerifyCt?: number;
+  /** meta_info's accepted-drafts histogram (accept.ts histogramOf); absent where the release reports none. */
+  specHistogram?: number[];
   /** meta_info.e2e_latency × 1000 from the final chunk, when present. */
   serverE2eMs?: number;
   /** Why the request failed; absent on success. Failed requests are left out of the latency stats. */

@@ -287,10 +287,10 @@ appendFileSync(arg('--output-file'), line + '\\n');
     expect(r.errors).toBe(0);
     expect(progress).toEqual([3]);
     const dataset = JSON.parse(
-      await readFile(join(dir, 'bench_serving', 'eagle3-c4.dataset.json'), 'utf8'),
+      await readFile(join(dir, 'bench_serving', 'eagle3-c4-r0.dataset.json'), 'utf8'),
     ) as unknown[];
     expect(dataset).toHaveLength(3);
-    expect(await readFile(join(dir, 'bench_serving', 'eagle3-c4.log'), 'utf8')).toContain('--max-concurrency 4');
+    expect(await readFile(join(dir, 'bench_serving', 'eagle3-c4-r0.log'), 'utf8')).toContain('--max-concurrency 4');
   });
 
   it('fails with the tail of its output when bench_serving fails', async () => {

@@ -81,7 +81,7 @@ describe('report files', () => {
     expect(html).toContain('<title>Llama &lt;8B&gt; &amp; EAGLE3</title>');
     expect(html).toContain('<a href="results.jsonl">results.jsonl</a>');
     expect(html).toContain('<td class="bad">0.60×</td>');
-    expect(r.files['report.md']).toContain('| 250 | 9600.0 | 5760.0 | 0.60× | 3.20 |');
+    expect(r.files['report.md']).toContain('| 250 | 9600.0 | 5760.0 | 0.60× | 3.10 | 3.20 |');
     expect(r.table.split('\n').filter((l) => /^\s+\d+\s/.test(l))).toHaveLength(8);
   });
 });

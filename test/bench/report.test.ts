@@ -7,6 +7,7 @@ import {
   pairByConcurrency,
   renderReportMarkdown,
   renderReportTable,
+  comparisonNote,
   speedup,
 } from '../../src/bench/report.js';
 
@@ -45,13 +46,18 @@ describe('report', () => {
     const comparison = [
       '# Llama-3.1-8B + EAGLE3, MT-Bench',
       '',
-      '| Concurrency | Baseline out tok/s | EAGLE3 out tok/s | Speedup | Accept length | Baseline p99 TTFT (ms) | EAGLE3 p99 TTFT (ms) | Baseline p99 ITL (ms) | EAGLE3 p99 ITL (ms) |',
-      '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
-      '| 1 | 158.0 | 373.0 | 2.36× | 3.46 | 101.0 | 95.3 | 10.1 | 10.1 |',
-      '| 10 | 1000.0 | 1380.0 | 1.38× | 2.90 | 110.0 | 110.0 | 11.0 | 11.0 |',
-      '| 30 | — | 2500.0 | — | 2.50 | — | 130.0 | — | 13.0 |',
+      '**Verdict: EAGLE3 is faster than the target alone at every measured concurrency up to 10: the crossover is never within the sweep.**',
       '',
-      "Speedup = EAGLE3 output tok/s ÷ baseline output tok/s at the same concurrency. Accept length = mean of per-request meta_info values (server average when absent). p99 = numpy.percentile(values, 99), numpy's default 'linear' method, as bench_serving computes it.",
+      '| Concurrency | Baseline out tok/s | EAGLE3 out tok/s | Speedup | Accept length (pooled) | Accept length (per-request mean) | Baseline p99 TTFT (ms) | EAGLE3 p99 TTFT (ms) | Baseline p99 ITL (ms) | EAGLE3 p99 ITL (ms) |',
+      '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+      // Records from before rounds and pooled counts: one round each, the server's pooled average in the pooled column.
+      '| 1 | 158.0 | 373.0 | 2.36× | 3.10 | 3.46 | 101.0 | 95.3 | 10.1 | 10.1 |',
+      '| 10 | 1000.0 | 1380.0 | 1.38× | 2.90 | 2.90 | 110.0 | 110.0 | 11.0 | 11.0 |',
+      '| 30 | — | 2500.0 | — | — | 2.50 | — | 130.0 | — | 13.0 |',
+      '',
+      comparisonNote('EAGLE3'),
+      '',
+      'Each level was measured once (1 round): no intervals.',
       '',
       '- Concurrency 10, EAGLE3: 2 of 20 requests failed (e.g. HTTP 503: overloaded); figures cover the successful ones only.',
       '- 1×H100, SGLang 0.5.2.',
@@ -80,10 +86,11 @@ describe('report', () => {
     expect(renderReportTable({ title: 'Smoke', speculative: [rec(1, 42.25, { accept_length: 1.5 })] })).toBe(
       [
         'Smoke',
+        'Verdict: no baseline was measured, so there is no crossover: EAGLE3 alone was benchmarked.',
         '',
-        'Concurrency  Baseline out tok/s  EAGLE3 out tok/s  Speedup  Accept length  Baseline p99 TTFT (ms)  EAGLE3 p99 TTFT (ms)  Baseline p99 ITL (ms)  EAGLE3 p99 ITL (ms)',
-        '-----------  ------------------  ----------------  -------  -------------  ----------------------  --------------------  ---------------------  -------------------',
-        '          1                   —              42.3        —           1.50                       —                 101.0                      —                 10.1',
+        'Concurrency  Baseline out tok/s  EAGLE3 out tok/s  Speedup  Accept length (pooled)  Accept length (per-request mean)  Baseline p99 TTFT (ms)  EAGLE3 p99 TTFT (ms)  Baseline p99 ITL (ms)  EAGLE3 p99 ITL (ms)',
+        '-----------  ------------------  ----------------  -------  ----------------------  --------------------------------  ----------------------  --------------------  ---------------------  -------------------',
+        '          1                   —              42.3        —                    1.50                              1.50                       —                 101.0                      —                 10.1',
         '',
       ].join('\n'),
     );
@@ -91,7 +98,7 @@ describe('report', () => {
 
   it('aligns every terminal row to the header width and uses the speculative label', () => {
     const out = renderReportTable({ ...input, speculativeLabel: 'EAGLE3-topk1' });
-    const lines = out.split('\n').slice(2, 7);
+    const lines = out.split('\n').slice(3, 8);
     expect(lines[0]).toContain('EAGLE3-topk1 out tok/s');
     const width = lines[1].length;
     for (const l of lines.slice(2)) expect(l.length).toBe(width);

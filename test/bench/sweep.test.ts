@@ -20,15 +20,20 @@ import { LocalHost } from '../../src/hosts/local/local-host.js';
 import { SglangClient, avgSpecAcceptLength } from '../../src/sglang/client.js';
 import { SimServer, simDrafter } from '../../bench/sim-process.js';
 
-const memoryStore = (initial: [number, BenchServingRecord][] = []): LevelStore & { writes: number[] } => {
-  const m = new Map(initial);
+const memoryStore = (
+  initial: [number, BenchServingRecord, number?][] = [],
+): LevelStore & { writes: number[]; roundWrites: string[] } => {
+  const m = new Map(initial.map(([c, r, round]) => [`${c}:${round ?? 0}`, r]));
   const writes: number[] = [];
+  const roundWrites: string[] = [];
   return {
     writes,
-    read: async (c) => m.get(c),
-    write: async (c, r) => {
+    roundWrites,
+    read: async (c, round = 0) => m.get(`${c}:${round}`),
+    write: async (c, r, round = 0) => {
       writes.push(c);
-      m.set(c, r);
+      roundWrites.push(`${c}:${round}`);
+      m.set(`${c}:${round}`, r);
     },
   };
 };
@@ -51,6 +56,7 @@ describe('runSweep', () => {
     const records = await runSweep({
       variant: 'eagle3',
       concurrencies: [1, 2, 4],
+      rounds: 1,
       promptsFor: (c) => Array.from({ length: c + 1 }, (_, i) => `p${i}`),
       store,
       measure: async (job) => {
@@ -78,6 +84,35 @@ describe('runSweep', () => {
       [4, false],
     ]);
     expect(seen.every((p) => p.levels === 3 && p.variant === 'eagle3')).toBe(true);
+  });
+
+  it('runs R rounds per level, resumes at the first missing round, and makes the level record from them', async () => {
+    // Round 0 of level 3 survived an earlier attempt; rounds 1 and 2 are measured now.
+    const store = memoryStore([[3, { ...fakeRecord(3), output_throughput: 50 }, 0]]);
+    const jobs: string[] = [];
+    const throughputs: Record<number, number> = { 1: 10, 2: 40 };
+    const records = await runSweep({
+      variant: 'baseline',
+      concurrencies: [3],
+      rounds: 3,
+      promptsFor: (c, round) => [`c${c}r${round}`],
+      categoriesFor: (_c, round) => [round === 1 ? 'code' : 'chat'],
+      store,
+      measure: async (job) => {
+        jobs.push(`${job.prompts[0]}/${job.categories?.[0]}`);
+        return { ...fakeRecord(3), output_throughput: throughputs[job.round!]! };
+      },
+    });
+    expect(jobs).toEqual(['c3r1/code', 'c3r2/chat']);
+    expect(store.roundWrites).toEqual(['3:1', '3:2']);
+    const [level] = records;
+    expect(level!.rounds!.map((r) => [r.round, r.output_throughput])).toEqual([
+      [0, 50],
+      [1, 10],
+      [2, 40],
+    ]);
+    // The level's bench_serving keys are its median round's (40 tok/s of 10, 40, 50).
+    expect(level!.output_throughput).toBe(40);
   });
 
   it('flushWhenIdle retries a refused flush, then gives up without failing the level', async () => {
@@ -108,7 +143,12 @@ describe('runSweep', () => {
       await store.write(5, { ...fakeRecord(5), request_rate: Infinity });
       expect(await store.read(5)).toMatchObject({ max_concurrency: 5, request_rate: Infinity });
       expect(await hostLevelStore(host, dir, 'baseline', levelKey({ outputLen: 64 })).read(5)).toBeUndefined();
-      expect(await readdir(join(dir, 'levels'))).toEqual([`baseline-c5-${key}.json`]);
+      await store.write(5, { ...fakeRecord(5), output_throughput: 1 }, 1);
+      expect((await store.read(5, 1))!.output_throughput).toBe(1);
+      expect((await readdir(join(dir, 'levels'))).sort()).toEqual([
+        `baseline-c5-r0-${key}.json`,
+        `baseline-c5-r1-${key}.json`,
+      ]);
     } finally {
       await host.close();
       await rm(dir, { recursive: true, force: true });
@@ -179,6 +219,15 @@ describe('aerieDriver against the simulator', () => {
     expect(r.mean_accept_length_per_request).toBeGreaterThan(1.5);
     expect(r.accept_length).toBeGreaterThan(1.5);
     expect(r.max_concurrency).toBe(4);
+    // Both accept lengths: pooled from the summed counts, beside the per-request mean.
+    expect(r.spec_requests).toBe(8);
+    expect(r.spec_completion_tokens).toBe(8 * 24);
+    expect(r.accept_length_pooled).toBeCloseTo(r.spec_completion_tokens! / r.spec_verify_steps!, 12);
+    // The simulator's 0.5.23 reports the accepted-drafts histogram: one count per verify step.
+    expect(r.spec_accept_histogram!.reduce((a, b) => a + b, 0)).toBe(r.spec_verify_steps);
+    expect(r.accept_per_position![0]).toBeGreaterThan(0);
+    // The server said it is the simulator.
+    expect(r.server_simulated).toMatch(/^aerie-sim \d+\.\d+\.\d+$/);
   });
 
   it("chat: counts the level's raw prompts before the clock starts and sums them as bench_serving's total_input_tokens", async () => {
