@@ -8,6 +8,7 @@ import { AERIE_HOME, ConfigError, configJsonSchema } from '../config/load.js';
 import { TASK_QUEUE } from '../shared.js';
 import { connectWorker, resolveTemporal, webUiUrl } from '../temporal/connect.js';
 import { CliError, reachTemporal } from './reach.js';
+import { ReleaseError } from '../sglang/releases.js';
 import { ensureDevServer, stopDevServer, stateDir } from '../temporal/dev-server.js';
 import { createWorker } from '../worker.js';
 import { doctorCommand } from './doctor.js';
@@ -163,7 +164,8 @@ main(process.argv.slice(2)).then(
       process.stderr.write(`${err.message}\n`);
       process.exit(2);
     }
-    if (err instanceof CliError) {
+    // A release refusing a config names the field and the fix: a message, not a stack trace.
+    if (err instanceof CliError || err instanceof ReleaseError) {
       process.stderr.write(`aerie: ${err.message}\n`);
       process.exit(1);
     }
