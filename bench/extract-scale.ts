@@ -21,27 +21,39 @@
  *
  * The worker is this process: its RSS is sampled every 100 ms and VmHWM is reset per run
  * (/proc/self/clear_refs 5). The simulator runs in its own process group, stopped by pgid.
+ *
+ * This file is the command line and the measured run; extract-scale/ holds its pieces: setup.ts
+ * (target, input, relay), sim.ts (the simulator's process group), measure.ts (/proc figures,
+ * host-command timing, the cp peer) and report.ts (the printed figures).
  */
-import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createWriteStream } from 'node:fs';
-import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import net from 'node:net';
-import { join, resolve } from 'node:path';
+import { execFile } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
-import type { ExecOptions, ExecResult, Host } from '../src/hosts/host.js';
+import type { Host } from '../src/hosts/host.js';
 import { LocalHost } from '../src/hosts/index.js';
 import { shipAeriePy } from '../src/stages/common/index.js';
 import { runExtract, type ExtractProgress } from '../src/stages/extract/index.js';
 import { runGenerate } from '../src/stages/generate/index.js';
-import { freePort } from '../src/temporal/dev-server.js';
 import { CAPTURE_FLAGS, captureSimEnv, VENV_PY } from '../test/support/capture-sim.js';
 import { startSshFixture, type SshFixture } from '../test/support/ssh-fixture.js';
 import { sshConfigText } from '../test/support/sshd.js';
 import { mountTmpfs, type Tmpfs } from '../test/support/tmpfs.js';
+import {
+  bulkPhase,
+  ckptFiles,
+  cpPeer,
+  cpuSecs,
+  instrument,
+  secsSince,
+  vmKb,
+  type Probe,
+} from './extract-scale/measure.js';
+import { MB, report, say, type RunFigures } from './extract-scale/report.js';
+import { countingRelay, makeTarget, writeInput } from './extract-scale/setup.js';
+import { startSim, stopSim, stopSimsOnSignal } from './extract-scale/sim.js';
 
 const run = promisify(execFile);
-const ROOT = resolve(import.meta.dirname, '..');
-const BASE_MODEL = join(ROOT, 'examples/models/sim-llama-8b');
 const { values: o } = parseArgs({
   options: {
     samples: { type: 'string', default: '2000' },
@@ -58,254 +70,9 @@ const SAMPLES = Number(o.samples);
 const HIDDEN = Number(o.hidden);
 const CONCURRENCY = Number(o.concurrency);
 const RUNS = Number(o.runs);
-const MB = 1e6;
-const say = (s: string): void => void process.stdout.write(`${s}\n`);
-const secsSince = (t: number): number => (performance.now() - t) / 1000;
-
-// ---- the simulator, in its own process group (the spawning of test/support/sim.ts, with a model path) ----
-
-interface Sim {
-  child: ChildProcess;
-  pgid: number;
-  port: number;
-  baseUrl: string;
-  log: () => string;
-}
-
-async function startSim(model: string, env: Record<string, string>, args: string[]): Promise<Sim> {
-  const port = await freePort();
-  const child = spawn(
-    process.execPath,
-    [join(ROOT, 'bin/aerie-sim.mjs'), 'sglang', '--model-path', model, '--port', String(port), ...args],
-    {
-      cwd: ROOT,
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, AERIE_SIM_TIME_SCALE: '0.01', AERIE_SIM_DECODE_SCALE: '0', ...env },
-    },
-  );
-  let log = '';
-  const keep = (d: Buffer): void => void (log = (log + d.toString()).slice(-20_000));
-  child.stdout!.on('data', keep);
-  child.stderr!.on('data', keep);
-  const sim: Sim = { child, pgid: child.pid!, port, baseUrl: `http://127.0.0.1:${port}`, log: () => log };
-  live.add(sim);
-  child.once('exit', () => live.delete(sim));
-  const deadline = Date.now() + 120_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`simulator exited (${child.exitCode}):\n${log}`);
-    if (
-      (await fetch(`${sim.baseUrl}/health`).then(
-        (r) => r.status,
-        () => 0,
-      )) === 200
-    )
-      return sim;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  await stopSim(sim);
-  throw new Error(`simulator not ready within 120 s:\n${log}`);
-}
-
-// An interrupted bench still stops the simulators it started (temp dirs and the tmpfs stay then).
-const live = new Set<Sim>();
-for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(sig, () => {
-    for (const s of live) kill(-s.pgid, 'SIGKILL');
-    process.exit(130);
-  });
-}
-
-/** Signal our own process group; false when it is already gone. */
-function kill(pgid: number, sig: NodeJS.Signals): boolean {
-  try {
-    process.kill(pgid, sig);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function stopSim(sim: Sim): Promise<void> {
-  if (sim.child.exitCode !== null || sim.child.signalCode !== null) return;
-  const exited = new Promise((r) => sim.child.once('exit', r));
-  if (!kill(-sim.pgid, 'SIGTERM')) return;
-  const timer = setTimeout(() => kill(-sim.pgid, 'SIGKILL'), 5000);
-  await exited;
-  clearTimeout(timer);
-}
-
-/** utime + stime of a process, in seconds (fields 14, 15 of /proc/<pid>/stat). */
-async function cpuSecs(pid: number | 'self', children = false): Promise<number> {
-  const text = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
-  const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  const at = children ? 13 : 11; // after the comm field: utime is field 14 (index 11), cutime 16 (index 13)
-  return (Number(f[at] ?? 0) + Number(f[at + 1] ?? 0)) / 100;
-}
-
-async function vmKb(field: 'VmRSS' | 'VmHWM'): Promise<number> {
-  const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(await readFile('/proc/self/status', 'utf8'));
-  return m ? Number(m[1]) : 0;
-}
-
-// ---- set-up ----
-
-async function makeTarget(dir: string): Promise<void> {
-  await mkdir(dir, { recursive: true });
-  const cfg = JSON.parse(await readFile(join(BASE_MODEL, 'config.json'), 'utf8')) as Record<string, unknown>;
-  cfg.hidden_size = HIDDEN;
-  await writeFile(join(dir, 'config.json'), JSON.stringify(cfg, null, 2) + '\n');
-  for (const f of ['tokenizer.json', 'tokenizer_config.json']) await copyFile(join(BASE_MODEL, f), join(dir, f));
-  const r = spawnSync(process.execPath, [join(ROOT, 'bin/aerie-sim.mjs'), 'make-target', dir], { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`make-target failed: ${r.stderr}`);
-}
-
-async function writeInput(path: string): Promise<void> {
-  const prompts = (await readFile(join(ROOT, 'examples/data/prompts.jsonl'), 'utf8'))
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as { id: string });
-  const out = createWriteStream(path);
-  for (let i = 0; i < SAMPLES; i++) {
-    const p = prompts[i % prompts.length]!;
-    if (!out.write(JSON.stringify({ ...p, id: `${p.id}-r${Math.floor(i / prompts.length)}` }) + '\n'))
-      await new Promise<void>((r) => out.once('drain', () => r()));
-  }
-  await new Promise<void>((r, j) => out.end((e?: Error | null) => (e ? j(e) : r())));
-}
-
-/** A TCP relay in front of sshd that counts what crosses it, both ways. */
-async function countingRelay(
-  targetPort: number,
-): Promise<{ port: number; bytes: { up: number; down: number }; close(): Promise<void> }> {
-  const bytes = { up: 0, down: 0 };
-  const socks = new Set<net.Socket>();
-  const server = net.createServer((c) => {
-    const u = net.connect(targetPort, '127.0.0.1');
-    for (const s of [c, u]) {
-      socks.add(s);
-      s.on('close', () => socks.delete(s));
-      s.on('error', () => (s === c ? u : c).destroy());
-    }
-    c.on('data', (d: Buffer) => (bytes.up += d.length));
-    u.on('data', (d: Buffer) => (bytes.down += d.length));
-    c.pipe(u);
-    u.pipe(c);
-  });
-  const port = await freePort();
-  await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
-  return {
-    port,
-    bytes,
-    async close() {
-      for (const s of socks) s.destroy();
-      await new Promise<void>((r) => server.close(() => r()));
-    },
-  };
-}
-
-/** Time aerie's host commands by what they run, and count the file-existence checks (each one an exec over SSH). */
-function instrument(host: Host) {
-  const busy = new Map<string, { n: number; secs: number; cpu: number }>();
-  const stats = { n: 0 };
-  const [exec, statFn] = [host.exec.bind(host), host.stat.bind(host)];
-  const kind = (argv: string[]): string => {
-    const m = /aerie_hs\.(\w+)/.exec(argv.join(' '));
-    if (m) return m[1] === 'ckpt' && argv.includes('verify') ? 'ckpt verify' : m[1]!;
-    return argv[0] === 'cp' ? 'cp (self-check copy)' : argv[0]!;
-  };
-  (host as { exec: Host['exec'] }).exec = async (argv: string[], opts?: ExecOptions): Promise<ExecResult> => {
-    const [t, c0] = [performance.now(), await cpuSecs('self', true)];
-    try {
-      return await exec(argv, opts);
-    } finally {
-      const k = kind(argv);
-      const b = busy.get(k) ?? { n: 0, secs: 0, cpu: 0 };
-      b.n++;
-      b.secs += secsSince(t);
-      b.cpu += (await cpuSecs('self', true)) - c0;
-      busy.set(k, b);
-    }
-  };
-  (host as { stat: Host['stat'] }).stat = (p: string) => {
-    stats.n++;
-    return statFn(p);
-  };
-  return { busy, stats };
-}
-
-async function ckptFiles(outDir: string): Promise<{ path: string; size: number }[]> {
-  const files: { path: string; size: number }[] = [];
-  for (const g of (await readdir(outDir)).filter((n) => n.startsWith('rows_'))) {
-    for (const n of await readdir(join(outDir, g)))
-      files.push({ path: join(outDir, g, n), size: (await stat(join(outDir, g, n))).size });
-  }
-  return files;
-}
-
-/** `cp` of the same files from tmpfs to the disk, chunk by chunk (staging untimed), with and without its sync. */
-async function cpPeer(
-  files: { path: string; size: number }[],
-  stage: string,
-  dest: string,
-  chunkBytes: number,
-): Promise<{ bytes: number; cp: number; sync: number; cpu: number }> {
-  let [cpu, bytes, cp, sync] = [0, 0, 0, 0];
-  for (let k = 0, at = 0; at < files.length; k++) {
-    const chunk: string[] = [];
-    let size = 0;
-    while (at < files.length && (chunk.length === 0 || size + files[at]!.size <= chunkBytes)) {
-      chunk.push(files[at]!.path);
-      size += files[at++]!.size;
-    }
-    const src = join(stage, `c${k}`);
-    await mkdir(src, { recursive: true });
-    await run('cp', ['--', ...chunk, src], { maxBuffer: 1 << 20 });
-    await run('sync', ['-f', dest]);
-    const [t, c0] = [performance.now(), await cpuSecs('self', true)];
-    await run('cp', ['-r', '--', src, join(dest, `c${k}`)]);
-    cp += secsSince(t);
-    cpu += (await cpuSecs('self', true)) - c0;
-    const t2 = performance.now();
-    await run('sync', ['-f', dest]);
-    sync += secsSince(t2);
-    bytes += size;
-    await rm(src, { recursive: true, force: true });
-    await rm(join(dest, `c${k}`), { recursive: true, force: true });
-  }
-  return { bytes, cp, sync, cpu };
-}
-
-/** Seconds of the second 'extracting' phase: the bulk of the samples, between the two self-checks. */
-function bulkPhase(marks: { phase: string; at: number }[]): number {
-  const ex = marks.filter((m) => m.phase === 'extracting').at(-1);
-  const end = ex && marks.find((m) => m.phase === 'self-check' && m.at > ex.at);
-  return ex && end ? end.at - ex.at : NaN;
-}
+stopSimsOnSignal();
 
 // ---- one measured run ----
-
-interface RunFigures {
-  samples: number;
-  tokens: number;
-  bytes: number;
-  wall: number;
-  sync: number;
-  cp: { cp: number; sync: number; bytes: number; cpu: number };
-  rssStart: number;
-  rssPeak: number;
-  hwm: number;
-  heapPeak: number;
-  simCpu: number;
-  selfCpu: number;
-  busy: Map<string, { n: number; secs: number; cpu: number }>;
-  stats: { n: number };
-  phases: string;
-  bulk: number;
-  link?: { up: number; down: number };
-}
-
-type Probe = ReturnType<typeof instrument>;
 
 async function oneRun(
   k: number,
@@ -427,45 +194,6 @@ async function oneRun(
   }
 }
 
-function report(k: number, f: RunFigures): void {
-  const mbs = (b: number, s: number) => (b / MB / s).toFixed(0);
-  const rate = f.bytes / (f.wall + f.sync);
-  const cpRate = f.cp.bytes / (f.cp.cp + f.cp.sync);
-  say(
-    `run ${k}: ${f.samples} samples, ${f.tokens} tokens (${(f.tokens / f.samples).toFixed(0)}/sample), ${(f.bytes / MB).toFixed(0)} MB of SpecForge files`,
-  );
-  say(
-    `  extract: ${f.wall.toFixed(1)} s + sync ${f.sync.toFixed(1)} s → ${(f.samples / (f.wall + f.sync)).toFixed(1)} samples/s, ${mbs(f.bytes, f.wall + f.sync)} MB/s (${mbs(f.bytes, f.wall)} MB/s before the sync)`,
-  );
-  say(
-    `  cp peer: ${(f.cp.bytes / MB).toFixed(0)} MB tmpfs → disk in ${f.cp.cp.toFixed(1)} s + sync ${f.cp.sync.toFixed(1)} s → ${mbs(f.cp.bytes, f.cp.cp + f.cp.sync)} MB/s (${mbs(f.cp.bytes, f.cp.cp)} MB/s before the sync)`,
-  );
-  say(
-    `  extract / cp: ${((100 * rate) / cpRate).toFixed(0)}% (goal >= 80%); page-cache rates: ${((100 * (f.bytes / f.wall)) / (f.cp.bytes / f.cp.cp)).toFixed(0)}%`,
-  );
-  say(
-    `  worker RSS: ${(f.rssStart / MB).toFixed(0)} MB at the start, peak ${(f.rssPeak / MB).toFixed(0)} MB (VmHWM since reset ${(f.hwm / MB).toFixed(0)} MB; JS heap+external peak ${(f.heapPeak / MB).toFixed(0)} MB) (goal < 300 MB)`,
-  );
-  const conv = f.busy.get('ckpt');
-  if (conv)
-    say(
-      `  converter alone: ${(f.bytes / MB / conv.secs).toFixed(0)} MB/s over its ${conv.secs.toFixed(1)} s of wall (${((100 * f.bytes) / conv.secs / cpRate).toFixed(0)}% of cp+sync); bulk phase (between the self-checks) ${f.bulk.toFixed(1)} s → ${(f.bytes / MB / f.bulk).toFixed(0)} MB/s (${((100 * f.bytes) / f.bulk / cpRate).toFixed(0)}% of cp+sync)`,
-    );
-  say(
-    `  CPU: cp ${f.cp.cpu.toFixed(1)} s; simulator ${f.simCpu.toFixed(1)} s, worker ${f.selfCpu.toFixed(1)} s; phases: ${f.phases}`,
-  );
-  for (const [k2, b] of [...f.busy].sort((a, b) => b[1].secs - a[1].secs)) {
-    say(`  host command ${k2}: ${b.n}× ${b.secs.toFixed(1)} s wall${o.ssh ? '' : `, ${b.cpu.toFixed(1)} s CPU`}`);
-  }
-  say(`  host.stat calls: ${f.stats.n}`);
-  if (f.link) {
-    const carried = f.link.up + f.link.down;
-    say(
-      `  SSH link: ${(f.link.up / MB).toFixed(2)} MB up, ${(f.link.down / MB).toFixed(2)} MB down = ${(carried / MB).toFixed(2)} MB for ${(f.bytes / MB).toFixed(0)} MB of states written: ${((100 * carried) / f.bytes).toFixed(3)}%`,
-    );
-  }
-}
-
 async function main(): Promise<void> {
   say(
     `extract-scale: ${SAMPLES} samples, hidden ${HIDDEN}, concurrency ${CONCURRENCY}, max-length ${o['max-length']}, max-tokens ${o['max-tokens']}, ${RUNS} run(s)${o.ssh ? ', over SSH' : ''}`,
@@ -479,9 +207,9 @@ async function main(): Promise<void> {
   try {
     const model = join(disk, 'target');
     let t = performance.now();
-    await makeTarget(model);
+    await makeTarget(model, HIDDEN);
     say(`target: ${model} (hidden ${HIDDEN}) in ${secsSince(t).toFixed(1)} s`);
-    await writeInput(join(disk, 'prompts.jsonl'));
+    await writeInput(join(disk, 'prompts.jsonl'), SAMPLES);
     local = new LocalHost({ name: 'local', workdir: join(disk, 'host') });
     t = performance.now();
     const gen = await startSim(model, {}, []);
@@ -552,6 +280,7 @@ async function main(): Promise<void> {
           ssh: o.ssh!,
           ...(relay ? { relay } : {}),
         }),
+        o.ssh!,
       );
       const left = await readdir(dumpDir);
       if (left.length) say(`  dump folder not empty after the run: ${left.length} files`);
