@@ -7,34 +7,19 @@
  * on a refusal. It computes no model: its rows are a formula of the input ids, which this test
  * recomputes to judge the dumps, read back with a safetensors reader of the test's own.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import {
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
-import { afterAll, describe, expect, it } from 'vitest';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { freePort } from '../../src/temporal/dev-server.js';
+import { useProcessGroups } from '../support/processes.js';
+import { python } from '../support/python.js';
+import { useWorkdir } from '../support/workdir.js';
 
-const exec = promisify(execFile);
-const ROOT = resolve(import.meta.dirname, '../..');
-const ENV = { ...process.env, PYTHONPATH: join(ROOT, 'py') };
 const H = 8;
-const work = mkdtempSync(join(tmpdir(), 'aerie-stock-'));
-const servers: ChildProcess[] = [];
-afterAll(() => {
-  for (const s of servers) s.kill();
-  rmSync(work, { recursive: true, force: true });
-});
+const tmp = useWorkdir('aerie-stock-');
+/** The fake servers, each in its own process group, SIGKILLed by its pgid after the file. */
+const servers = useProcessGroups();
 
 const FAKE = String.raw`
 import json, sys, threading
@@ -77,8 +62,7 @@ srv.serve_forever()
 `;
 
 async function fake(mode: 'aux' | 'final' | 'off'): Promise<number> {
-  const p = spawn('python3', ['-c', FAKE, mode, String(H)], { stdio: ['ignore', 'pipe', 'inherit'] });
-  servers.push(p);
+  const p = servers.start('python3', ['-c', FAKE, mode, String(H)], { stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((res, rej) => {
     p.stdout!.once('data', (b: Buffer) => res(Number(b.toString().trim())));
     p.once('exit', (c) => rej(new Error(`fake server exited ${c}`)));
@@ -93,20 +77,16 @@ async function record(port: number): Promise<{ max_inflight: number; bodies: Rec
 }
 
 async function client(...args: string[]): Promise<{ code: number; lines: string[] }> {
-  try {
-    const r = await exec('python3', ['-m', 'aerie_hs.stock_client', ...args], { env: ENV, maxBuffer: 1 << 24 });
-    return { code: 0, lines: r.stdout.trim().split('\n') };
-  } catch (e) {
-    const err = e as { code: number; stdout: string; stderr: string };
-    return { code: err.code, lines: (err.stdout + err.stderr).trim().split('\n') };
-  }
+  const r = await python(['-m', 'aerie_hs.stock_client', ...args]);
+  if (r.code === 0) return { code: 0, lines: r.stdout.trim().split('\n') };
+  return { code: r.code ?? -1, lines: (r.stdout + r.stderr).trim().split('\n') };
 }
 
 function setup(
   name: string,
   samples: [string, number][],
 ): { dir: string; dumps: string; ids: string; rows: { id: string; input_ids: number[] }[] } {
-  const dir = join(work, name);
+  const dir = join(tmp.path, name);
   const dumps = join(dir, 'dumps');
   mkdirSync(dumps, { recursive: true });
   const rows = samples.map(([id, t]) => ({
@@ -268,25 +248,22 @@ describe('stock_client: two passes, one per 0.5.23 server launch, merged into ae
     ]);
     expect((await record(fin)).bodies.length).toBe(sent);
 
-    const conv = await exec(
-      'python3',
-      [
-        '-m',
-        'aerie_hs.ckpt',
-        'convert',
-        '--dumps',
-        s.dumps,
-        '--ids',
-        join(s.dir, 'ids.jsonl'),
-        '--out',
-        join(s.dir, 'out'),
-        '--file-group-size',
-        '4',
-        '--hidden-size',
-        String(H),
-      ],
-      { env: ENV },
-    );
+    const conv = await python([
+      '-m',
+      'aerie_hs.ckpt',
+      'convert',
+      '--dumps',
+      s.dumps,
+      '--ids',
+      join(s.dir, 'ids.jsonl'),
+      '--out',
+      join(s.dir, 'out'),
+      '--file-group-size',
+      '4',
+      '--hidden-size',
+      String(H),
+    ]);
+    expect(conv.code, conv.stderr).toBe(0);
     expect(conv.stdout.trim().split('\n').at(-1)).toBe('END written=5 skipped=0 missing=0 rejected=0 failed=0');
   });
 
@@ -440,13 +417,7 @@ describe('stock_client: two passes, one per 0.5.23 server launch, merged into ae
       ['u1', 3],
       ['u2', 3],
     ]);
-    const port = await new Promise<number>((res) => {
-      const srv = createServer();
-      srv.listen(0, '127.0.0.1', () => {
-        const p = (srv.address() as { port: number }).port;
-        srv.close(() => res(p));
-      });
-    });
+    const port = await freePort();
     const r = await client(
       '--port',
       String(port),
@@ -476,19 +447,16 @@ describe('stock_client: two passes, one per 0.5.23 server launch, merged into ae
 
 describe('stock_client.bf16_bytes', () => {
   it('keeps bf16 values exact and rounds others to nearest even (hand-derived bit patterns)', async () => {
-    const out = await exec(
-      'python3',
-      [
-        '-c',
-        String.raw`
+    const out = await python([
+      '-c',
+      String.raw`
 import struct
 from aerie_hs.stock_client import bf16_bytes
 vals = [1.5, -2.25, 0.1, 1 / 3, 1.00390625, 1.01171875, 0.0]
 print(" ".join("%04x" % x for x in struct.unpack("<%dH" % len(vals), bf16_bytes(vals))))
 `,
-      ],
-      { env: ENV },
-    );
+    ]);
+    expect(out.code, out.stderr).toBe(0);
     // 0.1 = f32 3dcccccd -> 3dcd; 1/3 = 3eaaaaab -> 3eab; 1+2^-8 = 3f808000 (a tie) -> even 3f80; 1+3*2^-8 = 3f818000 -> even 3f82
     expect(out.stdout.trim()).toBe('3fc0 c010 3dcd 3eab 3f80 3f82 0000');
   });

@@ -3,10 +3,10 @@
  * aerie_hs.tokens` with conversations on stdin, in a Python that has transformers. Also reads
  * the real-SpecForge fixture its output must equal.
  */
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AERIE_HOME } from '../../src/config/load.js';
+import { python as runPython } from '../support/python.js';
 
 export const FIXTURE = join(AERIE_HOME, 'test', 'fixtures', 'real', 'specforge-pypi-0.2.0');
 export const TOKENIZER = join(FIXTURE, 'tokenizer');
@@ -39,36 +39,30 @@ export interface TokensRun {
 }
 
 /** extraPath goes before aerie's py/ on PYTHONPATH (a stand-in `specforge`, say). */
-export function runTokens(python: string, args: string[], stdin: string, extraPath: string[] = []): Promise<TokensRun> {
-  return new Promise((resolve, reject) => {
-    const env = {
-      ...process.env,
-      PYTHONPATH: [...extraPath, join(AERIE_HOME, 'py')].join(':'),
-      PYTHONDONTWRITEBYTECODE: '1',
-      HF_HUB_OFFLINE: '1',
-    };
-    const child = spawn(python, ['-m', 'aerie_hs.tokens', ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      const lines = stdout
-        .split('\n')
-        .filter((l) => l !== '')
-        .map((l) => JSON.parse(l) as Record<string, unknown>);
-      const last = stderr.trim().split('\n').pop() ?? '';
-      let summary: Record<string, unknown> | undefined;
-      try {
-        summary = (JSON.parse(last) as { aerie_tokens?: Record<string, unknown> }).aerie_tokens;
-      } catch {
-        summary = undefined;
-      }
-      resolve({ code, stdout, stderr, lines, summary });
-    });
-    child.stdin.end(stdin);
+export async function runTokens(
+  python: string,
+  args: string[],
+  stdin: string,
+  extraPath: string[] = [],
+): Promise<TokensRun> {
+  const { code, stdout, stderr } = await runPython(['-m', 'aerie_hs.tokens', ...args], {
+    python,
+    extraPath,
+    input: stdin,
+    env: { PYTHONDONTWRITEBYTECODE: '1', HF_HUB_OFFLINE: '1' },
   });
+  const lines = stdout
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+  const last = stderr.trim().split('\n').pop() ?? '';
+  let summary: Record<string, unknown> | undefined;
+  try {
+    summary = (JSON.parse(last) as { aerie_tokens?: Record<string, unknown> }).aerie_tokens;
+  } catch {
+    summary = undefined;
+  }
+  return { code, stdout, stderr, lines, summary };
 }
 
 export function jsonl(rows: unknown[]): string {

@@ -6,16 +6,15 @@
  * preprocessing is not importable there and aerie's own implementation is what is tested. The
  * cross-check's refusal paths run against a stand-in `specforge` package written here.
  */
-import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseTokensLine, parseTokensSummary } from '../../src/stages/common/sample-tokens.js';
 import { SPECFORGE_PYTHON } from '../real/judges.js';
+import { useWorkdir } from '../support/workdir.js';
 import { CASES, EXPECTED, MAX_LENGTHS, TOKENIZER, casesAt, jsonl, runTokens } from './tokens-run.js';
 
-const scratch = mkdtempSync(join(tmpdir(), 'aerie-tokens-'));
-afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+const tmp = useWorkdir('aerie-tokens-');
 
 const args = (maxLength: number, ...more: string[]) => [
   '--model',
@@ -67,7 +66,7 @@ it('writes one line per input line, in order; lines that are no sample are count
       JSON.stringify({ id: 'bad-content', conversations: [{ role: 'user', content: ['a'] }] }),
       JSON.stringify({ ...ok, id: 7 }),
     ].join('\n') + '\n';
-  const rejects = join(scratch, 'rejects.jsonl');
+  const rejects = join(tmp.path, 'rejects.jsonl');
   const r = await runTokens(SPECFORGE_PYTHON, args(2048, '--rejects', rejects, '--batch', '3'), input);
   expect(r.code, r.stderr).toBe(0);
   expect(r.lines.map((l) => [l.id, l.line ?? null, l.error ?? null])).toEqual([
@@ -131,7 +130,7 @@ it('refuses a template it does not carry, and a required cross-check where SpecF
  * user turn is FLIP; its registry entry can carry another system prompt.
  */
 function standIn(mode: { flip?: string; systemPrompt?: string }): string {
-  const root = join(scratch, `sf-${Math.random().toString(36).slice(2)}`);
+  const root = join(tmp.path, `sf-${Math.random().toString(36).slice(2)}`);
   mkdirSync(join(root, 'specforge', 'data'), { recursive: true });
   writeFileSync(join(root, 'specforge', '__init__.py'), '');
   writeFileSync(join(root, 'specforge', 'data', '__init__.py'), '');
