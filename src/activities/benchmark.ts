@@ -107,9 +107,9 @@ async function levelSettingsKey(host: Host, config: Config, variant: Variant, dr
   });
 }
 
-/** Rounds per level: stages.benchmark.rounds once the schema has it, else DEFAULT_ROUNDS. */
+/** Rounds per level: stages.benchmark.rounds (a config from before the field reads as DEFAULT_ROUNDS). */
 export function benchRounds(config: Config): number {
-  const r = (config.stages.benchmark as { rounds?: number }).rounds;
+  const r = config.stages.benchmark.rounds as number | undefined;
   return typeof r === 'number' && r >= 1 ? Math.floor(r) : DEFAULT_ROUNDS;
 }
 

@@ -132,6 +132,18 @@ describe('crossover', () => {
     );
   });
 
+  it('takes the last fall below 1 that stays below, and names an earlier dip', () => {
+    const x = crossover([
+      { concurrency: 1, speedup: iv(2.0, 1.8, 2.2) },
+      { concurrency: 2, speedup: iv(0.9, 0.5, 1.3) },
+      { concurrency: 10, speedup: iv(1.5, 1.2, 1.8) },
+      { concurrency: 100, speedup: iv(0.5, 0.4, 0.6) },
+    ])!;
+    expect(x.median).toMatchObject({ kind: 'at', between: [10, 100] });
+    expect(x.dips).toEqual([2]);
+    expect(verdictLine(x, 'EAGLE3')).toContain('(below 1× at concurrency 2 too, recovering above it');
+  });
+
   it('says "never within the sweep", and when the top of the sweep is not decided', () => {
     const x = crossover([
       { concurrency: 1, speedup: iv(2.1, 2.0, 2.3) },

@@ -10,7 +10,16 @@ export const benchmarkSchema = z
       .int()
       .min(1)
       .optional()
-      .describe('Requests per level; default max(16, 2 × concurrency).'),
+      .describe('Requests per round of a level; default max(8, concurrency): every slot filled once.'),
+    rounds: z
+      .number()
+      .int('stages.benchmark.rounds must be a whole number of rounds, e.g. 3')
+      .min(1, 'stages.benchmark.rounds must be at least 1 (3 gives a 75 % interval for each median, 5 a 94 % one)')
+      .max(100, 'stages.benchmark.rounds above 100 is a load test, not a benchmark: use 3 to 10')
+      .default(3)
+      .describe(
+        "Rounds per level, each with prompts of its own (the same for both variants): the report gives each figure's median over the rounds with its order-statistic interval, speedup's from the paired rounds, and flags a level whose speedup interval holds 1×.",
+      ),
     'output-len': z
       .number()
       .int()
