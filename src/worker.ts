@@ -1,5 +1,5 @@
 /**
- * The aerie worker: the pipeline workflow plus every activity, on one task queue. Hosts
+ * The aerie worker: the pipeline and GPU-lease workflows plus every activity, on one task queue. Hosts
  * (and their SSH connections, later) are created once per worker and shared by activities.
  */
 import { mkdirSync, openSync, writeSync } from 'node:fs';
@@ -16,6 +16,7 @@ import {
   type WorkerOptions,
 } from '@temporalio/worker';
 import { createActivities } from './activities/index.js';
+import { leaseActivities } from './activities/leases.js';
 import { HostPool } from './hosts/index.js';
 import { HEARTBEAT_THROTTLE_MS } from './config/heartbeat.js';
 import { TASK_QUEUE } from './shared.js';
@@ -37,6 +38,11 @@ export interface AerieWorkerOptions {
   /** Pre-bundled workflow code (tests bundle once per file); otherwise the build's, or bundled from source. */
   workflowBundle?: WorkerOptions['workflowBundle'];
   hosts?: HostPool;
+  /**
+   * Where the GPU-lease workflows this worker's runs ask run (default the pipeline's queue, which
+   * every worker polls), so a host's leases are kept while any worker lives, not only the asking run's.
+   */
+  leaseTaskQueue?: string;
 }
 
 export async function createWorker(opts: AerieWorkerOptions): Promise<{ worker: Worker; hosts: HostPool }> {
@@ -45,7 +51,11 @@ export async function createWorker(opts: AerieWorkerOptions): Promise<{ worker: 
     connection: opts.connection,
     namespace: opts.namespace ?? 'default',
     taskQueue: opts.taskQueue ?? TASK_QUEUE,
-    activities: createActivities({ hosts }),
+    // GPU leases (activities/leases.ts) beside the rest: typed apart, registered together.
+    activities: {
+      ...createActivities({ hosts }),
+      ...leaseActivities({ hosts, leaseTaskQueue: opts.leaseTaskQueue ?? TASK_QUEUE }),
+    },
     ...(opts.workflowBundle || PREBUILT
       ? { workflowBundle: opts.workflowBundle ?? PREBUILT }
       : { workflowsPath: WORKFLOWS_PATH }),

@@ -1,6 +1,8 @@
 /**
  * The workflow package's public face, and the worker's workflowsPath: every function exported
- * here is registered as a workflow type, so only `pipeline` is.
+ * here is registered as a workflow type, so only `pipeline` and `gpuLease` (one per host,
+ * gpu-lease.ts) are.
  */
 export { pipeline, retryUpdate, statusQuery } from './pipeline.js';
+export { gpuLease, leaseReleaseSignal, leaseRenewSignal, leaseRequestSignal, leasesQuery } from './gpu-lease.js';
 export { AerieLabel, AerieStage, AerieTarget } from './search-attributes.js';

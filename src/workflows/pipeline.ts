@@ -24,14 +24,19 @@ import { activities, shortActivity } from './activities.js';
 import { openRun, type Run } from './context.js';
 import { failureMessage } from './failure.js';
 import { ledgered } from './ledgered.js';
+import { leaseGpus, type HeldLease } from './leases.js';
 
 export { retryUpdate } from './operator.js';
 export { statusQuery } from './progress.js';
 
 export async function pipeline(input: PipelineInput): Promise<PipelineResult> {
+  // Each round (the first, and each after an operator's retry) holds the target host's GPUs
+  // (leases.ts) before it launches anything there, and gives them back when it ends.
   const run = openRun(input);
   for (;;) {
+    let lease: HeldLease | undefined;
     try {
+      lease = await leaseGpus(run);
       const revision = await preflight(run);
       const data = await generate(run);
       const hidden = await extract(run, data, revision);
@@ -40,7 +45,9 @@ export async function pipeline(input: PipelineInput): Promise<PipelineResult> {
       return { runId: run.runId, stages: run.progress.stages(), report };
     } catch (err) {
       // Ends the run, or waits for an operator's retry and goes round again from the top.
-      await afterFailure(run, err);
+      await afterFailure(run, err, lease);
+    } finally {
+      await lease?.release();
     }
   }
 }
@@ -264,14 +271,20 @@ function sweep({ base, config, options }: Run, srv: ServerLaunch, variant: 'eagl
 }
 
 /**
- * After a failure or a cancel: the board shows it and no server is left holding GPUs. Then
+ * After a failure or a cancel: the board shows it, no server is left holding GPUs and the
+ * run's GPU lease is given back (a run waiting for a person holds nothing). Then
  * the run ends (cancelled, or StageFailed), or with run.on-failure: wait it waits for an
  * operator to fix the cause and send a retry, and returns so the lifecycle runs again.
  */
-async function afterFailure({ runId, config, progress, operator, servers }: Run, err: unknown): Promise<void> {
+async function afterFailure(
+  { runId, config, progress, operator, servers }: Run,
+  err: unknown,
+  lease: HeldLease | undefined,
+): Promise<void> {
   const stage = progress.current;
   progress.failed(err);
   await servers.stopAll();
+  await lease?.release();
   if (isCancellation(err)) throw err;
   if (config.run['on-failure'] !== 'wait' || !stage) {
     // The activity failure rides along as the cause: its details carry the log tail.

@@ -7,6 +7,7 @@
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Activities } from '../../src/activities/index.js';
+import type { LeaseActivities } from '../../src/activities/leases.js';
 import type { ServerLaunch } from '../../src/activities/server.js';
 import type { StageName } from '../../src/shared.js';
 
@@ -53,6 +54,10 @@ export class StubActivities {
   /** Launch ids in launch order. */
   readonly launched: string[] = [];
   private nextPid = 1000;
+  /** GPU-lease calls (acquire, hold, release), apart from trace() so the stage traces read as before. */
+  readonly leaseCalls: { name: keyof LeaseActivities; attempt: number }[] = [];
+  /** The lease activities the pipeline gets: stubs that grant at once, unless a test sets the real ones. */
+  leases: LeaseActivities = STUB_LEASES;
 
   constructor(private script: Script = {}) {}
 
@@ -92,7 +97,14 @@ export class StubActivities {
         return out;
       };
     }
-    return all as unknown as Activities;
+    const leases = {} as Record<keyof LeaseActivities, (input: never) => Promise<unknown>>;
+    for (const name of Object.keys(STUB_LEASES) as (keyof LeaseActivities)[]) {
+      leases[name] = (input: never) => {
+        this.leaseCalls.push({ name, attempt: Context.current().info.attempt });
+        return (this.leases[name] as (i: never) => Promise<unknown>)(input);
+      };
+    }
+    return { ...all, ...leases } as unknown as Activities;
   }
 
   /** A ServerLaunch like launchServer's: launch ids `<run>.server-<role>.<n>` count launches per role. */
@@ -239,6 +251,20 @@ const DEFAULTS: { [K in ActivityName]: (s: StubActivities, input: Input<K>) => O
     host: 'local',
     dir: '/stub/bench',
   }),
+};
+
+/** Leases granted at once and renewed until the run cancels them: a run alone on its host. */
+const STUB_LEASES: LeaseActivities = {
+  acquireGpuLease: ({ config }) =>
+    Promise.resolve({
+      host: config.target.host,
+      gpus: ['0'],
+      ttlMs: 120_000,
+      waitedMs: 0,
+      note: `holding ${config.target.host} GPUs 0 (stub)`,
+    }),
+  holdGpuLease: () => untilCancelled(),
+  releaseGpuLease: () => Promise.resolve(),
 };
 
 function describe(c: StubCall): string {

@@ -153,13 +153,19 @@ describe('pipeline paths by config', { timeout: 30_000 }, () => {
       'extractHiddenStates',
       'trainDrafter',
       'benchmarkSweep',
+      // GPU leases: waiting and renewing heartbeat like any long activity.
+      'acquireGpuLease',
+      'holdGpuLease',
     ];
     expect(Object.fromEntries([...scheduled].map(([k, v]) => [k, [...v]]))).toEqual({
       ...Object.fromEntries(beating.map((k) => [k, [10]])),
       // Measuring the destination walks the tree on the host: its own, longer allowance.
       checkExtractSpace: [120],
       ...Object.fromEntries(
-        ['preflight', 'checkLedger', 'writeLedger', 'storedSweep', 'writeReport'].map((k) => [k, [0]]),
+        ['preflight', 'checkLedger', 'writeLedger', 'storedSweep', 'writeReport', 'releaseGpuLease'].map((k) => [
+          k,
+          [0],
+        ]),
       ),
     });
   });
