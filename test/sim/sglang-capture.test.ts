@@ -20,8 +20,8 @@ import {
   selfcheck,
   stagePlugin,
   tokens,
-} from './capture-harness.js';
-import { Sim, runToExit, tempDir } from './sglang-harness.js';
+} from '../support/sim-capture.js';
+import { Sim, runToExit, tempDir } from '../support/sim-sglang.js';
 
 async function dumpMeta(file: string): Promise<Record<string, string>> {
   const b = await fs.readFile(file);

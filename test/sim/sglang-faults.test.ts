@@ -2,7 +2,7 @@ import fs from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MODEL, Sim, freePort, makeDrafter, runToExit, tempDir, until } from './sglang-harness.js';
+import { MODEL, Sim, freePort, makeDrafter, runToExit, tempDir, until } from '../support/sim-sglang.js';
 
 describe('simulated SGLang server: launch failures and injected faults', () => {
   let scratch: string;

@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { autoSpecParams, mixedChunkOff, specMeta, specV2, streamDeltas } from '../../sim/sglang/profile.js';
 import { SimReleaseError, pickRelease } from '../../sim/sglang/release.js';
-import { BIN, MODEL } from './sglang-harness.js';
+import { BIN, MODEL } from '../support/sim-sglang.js';
 import { parseLaunchArgs } from '../../sim/sglang/args.js';
 import { readModelConfig } from '../../sim/sglang/model.js';
 import { readSimEnv, resolveServerArgs } from '../../sim/sglang/settings.js';

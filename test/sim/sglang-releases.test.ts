@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SimTokenizer } from '../../sim/sglang/tokenizer.js';
 import { readPhase } from '../../src/sglang/log-phase.js';
 import { type Sim, startSim, stopSim } from '../support/sim.js';
-import { MODEL, makeDrafter, tempDir, until } from './sglang-harness.js';
+import { MODEL, makeDrafter, tempDir, until } from '../support/sim-sglang.js';
 
 const RELEASES = ['0.5.4', '0.5.9', '0.5.12', '0.5.23'] as const;
 type Release = (typeof RELEASES)[number];

@@ -2,7 +2,7 @@ import fs from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { naturalLength, renderChat, seedKey } from '../../sim/sglang/text.js';
 import { SimTokenizer } from '../../sim/sglang/tokenizer.js';
-import { MODEL, Sim, tempDir, until } from './sglang-harness.js';
+import { MODEL, Sim, tempDir, until } from '../support/sim-sglang.js';
 
 /** Prompt tokens as the server counts them: the target tokenizer's ids of the text, BOS first (bench_serving counts the same). */
 const tok = SimTokenizer.forModel(MODEL);

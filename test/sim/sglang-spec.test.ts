@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MODEL, Sim, makeDrafter, until } from './sglang-harness.js';
+import { MODEL, Sim, makeDrafter, until } from '../support/sim-sglang.js';
 
 const QUALITY = 3.0;
 

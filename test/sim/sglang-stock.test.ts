@@ -21,8 +21,8 @@ import {
   selfcheck,
   stagePlugin,
   tokens,
-} from './capture-harness.js';
-import { Sim, tempDir } from './sglang-harness.js';
+} from '../support/sim-capture.js';
+import { Sim, tempDir } from '../support/sim-sglang.js';
 
 const AUX_ARGS = [
   '--enable-return-aux-hidden-states',

@@ -6,8 +6,8 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { PY, VENV_PY, run } from './capture-harness.js';
-import { BIN, MODEL, tempDir } from './sglang-harness.js';
+import { PY, VENV_PY, run } from '../support/sim-capture.js';
+import { BIN, MODEL, tempDir } from '../support/sim-sglang.js';
 
 const dirs: string[] = [];
 afterAll(async () => {

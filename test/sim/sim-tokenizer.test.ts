@@ -8,8 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { SimLM } from '../../sim/sglang/lm.js';
 import { VOCAB } from '../../sim/sglang/text.js';
 import { SimTokenizer, builtinVocab } from '../../sim/sglang/tokenizer.js';
-import { ROOT, VENV_PY, run } from './capture-harness.js';
-import { MODEL } from './sglang-harness.js';
+import { ROOT, VENV_PY, run } from '../support/sim-capture.js';
+import { MODEL } from '../support/sim-sglang.js';
 
 const HF = `
 import json, sys

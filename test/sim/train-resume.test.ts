@@ -11,7 +11,7 @@ import { classifyTrainFailure } from '../../src/stages/common/train-failure.js';
 import { parseTrainProgress } from '../../src/stages/train/progress.js';
 import { planTrainResume, rankCheckpoints } from '../../src/stages/train/v02-checkpoints.js';
 import { renderTrainArgv } from '../../src/stages/train/v02-argv.js';
-import { killLive, launch, listSegments, makeFixture, readCheckpoint, run } from './train-sim.js';
+import { killLive, launch, listSegments, makeFixture, readCheckpoint, run } from '../support/sim-train.js';
 
 let tmp: string;
 const rev = (r: string) => ({ AERIE_SIM_SPECFORGE_REVISION: r });

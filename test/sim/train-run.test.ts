@@ -10,7 +10,7 @@ import { classifyTrainFailure } from '../../src/stages/common/train-failure.js';
 import { latestCheckpoint } from '../../src/stages/train/v02-checkpoints.js';
 import { parseTrainProgress, seedProgress } from '../../src/stages/train/progress.js';
 import { renderTrainArgv } from '../../src/stages/train/v02-argv.js';
-import { BIN, killLive, launch, makeFixture, readCheckpoint, run, start, waitFor } from './train-sim.js';
+import { BIN, killLive, launch, makeFixture, readCheckpoint, run, start, waitFor } from '../support/sim-train.js';
 
 let tmp: string;
 const rev = (r: string) => ({ AERIE_SIM_SPECFORGE_REVISION: r });

@@ -7,7 +7,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../../src/temporal/dev-server.js';
-import { makeWorkdir } from '../support/workdir.js';
+import { makeWorkdir } from './workdir.js';
 
 export const BIN = fileURLToPath(new URL('../../bin/aerie-sim.mjs', import.meta.url));
 export const MODEL = fileURLToPath(new URL('../../examples/models/sim-llama-8b', import.meta.url));

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BIN, MODEL, type Sim, tempDir } from './sglang-harness.js';
+import { BIN, MODEL, type Sim, tempDir } from './sim-sglang.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const PY = path.join(ROOT, 'py');

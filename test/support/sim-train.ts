@@ -5,12 +5,12 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { promises as fs } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseSafetensorsHeader, safetensorsHeaderLength, verifyDrafter } from '../../src/stages/train/drafter.js';
 import { segmentBases, type SegmentListing } from '../../src/stages/train/v02-checkpoints.js';
 import { type TrainLaunch } from '../../src/stages/train/launch.js';
+import { makeWorkdir } from './workdir.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const BIN = path.join(ROOT, 'bin/aerie-sim.mjs');
@@ -93,7 +93,7 @@ export async function readCheckpoint(
 
 /** A scratch dir with a target config, a draft config and 10 rows of data. */
 export async function makeFixture(): Promise<string> {
-  const tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'aerie-train-'));
+  const tmp = await makeWorkdir('aerie-train-');
   await fs.mkdir(path.join(tmp, 'target'));
   await fs.writeFile(
     path.join(tmp, 'target/config.json'),
