@@ -1,9 +1,10 @@
 /**
- * All activities, one module per stage or concern, in lifecycle order; the worker registers what
- * createActivities returns, and the keys are the activity names recorded in every run's history
- * (test/activities/registered-names.test.ts keeps them). The workflow sees them only as types
- * (Activities). Outside this folder, code also imports the server's types (server.ts) and
- * `aerie doctor` runs the preflight checks without Temporal (preflight.ts: runPreflight).
+ * The pipeline's activities, one module per stage or concern, in lifecycle order. The worker
+ * registers what createActivities returns, beside the GPU-lease activities (leases.ts, typed
+ * apart for the lease workflow); the keys are the activity names recorded in every run's
+ * history (test/activities/registered-names.test.ts keeps them). The workflow sees them only as
+ * types (Activities). Outside this folder, code also imports the server's types (server.ts),
+ * and `aerie doctor` runs the preflight checks without Temporal (preflight.ts: runPreflight).
  */
 import { benchmarkActivities } from './benchmark.js';
 import type { ActivityDeps } from './context.js';
