@@ -147,9 +147,9 @@ async function gpusOf(deps: ActivityDeps, config: Config): Promise<string[]> {
   return inv.available && inv.gpus.length ? inv.gpus.map((g) => String(g.index)) : [ALL_GPUS];
 }
 
+/** run.lease-ttl; histories and configs from before the field have none: the default. */
 function leaseTtl(config: Config): number {
-  const ttl = (config.run as { 'lease-ttl'?: number })['lease-ttl'];
-  return typeof ttl === 'number' && ttl > 0 ? ttl : DEFAULT_LEASE_TTL_MS;
+  return config.run['lease-ttl'] ?? DEFAULT_LEASE_TTL_MS;
 }
 
 async function requestLease(client: Client, taskQueue: string, host: string, req: LeaseRequest): Promise<void> {

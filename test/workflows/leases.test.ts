@@ -47,7 +47,7 @@ function config(host: string, ttlMs: number): Config {
   return demoConfig('/stub/work', 30000, (c) => {
     c.hosts[host] = { ...c.hosts.local!, gpus: [0, 1, 2, 3, 4, 5, 6, 7] };
     c.target.host = host;
-    (c.run as Record<string, unknown>)['lease-ttl'] = ttlMs;
+    c.run['lease-ttl'] = ttlMs;
   });
 }
 

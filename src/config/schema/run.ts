@@ -24,4 +24,13 @@ export const runSchema = z.strictObject({
     .describe(
       'How long a long-running activity (launch, readiness, generate, extract, train, benchmark, stop) may go without a heartbeat before Temporal counts its worker as lost and retries it on another: the time a killed worker costs. At least 5s.',
     ),
+  'lease-ttl': duration
+    .refine((ms) => ms >= 2000, {
+      message:
+        'must be at least 2s: the run renews its GPU lease a few times per TTL, at most once a second. Fix: set run.lease-ttl to "2s" or more (default "120s"), and keep it above run.heartbeat-timeout',
+    })
+    .optional()
+    .describe(
+      "How long the run's GPU lease on its target host lasts without a renewal (default 120s). The run's worker renews it while the run lives; when that worker is gone for good, the lease expires after this long and the next run waiting for the GPUs gets them. Keep it above run.heartbeat-timeout, so a worker that is replaced mid-run renews in time.",
+    ),
 });
