@@ -26,6 +26,7 @@ const USAGE = `aerie — EAGLE-3 drafter pipelines for SGLang, as one durable Te
   aerie retry <run> [--stage S]           after a failure the run waits on (run.on-failure: wait): re-run from S
   aerie cancel <run>                      stop the run and every server and job it launched
   aerie report <run>                      the benchmark table and where report.html, report.md, results.jsonl are
+  aerie compare <run> <run> …             runs side by side (settings that differ, speedup, crossover, GPU-hours): md + html
   aerie doctor <config.yaml>              check the target host (SSH, interpreters, port, GPUs, paths, disk) without starting a run
   aerie demo                              the whole pipeline on the bundled simulator (examples/demo.yaml)
   aerie worker                            run a worker for the aerie task queue
@@ -87,6 +88,11 @@ async function main(argv: string[]): Promise<number> {
     case 'report':
       if (!positionals[0]) return usage('report needs a run id');
       return reportCommand(positionals[0]);
+    case 'compare': {
+      if (positionals.length < 2) return usage('compare needs two or more run ids');
+      const { compareCommand } = await import('./compare.js');
+      return compareCommand(positionals);
+    }
     case 'worker':
       return workerCommand();
     case 'version': {
