@@ -4,33 +4,29 @@
  * rotation, rewind), resume under HEAD's contract, and export. Every run goes through aerie's
  * own readers (parseSpecforgeProgress, listSpecforgeCheckpoints, verifyDrafter).
  */
-import { spawnSync } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, readdir, readlink, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, readdir, readlink, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { pyFloatRepr } from '../../sim/specforge/metrics.js';
 import { runSpecforgeTrain } from '../../sim/specforge/train.js';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
+import type { LocalHost } from '../../src/hosts/local/local-host.js';
 import { verifyDrafter, parseSafetensorsHeader } from '../../src/stages/train/drafter.js';
 import { parseSpecforgeProgress } from '../../src/stages/train/specforge-progress.js';
 import { listSpecforgeCheckpoints, newestCompleteCheckpoint } from '../../src/stages/train/specforge-checkpoints.js';
+import { useLocalHost } from '../support/local-host.js';
+import { runSimCli } from '../support/sim.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const DRAFT = join(ROOT, 'examples/models/sim-llama-8b-eagle3-draft.json');
+const fx = useLocalHost('aerie-sf-', { sub: 'work' });
 let dir: string;
 let host: LocalHost;
-const sim = (env: Record<string, string>, ...args: string[]) =>
-  spawnSync(process.execPath, [join(ROOT, 'bin/aerie-sim.mjs'), ...args], {
-    encoding: 'utf8',
-    env: { ...process.env, AERIE_SIM_TIME_SCALE: '0', ...env },
-  });
+const sim = (env: Record<string, string>, ...args: string[]) => runSimCli(args, { AERIE_SIM_TIME_SCALE: '0', ...env });
 const train = (out: string, ...overrides: string[]) =>
   sim({}, 'specforge', 'train', '-c', join(dir, 'cfg.yaml'), `output_dir=${out}`, ...overrides);
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'aerie-sf-'));
-  host = new LocalHost({ name: 'local', workdir: join(dir, 'work') });
+  ({ dir, host } = fx);
   await mkdir(join(dir, 'features'));
   for (let i = 0; i < 8; i++) await writeFile(join(dir, 'features', `data_${i}.ckpt`), 'x');
   await writeFile(
@@ -48,10 +44,6 @@ beforeAll(async () => {
       '  log_interval: 2',
     ].join('\n'),
   );
-});
-afterAll(async () => {
-  await host.close();
-  await rm(dir, { recursive: true, force: true });
 });
 
 describe('aerie-sim specforge train (HEAD a6b6b023)', () => {

@@ -5,7 +5,6 @@
  * against the same runs. Directory listings are rebuilt as real trees (sparse files of the
  * recorded sizes, the recorded symlink) and read through LocalHost.
  */
-import { spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, symlink, truncate, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -15,6 +14,7 @@ import { classifySpecforgeFailure, runStopStep } from '../../src/stages/train/sp
 import { listSpecforgeCheckpoints, planSpecforgeResume } from '../../src/stages/train/specforge-checkpoints.js';
 import type { SpecforgeRun } from '../../src/stages/train/specforge-config.js';
 import { useLocalHost } from '../support/local-host.js';
+import { runSimCli } from '../support/sim.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const FIX = join(ROOT, 'test/fixtures/real/specforge-a6b6b023-cpu-ws2');
@@ -176,10 +176,7 @@ describe('the simulator against the real two-rank runs', () => {
     return p;
   };
   const sim = (env: Record<string, string>, ...args: string[]) =>
-    spawnSync(process.execPath, [join(ROOT, 'bin/aerie-sim.mjs'), 'specforge', 'train', ...args], {
-      encoding: 'utf8',
-      env: { ...process.env, AERIE_SIM_TIME_SCALE: '0', ...env },
-    });
+    runSimCli(['specforge', 'train', ...args], { AERIE_SIM_TIME_SCALE: '0', ...env });
   const names = async (out: string) => {
     const l = await listSpecforgeCheckpoints(host, out, 'tiny');
     return { steps: l.checkpoints.map((c) => [c.step, Object.keys(c.files).sort()]), latest: l.latest?.target };

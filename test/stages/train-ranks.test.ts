@@ -4,7 +4,6 @@
  * lines in one log, a kill at each point of a save, and resume refused at another world size
  * once, with the reason. What the sim imitates is cited in sim/specforge/{train,checkpoint,traceback}.ts.
  */
-import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, readlink, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
@@ -18,6 +17,7 @@ import { classifySpecforgeFailure, runStopStep, specforgeHooks } from '../../src
 import { listSpecforgeCheckpoints, planSpecforgeResume } from '../../src/stages/train/specforge-checkpoints.js';
 import type { SpecforgeRun } from '../../src/stages/train/specforge-config.js';
 import { useLocalHost } from '../support/local-host.js';
+import { runSimCli } from '../support/sim.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const SIM = [process.execPath, join(ROOT, 'bin/aerie-sim.mjs'), 'specforge'];
@@ -295,10 +295,7 @@ describe("the simulated CLI's refusals, each as aerie classifies it", () => {
     return p;
   };
   const train = (config: string, env: Record<string, string>, ...o: string[]) =>
-    spawnSync(SIM[0]!, [...SIM.slice(1), 'train', '-c', config, ...o], {
-      encoding: 'utf8',
-      env: { ...process.env, AERIE_SIM_TIME_SCALE: '0', ...env },
-    });
+    runSimCli(['specforge', 'train', '-c', config, ...o], { AERIE_SIM_TIME_SCALE: '0', ...env });
 
   it('one-rank checkpoints resumed at two ranks: both ranks refuse, torchrun reports both, and aerie does not retry', async () => {
     const c = await cfg('grow');

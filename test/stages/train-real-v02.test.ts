@@ -3,18 +3,19 @@
  * captured by scripts/real/specforge_runs.sh on the lent H200), and the same assertions on the
  * simulator at the same revision: the simulator passes only where the real tool does.
  */
-import { spawnSync } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, readFile, rm, truncate, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readdir, readFile, truncate, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { LocalHost } from '../../src/hosts/local/local-host.js';
 import { SPECFORGE_PROFILES } from '../../src/stages/common/specforge-revision.js';
 import { seedProgress, parseTrainProgress } from '../../src/stages/train/progress.js';
 import { v02Hooks } from '../../src/stages/train/run.js';
 import { classifyTrainFailure } from '../../src/stages/common/train-failure.js';
 import { planTrainResume, rankCheckpoints } from '../../src/stages/train/v02-checkpoints.js';
 import { type TrainLaunch } from '../../src/stages/train/launch.js';
+import { useLocalHost } from '../support/local-host.js';
+import { runSimCli } from '../support/sim.js';
+import { useWorkdir } from '../support/workdir.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const REAL = (commit: string, file: string) =>
@@ -134,14 +135,11 @@ describe('a real kill -9 mid-save and --resume past the moved-aside checkpoint (
 });
 
 describe('a real checkpoint caught mid-save (20e2e3f0), laid out again on a host', () => {
+  const fx = useLocalHost('aerie-real-v02-', { each: true, sub: 'host' });
   let dir: string;
   let host: LocalHost;
-  beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'aerie-real-v02-'));
-    host = new LocalHost({ name: 'local', workdir: join(dir, 'host') });
-  });
-  afterEach(async () => {
-    await rm(dir, { recursive: true, force: true });
+  beforeEach(() => {
+    ({ dir, host } = fx);
   });
 
   it('the newest directory holds a cut-short training_state.pt only: aerie moves it aside and resumes from the one before', async () => {
@@ -235,109 +233,100 @@ describe('real SpecForge 73e6f808 (v0.2.0, transformers 4.57.1)', () => {
 });
 
 describe('the simulator gives the parser what the real log gives it', () => {
+  const tmp = useWorkdir('aerie-real-sim-', { each: true });
   it('same fields, same shapes, for a run of the same plan', async () => {
-    const work = await mkdtemp(join(tmpdir(), 'aerie-real-sim-'));
-    try {
-      await writeFile(
-        join(work, 'data.jsonl'),
-        Array.from({ length: 24 }, (_, i) => JSON.stringify({ id: `r${i}`, conversations: [] })).join('\n') + '\n',
+    const work = tmp.path;
+    await writeFile(
+      join(work, 'data.jsonl'),
+      Array.from({ length: 24 }, (_, i) => JSON.stringify({ id: `r${i}`, conversations: [] })).join('\n') + '\n',
+    );
+    const argv = [
+      '--target-model-path',
+      join(ROOT, 'examples/models/sim-llama-8b'),
+      '--draft-model-config',
+      join(ROOT, 'examples/models/sim-llama-8b-eagle3-draft.json'),
+      '--train-data-path',
+      join(work, 'data.jsonl'),
+      '--num-epochs',
+      '1',
+      '--batch-size',
+      '1',
+      '--save-interval',
+      '5',
+      '--output-dir',
+      join(work, 'out'),
+    ];
+    const r = runSimCli(['train', ...argv], {
+      AERIE_SIM_TIME_SCALE: '0',
+      AERIE_SIM_SPECFORGE_REVISION: 'v0.2-resume',
+    });
+    expect(r.status, r.stderr).toBe(0);
+    const sim = parseTrainProgress(r.stdout + r.stderr);
+    const real = parseTrainProgress(await REAL('20e2e3f0', 'clean.log'));
+    const shape = (p: typeof sim) =>
+      Object.fromEntries(
+        Object.entries(p)
+          .filter(([k]) => k !== 'partial' && k !== 'lines')
+          .map(([k, v]) => [k, typeof v]),
       );
-      const argv = [
-        '--target-model-path',
-        join(ROOT, 'examples/models/sim-llama-8b'),
-        '--draft-model-config',
-        join(ROOT, 'examples/models/sim-llama-8b-eagle3-draft.json'),
-        '--train-data-path',
-        join(work, 'data.jsonl'),
-        '--num-epochs',
-        '1',
-        '--batch-size',
-        '1',
-        '--save-interval',
-        '5',
-        '--output-dir',
-        join(work, 'out'),
-      ];
-      const r = spawnSync(process.execPath, [join(ROOT, 'bin/aerie-sim.mjs'), 'train', ...argv], {
-        env: { ...process.env, AERIE_SIM_TIME_SCALE: '0', AERIE_SIM_SPECFORGE_REVISION: 'v0.2-resume' },
-        encoding: 'utf8',
-      });
-      expect(r.status, r.stderr).toBe(0);
-      const sim = parseTrainProgress(r.stdout + r.stderr);
-      const real = parseTrainProgress(await REAL('20e2e3f0', 'clean.log'));
-      const shape = (p: typeof sim) =>
-        Object.fromEntries(
-          Object.entries(p)
-            .filter(([k]) => k !== 'partial' && k !== 'lines')
-            .map(([k, v]) => [k, typeof v]),
-        );
-      expect(shape(sim)).toEqual(shape(real));
-      expect([sim.step, sim.totalSteps, sim.stepsPerEpoch]).toEqual([real.step, real.totalSteps, real.stepsPerEpoch]);
-      expect((await readdir(join(work, 'out'))).sort()).toEqual([
-        'epoch_0_step_10',
-        'epoch_0_step_15',
-        'epoch_0_step_20',
-        'epoch_0_step_24',
-        'epoch_0_step_5',
-      ]);
-      expect(parseTrainProgress(r.stderr, seedProgress({ numEpochs: 1, maxNumSteps: undefined })).totalSteps).toBe(24);
-    } finally {
-      await rm(work, { recursive: true, force: true });
-    }
+    expect(shape(sim)).toEqual(shape(real));
+    expect([sim.step, sim.totalSteps, sim.stepsPerEpoch]).toEqual([real.step, real.totalSteps, real.stepsPerEpoch]);
+    expect((await readdir(join(work, 'out'))).sort()).toEqual([
+      'epoch_0_step_10',
+      'epoch_0_step_15',
+      'epoch_0_step_20',
+      'epoch_0_step_24',
+      'epoch_0_step_5',
+    ]);
+    expect(parseTrainProgress(r.stderr, seedProgress({ numEpochs: 1, maxNumSteps: undefined })).totalSteps).toBe(24);
   });
 });
 
 describe('the simulator at v0.2.0 ends as the real 73e6f808 run ended', () => {
+  const tmp = useWorkdir('aerie-real-sim-', { each: true });
   it('same steps and checkpoints, no final save, the same teardown failure', async () => {
-    const work = await mkdtemp(join(tmpdir(), 'aerie-real-sim-'));
-    try {
-      await writeFile(
-        join(work, 'data.jsonl'),
-        Array.from({ length: 24 }, (_, i) => JSON.stringify({ id: `r${i}`, conversations: [] })).join('\n') + '\n',
-      );
-      const argv = [
-        '--target-model-path',
-        join(ROOT, 'examples/models/sim-llama-8b'),
-        '--draft-model-config',
-        join(ROOT, 'examples/models/sim-llama-8b-eagle3-draft.json'),
-        '--train-data-path',
-        join(work, 'data.jsonl'),
-        '--num-epochs',
-        '1',
-        '--batch-size',
-        '1',
-        '--save-interval',
-        '5',
-        '--output-dir',
-        join(work, 'out'),
-      ];
-      const r = spawnSync(process.execPath, [join(ROOT, 'bin/aerie-sim.mjs'), 'train', ...argv], {
-        env: { ...process.env, AERIE_SIM_TIME_SCALE: '0', AERIE_SIM_SPECFORGE_REVISION: 'v0.2.0' },
-        encoding: 'utf8',
-      });
-      const realLog = await REAL('73e6f808', 'clean.log');
-      expect(r.status).toBe(1);
-      expect(classifyTrainFailure(r.stderr)).toMatchObject({
-        kind: 'teardown',
-        evidence: classifyTrainFailure(realLog).evidence,
-      });
-      const seed = seedProgress({ numEpochs: 1, maxNumSteps: undefined });
-      const [sim, real] = [parseTrainProgress(r.stdout + r.stderr, seed), parseTrainProgress(realLog, seed)];
-      expect([sim.step, sim.totalSteps, sim.stepsPerEpoch, sim.totalEpochs]).toEqual([
-        real.step,
-        real.totalSteps,
-        real.stepsPerEpoch,
-        real.totalEpochs,
-      ]);
-      expect((await readdir(join(work, 'out'))).sort()).toEqual([
-        'epoch_0_step_10',
-        'epoch_0_step_15',
-        'epoch_0_step_20',
-        'epoch_0_step_5',
-      ]);
-    } finally {
-      await rm(work, { recursive: true, force: true });
-    }
+    const work = tmp.path;
+    await writeFile(
+      join(work, 'data.jsonl'),
+      Array.from({ length: 24 }, (_, i) => JSON.stringify({ id: `r${i}`, conversations: [] })).join('\n') + '\n',
+    );
+    const argv = [
+      '--target-model-path',
+      join(ROOT, 'examples/models/sim-llama-8b'),
+      '--draft-model-config',
+      join(ROOT, 'examples/models/sim-llama-8b-eagle3-draft.json'),
+      '--train-data-path',
+      join(work, 'data.jsonl'),
+      '--num-epochs',
+      '1',
+      '--batch-size',
+      '1',
+      '--save-interval',
+      '5',
+      '--output-dir',
+      join(work, 'out'),
+    ];
+    const r = runSimCli(['train', ...argv], { AERIE_SIM_TIME_SCALE: '0', AERIE_SIM_SPECFORGE_REVISION: 'v0.2.0' });
+    const realLog = await REAL('73e6f808', 'clean.log');
+    expect(r.status).toBe(1);
+    expect(classifyTrainFailure(r.stderr)).toMatchObject({
+      kind: 'teardown',
+      evidence: classifyTrainFailure(realLog).evidence,
+    });
+    const seed = seedProgress({ numEpochs: 1, maxNumSteps: undefined });
+    const [sim, real] = [parseTrainProgress(r.stdout + r.stderr, seed), parseTrainProgress(realLog, seed)];
+    expect([sim.step, sim.totalSteps, sim.stepsPerEpoch, sim.totalEpochs]).toEqual([
+      real.step,
+      real.totalSteps,
+      real.stepsPerEpoch,
+      real.totalEpochs,
+    ]);
+    expect((await readdir(join(work, 'out'))).sort()).toEqual([
+      'epoch_0_step_10',
+      'epoch_0_step_15',
+      'epoch_0_step_20',
+      'epoch_0_step_5',
+    ]);
   });
 });
 

@@ -3,7 +3,7 @@
  * started on a free port, waited for until /health says 200, stopped by its pgid. `version`
  * picks the SGLang release it imitates (`aerie-sim sglang --version X.Y.Z`; default 0.5.23).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess, type SpawnSyncReturns } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
 import { freePort } from '../../src/temporal/dev-server.js';
@@ -112,4 +112,13 @@ export function useSim(
       return sim;
     },
   };
+}
+
+/** `aerie-sim <args>` run to its end, synchronously: a CLI whose exit status and output the test reads; env over this process's. */
+export function runSimCli(args: string[], env: Record<string, string> = {}): SpawnSyncReturns<string> {
+  return spawnSync(process.execPath, [join(ROOT, 'bin/aerie-sim.mjs'), ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+    maxBuffer: 1 << 28,
+  });
 }
