@@ -2,7 +2,7 @@
 """Record, from a pinned SGLang wheel's own source, the names aerie's capture hooks.
 
 Reads the wheel as a zip (nothing is installed or imported from it), parses each module that
-py/aerie_hs/sglang_hook.py declares a target in, and writes what the source has for each
+py/aerie_hs/sglang_targets.py declares a target in, and writes what the source has for each
 declared name: a function's parameter list (keyword-only ones after "*") and line, or for a
 class, the line at which each declared attribute is defined (a class-body field or enum member,
 or a `self.<name> =` in any of its methods; null when absent). The test
@@ -72,7 +72,7 @@ def main(wheel, out_dir):
     version_src = z.read("sglang/_version.py").decode()
     version = ast.literal_eval(version_src.split("__version__ = version = ", 1)[1].splitlines()[0])
     if version not in TARGETS:
-        sys.exit(f"sglang_hook.py declares no targets for SGLang {version}")
+        sys.exit(f"sglang_targets.py declares no targets for SGLang {version}")
     functions, fields = {}, {}
     for kind, module, qualname, names in TARGETS[version]:
         path = module.replace(".", "/") + ".py"

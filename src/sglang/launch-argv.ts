@@ -53,7 +53,7 @@ export interface CaptureSpec {
   mode?: CaptureMode;
 }
 
-/** The SGLang releases aerie's capture is written and checked for (py/aerie_hs/sglang_hook.py TARGETS). */
+/** The SGLang releases aerie's capture is written and checked for (py/aerie_hs/sglang_targets.py TARGETS). */
 export const CAPTURE_SGLANG_VERSIONS = ['0.5.12', '0.5.23'] as const;
 
 export const DEFAULT_SERVER_HOST = '127.0.0.1';
