@@ -63,10 +63,10 @@ export function leaseActivities(deps: LeaseDeps) {
           // workflow that ended or was terminated.
           await requestLease(client, taskQueue, host, req);
           const snap = await snapshotOf(client, host);
-          const mine = snap?.holders.find((h) => holderKey(h.holder) === key);
+          const mine = typeof snap === 'string' ? undefined : snap.holders.find((h) => holderKey(h.holder) === key);
           if (mine) {
             const waitedMs = Date.now() - started;
-            const cleared = await clearExpired(deps, input, snap!, mine);
+            const cleared = await clearExpired(deps, input, snap as LeaseSnapshot, mine);
             const waited = waitedMs >= 1000 ? ` after waiting ${Math.round(waitedMs / 1000)} s` : '';
             return {
               host,
@@ -103,7 +103,7 @@ export function leaseActivities(deps: LeaseDeps) {
         try {
           await client.workflow.getHandle(leaseWorkflowId(input.host)).signal(LEASE_NAMES.renew, holder);
           const snap = await snapshotOf(client, input.host);
-          lost = snap !== undefined && !snap.holders.some((h) => holderKey(h.holder) === key);
+          lost = typeof snap !== 'string' && !snap.holders.some((h) => holderKey(h.holder) === key);
         } catch (err) {
           if (!(err instanceof WorkflowNotFoundError)) throw err;
           lost = true;
@@ -170,20 +170,22 @@ async function releaseLease(client: Client, host: string, holder: Pick<LeaseHold
   }
 }
 
-/** The lease workflow's table; undefined while it cannot answer (just started, no worker on its queue yet). */
-async function snapshotOf(client: Client, host: string): Promise<LeaseSnapshot | undefined> {
+/**
+ * The lease workflow's table, or why it cannot answer now (it just ended, or no worker polls
+ * its queue): the caller asks again next round and says why in its heartbeat.
+ */
+async function snapshotOf(client: Client, host: string): Promise<LeaseSnapshot | string> {
   try {
     return await client.workflow.getHandle(leaseWorkflowId(host)).query<LeaseSnapshot>(LEASE_NAMES.query);
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return undefined;
-    throw err;
+    return (err as Error).message;
   }
 }
 
 /** "waiting for gpu-a GPUs 0–7, held by run X since …": the first holder in the way, or the queue ahead. */
-export function waitingPhase(host: string, gpus: string[], snap: LeaseSnapshot | undefined): string {
+export function waitingPhase(host: string, gpus: string[], snap: LeaseSnapshot | string): string {
   const what = `waiting for ${host} GPUs ${describeGpus(gpus)}`;
-  if (!snap) return `${what} (asking the host's lease workflow)`;
+  if (typeof snap === 'string') return `${what} (the host's lease workflow does not answer yet: ${snap.slice(0, 160)})`;
   const blocking = snap.holders.find((h) => overlaps(h.gpus, gpus));
   if (blocking) return `${what}, held by ${who(blocking)} since ${blocking.grantedAt ?? blocking.requestedAt}`;
   const ahead = snap.waiters.findIndex((w) => overlaps(w.gpus, gpus));
