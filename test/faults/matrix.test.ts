@@ -4,7 +4,6 @@
  * each case the run is checked against an uninterrupted reference run. The suite prints
  * the reliability table the README quotes (`npm run test:faults`).
  */
-import { spawn } from 'node:child_process';
 import { mkdir, readdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
@@ -14,7 +13,8 @@ import { TASK_QUEUE } from '../../src/shared.js';
 import { pipeline } from '../../src/workflows/index.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { demoConfig, legacyDemoConfig } from '../support/demo-config.js';
-import { startSshFixture, type SshFixture } from '../support/ssh-fixture.js';
+import { useProcessGroups } from '../support/processes.js';
+import { useSshFixture, type SshFixture } from '../support/ssh-fixture.js';
 import { waitUntil } from '../support/temporal.js';
 import {
   bytesDiffering,
@@ -26,7 +26,7 @@ import {
   type RunFacts,
 } from './facts.js';
 import { faultCases, HEARTBEAT_TIMEOUT_MS, selectedCases, type FaultCase } from './cases.js';
-import { FaultRig } from './rig.js';
+import { useFaultRig } from './rig.js';
 
 const SECRET = `aerie-fault-secret-${process.pid}-do-not-log`;
 process.env.AERIE_FAULT_SECRET = SECRET;
@@ -43,7 +43,11 @@ interface Row {
   differing: number;
 }
 
-let rig: FaultRig;
+// The sshd is registered first so that it goes last, after the rig's workers are gone.
+const sshd = useSshFixture();
+const rig = useFaultRig();
+/** Processes of the test's own (the decoy), SIGKILLed by their pgid after the file. */
+const groups = useProcessGroups();
 let ssh: SshFixture;
 /** The uninterrupted run of each demo variant a case is compared with. */
 const references: Partial<Record<Variant, RunFacts>> = {};
@@ -67,20 +71,14 @@ const baseTweak = (c: Config) => {
 const CASES = faultCases({ ssh: () => ssh, ledgerNow, referenceShardBytes: () => referenceShardBytes });
 
 beforeAll(async () => {
-  [rig, ssh] = await Promise.all([FaultRig.start(), startSshFixture()]);
+  ssh = sshd.fx;
   // A process aerie never launched, in its own group: it must survive every case.
-  decoy = spawn('sleep', ['3600'], { detached: true, stdio: 'ignore' }).pid!;
+  decoy = groups.start('sleep', ['3600']).pid!;
   await rig.startWorker('main');
 }, 120_000);
 
+// Registered last, so it runs first: the table is written before the rig, the sshd and the decoy go.
 afterAll(async () => {
-  try {
-    process.kill(-decoy, 'SIGKILL');
-  } catch {
-    // gone
-  }
-  await rig?.stop();
-  await ssh?.stop();
   if (rows.length) {
     const table = renderTable(rows);
     console.log(`\n${table}\n`);

@@ -17,10 +17,18 @@ import {
 import { HostPool } from '../../src/hosts/index.js';
 import { TASK_QUEUE } from '../../src/shared.js';
 import { ensureSearchAttributes } from '../../src/temporal/connect.js';
-import { ensureDevServer, freePort, stopDevServer, type DevServerRecord } from '../../src/temporal/dev-server.js';
+import {
+  ensureDevServer,
+  freePort,
+  portOpen,
+  procStartTime,
+  stopDevServer,
+  type DevServerRecord,
+} from '../../src/temporal/dev-server.js';
 import { createWorker, WORKFLOWS_PATH } from '../../src/worker.js';
 import { makeWorkdir, removeWorkdir } from './workdir.js';
-import { signalGroup, spawnAerieWorker } from './worker-process.js';
+import { signalGroup } from './processes.js';
+import { spawnAerieWorker } from './worker-process.js';
 
 export interface TestTemporal {
   dir: string;
@@ -30,29 +38,65 @@ export interface TestTemporal {
   bundle: WorkflowBundleWithSourceMap;
   /** fn with an in-process aerie worker on the task queue; its hosts (and SSH links) closed after. */
   withWorker<T>(fn: (hosts: HostPool) => Promise<T>): Promise<T>;
+  /**
+   * SIGKILLs the dev server (its recorded group), waits for it to be gone and its port free, and
+   * starts it again on the same ports and database; `server`, `client` and `nativeConnection` are then the new ones.
+   */
+  crashAndRestart(): Promise<void>;
   stop(): Promise<void>;
 }
 
-export async function startTestTemporal(): Promise<TestTemporal> {
+export interface TestTemporalOptions {
+  /** No web UI (the fault matrix's server); default false. */
+  headless?: boolean;
+  /** Bundle the workflows for in-process workers (`bundle`, `withWorker`); default true. */
+  bundle?: boolean;
+}
+
+export async function startTestTemporal(opts: TestTemporalOptions = {}): Promise<TestTemporal> {
   quietRuntime();
   const dir = await mkdtemp(join(tmpdir(), 'aerie-temporal-'));
-  const server = await ensureDevServer({ dir, port: await freePort(), uiPort: await freePort(), headless: false });
-  const connection = await Connection.connect({ address: server.address });
-  await ensureSearchAttributes(connection, 'default');
-  const client = new Client({ connection, namespace: 'default' });
-  const nativeConnection = await NativeConnection.connect({ address: server.address });
-  const bundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
+  const headless = opts.headless ?? false;
+  let server = await ensureDevServer({ dir, port: await freePort(), uiPort: await freePort(), headless });
+  const connect = async () => {
+    const connection = await Connection.connect({ address: server.address });
+    await ensureSearchAttributes(connection, 'default');
+    const client = new Client({ connection, namespace: 'default' });
+    const nativeConnection = await NativeConnection.connect({ address: server.address });
+    return { connection, client, nativeConnection };
+  };
+  let conn = await connect();
+  const bundle =
+    opts.bundle === false
+      ? undefined
+      : await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
+  const bundled = () => {
+    if (!bundle) throw new Error('startTestTemporal({ bundle: false }): no workflow bundle for an in-process worker');
+    return bundle;
+  };
+  const close = async () => {
+    await conn.nativeConnection.close().catch(() => undefined);
+    await conn.connection.close().catch(() => undefined);
+  };
   return {
     dir,
-    server,
-    client,
-    nativeConnection,
-    bundle,
+    get server() {
+      return server;
+    },
+    get client() {
+      return conn.client;
+    },
+    get nativeConnection() {
+      return conn.nativeConnection;
+    },
+    get bundle() {
+      return bundled();
+    },
     async withWorker<T>(fn: (hosts: HostPool) => Promise<T>): Promise<T> {
       const hosts = new HostPool();
       const { worker } = await createWorker({
-        connection: nativeConnection,
-        workflowBundle: bundle,
+        connection: conn.nativeConnection,
+        workflowBundle: bundled(),
         hosts,
         taskQueue: TASK_QUEUE,
       });
@@ -62,9 +106,21 @@ export async function startTestTemporal(): Promise<TestTemporal> {
         await hosts.closeAll();
       }
     },
+    async crashAndRestart() {
+      const old = server;
+      await close();
+      signalGroup(old.pid, 'SIGKILL');
+      await waitUntil(
+        async () => (await procStartTime(old.pid)) !== old.startTime && !(await portOpen(old.port)),
+        'the dev server to die and free its port',
+        30_000,
+        100,
+      );
+      server = await ensureDevServer({ dir, port: old.port, uiPort: old.uiPort, headless });
+      conn = await connect();
+    },
     async stop() {
-      await nativeConnection.close().catch(() => undefined);
-      await connection.close().catch(() => undefined);
+      await close();
       await stopDevServer(dir);
       await rm(dir, { recursive: true, force: true });
     },
@@ -78,9 +134,11 @@ export interface TemporalSuite {
   readonly work: string;
   /** A real `aerie worker` process on this server, logging to `<work>/<name>.log`; returns its pgid, SIGKILLed in afterAll. */
   startWorkerProcess(name: string): Promise<number>;
+  /** SIGKILLs the worker process started under `name`, by its recorded pgid. */
+  killWorkerProcess(name: string): void;
 }
 
-export interface TemporalSuiteOptions {
+export interface TemporalSuiteOptions extends TestTemporalOptions {
   /** Runs once the folder exists, before the dev server starts (e.g. env the worker reads). */
   setup?: (work: string) => void | Promise<void>;
 }
@@ -95,11 +153,13 @@ export interface TemporalSuiteOptions {
 export function useTemporalSuite(prefix: string, opts: TemporalSuiteOptions = {}): TemporalSuite {
   let t: TestTemporal | undefined;
   let work: string | undefined;
+  /** Every worker process started, by pgid; `named` holds the ones not yet killed by name. */
   const workers: number[] = [];
+  const named = new Map<string, number>();
   beforeAll(async () => {
     work = await makeWorkdir(prefix);
     await opts.setup?.(work);
-    t = await startTestTemporal();
+    t = await startTestTemporal({ headless: opts.headless, bundle: opts.bundle });
   }, 120_000);
   afterAll(async () => {
     for (const pgid of workers) signalGroup(pgid, 'SIGKILL');
@@ -120,7 +180,14 @@ export function useTemporalSuite(prefix: string, opts: TemporalSuiteOptions = {}
     async startWorkerProcess(name) {
       const pgid = await spawnAerieWorker(suite.t.server.address, join(suite.work, `${name}.log`));
       workers.push(pgid);
+      named.set(name, pgid);
       return pgid;
+    },
+    killWorkerProcess(name) {
+      const pgid = named.get(name);
+      if (pgid === undefined) throw new Error(`no worker process named ${name}`);
+      signalGroup(pgid, 'SIGKILL');
+      named.delete(name);
     },
   };
   return suite;
