@@ -24,6 +24,7 @@ describe('tally for /generate (bench_serving sglang backend rules)', () => {
       outputTokens: 7,
       promptTokens: 12,
       acceptLength: 3.5,
+      specVerifyCt: 2, // kept for the pooled accept length (accept.ts)
       serverE2eMs: 80,
       generatedText: 'abcdefg', // the last non-empty cumulative text, as bench_serving keeps it
     });
