@@ -1,5 +1,4 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type http from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   SglangClient,
@@ -10,6 +9,8 @@ import {
   errorMessageOf,
   type MetaInfo,
 } from '../../src/sglang/client.js';
+import { freePort } from '../../src/temporal/dev-server.js';
+import { startFakeServer, type FakeServer } from '../support/fake-server.js';
 
 interface Seen {
   method: string;
@@ -20,31 +21,21 @@ interface Seen {
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse, body: string) => void;
 
-const servers: http.Server[] = [];
+const servers: FakeServer[] = [];
 
-/** A real HTTP server on a port the OS picks; every test's servers are closed after it. */
+/** A real HTTP server on a port the OS picks (test/support's fake server); every test's servers are closed after it. */
 async function serve(handler: Handler): Promise<{ base: string; seen: Seen[] }> {
   const seen: Seen[] = [];
-  const server = http.createServer((req, res) => {
-    let body = '';
-    req.setEncoding('utf8');
-    req.on('data', (c: string) => (body += c));
-    req.on('end', () => {
-      seen.push({ method: req.method ?? '', url: req.url ?? '', contentType: req.headers['content-type'], body });
-      handler(req, res, body);
-    });
+  const server = await startFakeServer((body, res, req) => {
+    seen.push({ method: req.method ?? '', url: req.url ?? '', contentType: req.headers['content-type'], body });
+    handler(req, res, body);
   });
   servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return { base: `http://127.0.0.1:${port}`, seen };
+  return { base: server.baseUrl, seen };
 }
 
 afterEach(async () => {
-  for (const s of servers.splice(0)) {
-    s.closeAllConnections();
-    await new Promise<void>((resolve) => s.close(() => resolve()));
-  }
+  for (const s of servers.splice(0)) await s.close();
 });
 
 function json(res: http.ServerResponse, status: number, value: unknown): void {
@@ -52,14 +43,8 @@ function json(res: http.ServerResponse, status: number, value: unknown): void {
   res.end(JSON.stringify(value));
 }
 
-/** A port that was just free: listen, note the port, close. */
-async function closedPort(): Promise<number> {
-  const s = http.createServer();
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
-  const { port } = s.address() as AddressInfo;
-  await new Promise<void>((resolve) => s.close(() => resolve()));
-  return port;
-}
+/** A port that was just free. */
+const closedPort = freePort;
 
 const META: MetaInfo = {
   id: 'a1b2',
