@@ -1,13 +1,17 @@
 /**
  * The acceptance gate on the deploy server: does the drafter pay for itself? A few greedy
- * requests of fixed length, their accept length against stages.deploy.acceptance-threshold;
- * below it the deploy is refused (DrafterRejectedError) before any benchmark runs.
+ * requests of fixed length on prompts it never trained on (gate-prompts.ts), their accept
+ * length against stages.deploy.acceptance-threshold, or against another run's recorded gate
+ * less a margin (acceptance-versus); below the bar the deploy is refused
+ * (DrafterRejectedError) before any benchmark runs. The figure goes to the benchmark's
+ * ledger record with the prompts it was measured on.
  */
 import { SglangClient, acceptLengthOf } from '../sglang/client.js';
 import { drafterRejectedMessage, gateAcceptLength, type GateSample } from '../sglang/readiness.js';
 import { fatal, keepHeartbeating, type ActivityDeps } from './context.js';
 import type { ServerStep } from './server-types.js';
 import { watchServer } from './server-watch.js';
+import { GateBaselineError, gateFloor, gatePrompts, recordedGate, type GateRecord } from './gate-prompts.js';
 
 /** Tokens per acceptance-gate request. */
 const GATE_TOKENS = 256;
@@ -16,17 +20,26 @@ export function serverGateActivities({ hosts }: ActivityDeps) {
   return {
     async acceptanceGate(
       input: ServerStep,
-    ): Promise<{ acceptLength: number; perRequest: number[]; notes: string[]; warnings: string[] }> {
+    ): Promise<{ acceptLength: number; perRequest: number[]; notes: string[]; warnings: string[]; gate: GateRecord }> {
       const { config, launch } = input;
       const host = hosts.get(config);
       const d = config.stages.deploy;
       const client = new SglangClient(await host.httpBase(launch.port), { generateTimeoutMs: 5 * 60_000 });
-      const prompts = [
-        'Explain how a hash map works.',
-        'Write a haiku about the sea.',
-        'List three uses of binary search.',
-        'Why is the sky blue?',
-      ];
+      const versus = d['acceptance-versus'];
+      let baseline: GateRecord | undefined;
+      try {
+        baseline = versus ? await recordedGate(host, versus.run) : undefined;
+      } catch (err) {
+        if (err instanceof GateBaselineError) throw fatal('ConfigError', err.message);
+        throw err;
+      }
+      const gateSet = await gatePrompts(host, config);
+      if (baseline && baseline.prompts.kind !== gateSet.kind)
+        throw fatal(
+          'ConfigError',
+          `stages.deploy.acceptance-versus.run: run ${versus!.run}'s gate measured ${baseline.prompts.kind} prompts (${baseline.prompts.source}) and this one measures ${gateSet.kind} prompts (${gateSet.source}): the two accept lengths are not comparable. Set stages.generate.num-samples alike in both runs, or remove the field`,
+        );
+      const prompts = gateSet.prompts;
       const samples: GateSample[] = [];
       const stopBeat = keepHeartbeating(() => ({
         gate: 'greedy requests',
@@ -68,26 +81,42 @@ export function serverGateActivities({ hosts }: ActivityDeps) {
       }
       const perRequest = samples.map((s) => s.acceptLength);
       const acceptLength = gateAcceptLength(samples);
-      if (acceptLength < d['acceptance-threshold']) {
+      const bar = gateFloor(
+        d['acceptance-threshold'],
+        baseline && versus
+          ? { run: versus.run, margin: versus.margin, acceptLength: baseline.acceptLength }
+          : undefined,
+      );
+      const gate: GateRecord = {
+        acceptLength,
+        perRequest,
+        prompts: { kind: gateSet.kind, source: gateSet.source },
+        floor: bar.floor,
+        floorFrom: bar.from,
+      };
+      if (acceptLength < bar.floor) {
         const forced =
           d['allow-algorithm-mismatch'] && launch.notes.some((n) => n.includes('allow-algorithm-mismatch'));
         throw fatal(
           'DrafterRejectedError',
           drafterRejectedMessage(
             acceptLength,
-            d['acceptance-threshold'],
+            Number(bar.floor.toFixed(2)),
             forced ? d['speculative-algorithm'] : undefined,
-          ),
-          {
-            perRequest,
-            acceptLength,
-          },
+          ) +
+            (bar.floor === d['acceptance-threshold'] ? '' : ` (the bar is ${bar.from})`) +
+            ` — measured on ${gateSet.source}`,
+          { perRequest, acceptLength, gate },
         );
       }
       const warnings = launch.warnings ?? [];
-      const notes = [...launch.notes, ...warnings.map((w) => `server warning: ${w}`)];
+      const notes = [
+        ...launch.notes,
+        `acceptance gate: accept length ${acceptLength.toFixed(2)} ≥ ${bar.floor.toFixed(2)} (${bar.from}) on ${gateSet.source}`,
+        ...warnings.map((w) => `server warning: ${w}`),
+      ];
       if (launch.startupRecord) notes.push(`server notes and warnings kept in ${launch.startupRecord}`);
-      return { acceptLength, perRequest, notes, warnings };
+      return { acceptLength, perRequest, notes, warnings, gate };
     },
   };
 }

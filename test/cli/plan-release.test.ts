@@ -129,7 +129,7 @@ describe('aerie plan per SGLang release', () => {
     });
     const d = step(planRun(c, 'r1'), 'launch deploy server');
     expect(d.argv).toBeUndefined();
-    expect(d.notes.filter((n) => n.startsWith('REFUSED at launch: stages.deploy.spec-v2: off'))).toHaveLength(1);
+    expect(d.notes!.filter((n) => n.startsWith('REFUSED at launch: stages.deploy.spec-v2: off'))).toHaveLength(1);
     expect(renderPlan(c, planRun(c, 'r1'), 'kimi-k2.5.yaml')).toContain('REFUSED at launch');
   });
 });

@@ -234,7 +234,19 @@ const DEFAULTS: { [K in ActivityName]: (s: StubActivities, input: Input<K>) => O
     outputs: ['/stub/drafter'],
     note: 'trained 2 epochs',
   }),
-  acceptanceGate: () => ({ acceptLength: 2.5, perRequest: [2.5], notes: [], warnings: [] }),
+  acceptanceGate: () => ({
+    acceptLength: 2.5,
+    perRequest: [2.5],
+    notes: [],
+    warnings: [],
+    gate: {
+      acceptLength: 2.5,
+      perRequest: [2.5],
+      prompts: { kind: 'fixed', source: 'stub' },
+      floor: 1.3,
+      floorFrom: 'stub',
+    },
+  }),
   benchmarkSweep: () => ({ records: [], notes: [] }),
   storedSweep: (s, i) => ({
     records: [],

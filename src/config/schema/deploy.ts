@@ -17,7 +17,30 @@ export const deploySchema = z.strictObject({
       "Spec v2 (overlap scheduling of draft and verify), rendered for the host's release: --enable-beta-spec on 0.5.4, SGLANG_ENABLE_SPEC_V2 on 0.5.9-0.5.14, always on from 0.5.15 (off is refused there). auto: the release's default. `aerie plan` says what it does.",
     ),
   'acceptance-threshold': z.number().min(1).default(1.3),
-  'acceptance-requests': z.number().int().min(1).default(4),
+  'acceptance-requests': z
+    .number()
+    .int()
+    .min(1)
+    .default(4)
+    .describe(
+      'Greedy requests the acceptance gate sends: the first user turns of stages.generate.input after its first num-samples (never trained on), or four fixed prompts when no row is held out.',
+    ),
+  'acceptance-versus': z
+    .strictObject({
+      run: z
+        .string()
+        .min(1)
+        .describe('A run whose benchmark finished on this target host: its recorded gate is the bar.'),
+      margin: z
+        .number()
+        .min(0)
+        .default(0.1)
+        .describe("How far below that run's accept length this drafter may fall and still pass."),
+    })
+    .optional()
+    .describe(
+      "No worse than another run: the gate's bar becomes that run's gate accept length less the margin, when that is above acceptance-threshold. Its gate must have used the same kind of prompts (held-out or fixed).",
+    ),
   'allow-algorithm-mismatch': z
     .boolean()
     .default(false)
