@@ -27,6 +27,7 @@ const USAGE = `aerie — EAGLE-3 drafter pipelines for SGLang, as one durable Te
   aerie cancel <run>                      stop the run and every server and job it launched
   aerie report <run>                      the benchmark table and where report.html, report.md, results.jsonl are
   aerie compare <run> <run> …             runs side by side (settings that differ, speedup, crossover, GPU-hours): md + html
+  aerie hosts [config.yaml]               hosts, their GPUs, which run holds them since when, and who waits
   aerie doctor <config.yaml>              check the target host (SSH, interpreters, port, GPUs, paths, disk) without starting a run
   aerie demo                              the whole pipeline on the bundled simulator (examples/demo.yaml)
   aerie worker                            run a worker for the aerie task queue
@@ -92,6 +93,10 @@ async function main(argv: string[]): Promise<number> {
       if (positionals.length < 2) return usage('compare needs two or more run ids');
       const { compareCommand } = await import('./compare.js');
       return compareCommand(positionals);
+    }
+    case 'hosts': {
+      const { hostsCommand } = await import('./hosts.js');
+      return hostsCommand(positionals[0]);
     }
     case 'worker':
       return workerCommand();
