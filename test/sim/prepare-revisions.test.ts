@@ -4,13 +4,13 @@
  * a6b6b023 reads it, the vocab mapping where the real script writes it, rows shuffled before
  * they are numbered, and the last partial batch dropped.
  */
-import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { recordTokens, runPrepare, shuffledRows } from '../../sim/specforge/prepare.js';
+import { pythonOut } from '../support/python.js';
+import { useWorkdir } from '../support/workdir.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const TARGET = join(ROOT, 'examples/models/sim-llama-8b');
@@ -20,8 +20,9 @@ let dir: string;
 let data: string;
 let rows: unknown[];
 
+const tmp = useWorkdir('aerie-prep-', { each: true });
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'aerie-prep-'));
+  dir = tmp.path;
   // Rows of distinct lengths, so a file's token count tells which row it holds.
   rows = Array.from({ length: 10 }, (_, i) => ({
     conversations: [
@@ -32,7 +33,6 @@ beforeEach(async () => {
   data = join(dir, 'train.jsonl');
   await writeFile(data, rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
 });
-afterEach(async () => rm(dir, { recursive: true, force: true }));
 
 async function prepare(revision: string, extra: string[]): Promise<{ code: number; out: string; err: string }> {
   let out = '';
@@ -63,7 +63,7 @@ async function prepare(revision: string, extra: string[]): Promise<{ code: numbe
 function fileTokens(out: string): number[] {
   const script =
     "import sys, zipfile, glob, re\nfor p in sorted(glob.glob(sys.argv[1] + '/rows_*/data_*.ckpt')):\n    z = zipfile.ZipFile(p)\n    n = [i for i in z.namelist() if i.endswith('/data/0')][0]\n    print(re.search(r'data_(\\d+)', p).group(1), z.getinfo(n).file_size // 8)\n";
-  const lines = execFileSync('python3', ['-c', script, out], { encoding: 'utf8' }).trim().split('\n');
+  const lines = pythonOut(script, [out], { pythonPath: false }).trim().split('\n');
   const byIdx: number[] = [];
   for (const l of lines) {
     const [i, t] = l.split(' ').map(Number);

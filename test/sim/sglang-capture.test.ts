@@ -22,6 +22,7 @@ import {
   tokens,
 } from '../support/sim-capture.js';
 import { Sim, runToExit, tempDir } from '../support/sim-sglang.js';
+import { removeWorkdir } from '../support/workdir.js';
 
 async function dumpMeta(file: string): Promise<Record<string, string>> {
   const b = await fs.readFile(file);
@@ -38,7 +39,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const d of [target, plugin, work]) if (d) await fs.rm(d, { recursive: true, force: true });
+  for (const d of [target, plugin, work]) if (d) await removeWorkdir(d);
 });
 
 async function startCapture(name: string, extraEnv: Record<string, string> = {}): Promise<{ sim: Sim; dumps: string }> {
@@ -203,7 +204,7 @@ describe("the plugin's own start-up decides the launch", () => {
       expect(sim.stderr).toContain('RuntimeError: Rank 0 scheduler died during initialization (exit code: 1)');
       expect(sim.stderr).not.toContain('Init torch distributed begin');
     } finally {
-      await fs.rm(dumps, { recursive: true, force: true });
+      await removeWorkdir(dumps);
     }
   }, 30_000);
 
@@ -226,7 +227,7 @@ describe("the plugin's own start-up decides the launch", () => {
       expect(sim.stderr).toContain('RuntimeError: Rank 0 scheduler died during initialization (exit code: 1)');
       expect(await fs.readdir(dumps)).toEqual([]);
     } finally {
-      await fs.rm(dumps, { recursive: true, force: true });
+      await removeWorkdir(dumps);
     }
   }, 30_000);
 
@@ -243,7 +244,7 @@ describe("the plugin's own start-up decides the launch", () => {
       }
       expect((await dumpMeta(path.join(dumps, 'd1.safetensors'))).aux_layers).toBe('[2, 8, 13]');
     } finally {
-      await fs.rm(dumps, { recursive: true, force: true });
+      await removeWorkdir(dumps);
     }
   }, 30_000);
 
@@ -272,7 +273,7 @@ describe("the plugin's own start-up decides the launch", () => {
       }
       expect(await fs.readdir(dumps)).toEqual([]);
     } finally {
-      await fs.rm(dumps, { recursive: true, force: true });
+      await removeWorkdir(dumps);
     }
   }, 60_000);
 });

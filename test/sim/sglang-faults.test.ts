@@ -1,8 +1,9 @@
 import fs from 'node:fs/promises';
-import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MODEL, Sim, freePort, makeDrafter, runToExit, tempDir, until } from '../support/sim-sglang.js';
+import { MODEL, Sim, makeDrafter, runToExit, tempDir, until } from '../support/sim-sglang.js';
+import { removeWorkdir } from '../support/workdir.js';
+import { startFakeServer } from '../support/fake-server.js';
 
 describe('simulated SGLang server: launch failures and injected faults', () => {
   let scratch: string;
@@ -12,8 +13,8 @@ describe('simulated SGLang server: launch failures and injected faults', () => {
     drafter = await makeDrafter(2.5);
   });
   afterAll(async () => {
-    await fs.rm(scratch, { recursive: true, force: true });
-    await fs.rm(drafter, { recursive: true, force: true });
+    await removeWorkdir(scratch);
+    await removeWorkdir(drafter);
   });
 
   it('missing-module: the interpreter has no sglang; exit 1 at once with its message', async () => {
@@ -83,9 +84,8 @@ describe('simulated SGLang server: launch failures and injected faults', () => {
   });
 
   it('a taken port fails like uvicorn: [Errno 98] address already in use, exit 1', async () => {
-    const port = await freePort();
-    const holder = net.createServer();
-    await new Promise<void>((r) => holder.listen(port, '127.0.0.1', r));
+    const holder = await startFakeServer((_body, res) => res.end());
+    const port = Number(new URL(holder.baseUrl).port);
     try {
       const sim = await Sim.start(['--model-path', MODEL], {}, port);
       await sim.waitExit();
@@ -94,7 +94,7 @@ describe('simulated SGLang server: launch failures and injected faults', () => {
         `[Errno 98] error while attempting to bind on address ('127.0.0.1', ${port}): address already in use`,
       );
     } finally {
-      await new Promise<void>((r) => holder.close(() => r()));
+      await holder.close();
     }
   });
 

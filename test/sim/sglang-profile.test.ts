@@ -2,14 +2,14 @@
  * The per-release rules of sim/sglang/profile.ts that need a launch flag or variable the release
  * table (sglang-releases.test.ts) does not start its servers with, and the choice of release itself.
  */
-import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { autoSpecParams, mixedChunkOff, specMeta, specV2, streamDeltas } from '../../sim/sglang/profile.js';
 import { SimReleaseError, pickRelease } from '../../sim/sglang/release.js';
-import { BIN, MODEL } from '../support/sim-sglang.js';
+import { MODEL } from '../support/sim-sglang.js';
 import { parseLaunchArgs } from '../../sim/sglang/args.js';
 import { readModelConfig } from '../../sim/sglang/model.js';
 import { readSimEnv, resolveServerArgs } from '../../sim/sglang/settings.js';
+import { runSimCli } from '../support/sim.js';
 
 describe('choosing the release', () => {
   it('takes --version X.Y.Z right after sglang (stripped), else AERIE_SIM_SGLANG_VERSION, else 0.5.23', () => {
@@ -32,10 +32,7 @@ describe('choosing the release', () => {
   });
 
   it('refuses a release it does not imitate with exit 2, naming the ones it does', () => {
-    const r = spawnSync(process.execPath, [BIN, 'sglang', '--version', '0.5.7', '--model-path', MODEL], {
-      encoding: 'utf8',
-      timeout: 20_000,
-    });
+    const r = runSimCli(['sglang', '--version', '0.5.7', '--model-path', MODEL], {}, { timeoutMs: 20_000 });
     expect(r.status).toBe(2);
     expect(r.stderr).toContain("aerie-sim: aerie-sim imitates SGLang 0.5.4, 0.5.9, 0.5.12, 0.5.23; got '0.5.7'");
   });

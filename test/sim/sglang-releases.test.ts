@@ -13,6 +13,7 @@ import { SimTokenizer } from '../../sim/sglang/tokenizer.js';
 import { readPhase } from '../../src/sglang/log-phase.js';
 import { type Sim, startSim, stopSim } from '../support/sim.js';
 import { MODEL, makeDrafter, tempDir, until } from '../support/sim-sglang.js';
+import { removeWorkdir } from '../support/workdir.js';
 
 const RELEASES = ['0.5.4', '0.5.9', '0.5.12', '0.5.23'] as const;
 type Release = (typeof RELEASES)[number];
@@ -479,7 +480,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all([...running.values()].map((r) => stopSim(r.sim)));
-  for (const d of [qwen, drafter]) if (d) await fs.rm(d, { recursive: true, force: true });
+  for (const d of [qwen, drafter]) if (d) await removeWorkdir(d);
 });
 
 const passes = (c: Check, sim: Release, judge: Release) =>

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { naturalLength, renderChat, seedKey } from '../../sim/sglang/text.js';
 import { SimTokenizer } from '../../sim/sglang/tokenizer.js';
 import { MODEL, Sim, tempDir, until } from '../support/sim-sglang.js';
+import { removeWorkdir } from '../support/workdir.js';
 
 /** Prompt tokens as the server counts them: the target tokenizer's ids of the text, BOS first (bench_serving counts the same). */
 const tok = SimTokenizer.forModel(MODEL);
@@ -24,7 +25,7 @@ describe('simulated SGLang server: readiness, native and OpenAI APIs', () => {
 
   afterAll(async () => {
     await sim?.stop();
-    await fs.rm(dumpDir, { recursive: true, force: true });
+    await removeWorkdir(dumpDir);
   });
 
   it('answers 503 while loading (model info already 200), then 200, with the startup lines in order', async () => {

@@ -1,6 +1,6 @@
-import fs from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MODEL, Sim, makeDrafter, until } from '../support/sim-sglang.js';
+import { removeWorkdir } from '../support/workdir.js';
 
 const QUALITY = 3.0;
 
@@ -46,7 +46,7 @@ describe('simulated SGLang server: speculative decoding depends on the drafter (
 
   afterAll(async () => {
     await Promise.all([eagle3?.stop(), eagle?.stop()]);
-    if (drafter) await fs.rm(drafter, { recursive: true, force: true });
+    if (drafter) await removeWorkdir(drafter);
   });
 
   const burst = (sim: Sim, n: number, tokens: number, tag: string) =>

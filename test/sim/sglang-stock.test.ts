@@ -23,6 +23,7 @@ import {
   tokens,
 } from '../support/sim-capture.js';
 import { Sim, tempDir } from '../support/sim-sglang.js';
+import { removeWorkdir } from '../support/workdir.js';
 
 const AUX_ARGS = [
   '--enable-return-aux-hidden-states',
@@ -44,7 +45,7 @@ beforeAll(async () => {
   [target, work] = await Promise.all([makeTarget(), tempDir('aerie-stock-sim-')]);
 });
 afterAll(async () => {
-  for (const d of [target, work]) if (d) await fs.rm(d, { recursive: true, force: true });
+  for (const d of [target, work]) if (d) await removeWorkdir(d);
 });
 
 async function withSim<T>(args: string[], env: Record<string, string>, body: (sim: Sim) => Promise<T>): Promise<T> {
@@ -118,7 +119,7 @@ describe('stock SGLang 0.5.23 on the simulator: hidden states over HTTP', () => 
     try {
       await withSim(CAPTURE_ARGS, captureEnv(plugin, captured), (sim) => prefill(sim, rows));
     } finally {
-      await fs.rm(plugin, { recursive: true, force: true });
+      await removeWorkdir(plugin);
     }
     for (const row of rows) {
       const a = await tensorBytes(path.join(dumps, `${row.id}.safetensors`));

@@ -8,10 +8,11 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PY, VENV_PY, run } from '../support/sim-capture.js';
 import { BIN, MODEL, tempDir } from '../support/sim-sglang.js';
+import { removeWorkdir } from '../support/workdir.js';
 
 const dirs: string[] = [];
 afterAll(async () => {
-  for (const d of dirs) await fs.rm(d, { recursive: true, force: true });
+  for (const d of dirs) await removeWorkdir(d);
 });
 
 async function target(config?: object): Promise<string> {

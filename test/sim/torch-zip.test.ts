@@ -4,10 +4,9 @@
  * sim/specforge/torch-zip.ts give the same bytes but the 40-digit serialization id (and the
  * CRCs that cover it); the pickle alone is identical; entries are stored and 64-aligned.
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import {
   hiddenStateEntries,
   pickleTensorDict,
@@ -16,6 +15,7 @@ import {
   writeZip,
   type TensorSpec,
 } from '../../sim/specforge/torch-zip.js';
+import { useWorkdir } from '../support/workdir.js';
 
 const FIXTURE = resolve(import.meta.dirname, '../fixtures/real/torch-2.13.0/data_0.ckpt');
 const T = 16;
@@ -89,9 +89,9 @@ function layout(b: Buffer): { locals: Local[]; sizes: number[]; tail: string } {
   return { locals, sizes, tail };
 }
 
+const tmp = useWorkdir('aerie-torchzip-', { each: true });
 let dir: string;
-beforeEach(async () => void (dir = await mkdtemp(join(tmpdir(), 'aerie-torchzip-'))));
-afterEach(async () => rm(dir, { recursive: true, force: true }));
+beforeEach(() => void (dir = tmp.path));
 
 describe('sim torch-zip against a file real torch.save wrote', () => {
   it('the same tensors give the same bytes, the serialization id (and its CRC) aside', async () => {

@@ -12,6 +12,7 @@ import { parseTrainProgress } from '../../src/stages/train/progress.js';
 import { planTrainResume, rankCheckpoints } from '../../src/stages/train/v02-checkpoints.js';
 import { renderTrainArgv } from '../../src/stages/train/v02-argv.js';
 import { killLive, launch, listSegments, makeFixture, readCheckpoint, run } from '../support/sim-train.js';
+import { removeWorkdir } from '../support/workdir.js';
 
 let tmp: string;
 const rev = (r: string) => ({ AERIE_SIM_SPECFORGE_REVISION: r });
@@ -21,7 +22,7 @@ beforeAll(async () => {
 });
 afterEach(killLive);
 afterAll(async () => {
-  await fs.rm(tmp, { recursive: true, force: true });
+  await removeWorkdir(tmp);
 });
 
 describe('aerie-sim train: resuming as each revision does', () => {

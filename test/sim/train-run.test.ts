@@ -11,6 +11,8 @@ import { latestCheckpoint } from '../../src/stages/train/v02-checkpoints.js';
 import { parseTrainProgress, seedProgress } from '../../src/stages/train/progress.js';
 import { renderTrainArgv } from '../../src/stages/train/v02-argv.js';
 import { BIN, killLive, launch, makeFixture, readCheckpoint, run, start, waitFor } from '../support/sim-train.js';
+import { signalGroup } from '../support/processes.js';
+import { removeWorkdir } from '../support/workdir.js';
 
 let tmp: string;
 const rev = (r: string) => ({ AERIE_SIM_SPECFORGE_REVISION: r });
@@ -24,7 +26,7 @@ beforeAll(async () => {
 });
 afterEach(killLive);
 afterAll(async () => {
-  await fs.rm(tmp, { recursive: true, force: true });
+  await removeWorkdir(tmp);
 });
 
 describe('aerie-sim train: a run at each v0.2 revision', () => {
@@ -197,7 +199,7 @@ describe('aerie-sim train: failures', () => {
     });
     await waitFor(async () => (await fs.readdir(out).catch(() => [])).length >= 2, 'two checkpoints');
     const sent = Date.now();
-    process.kill(-t.child.pid!, 'SIGTERM');
+    signalGroup(t.child.pid!, 'SIGTERM'); // as a user's Ctrl-C or aerie's stop reaches the trainer's group
     const r = await t.done;
     expect(Date.now() - sent).toBeLessThan(5_000);
     expect(r.code).toBe(143);

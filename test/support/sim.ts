@@ -115,10 +115,15 @@ export function useSim(
 }
 
 /** `aerie-sim <args>` run to its end, synchronously: a CLI whose exit status and output the test reads; env over this process's. */
-export function runSimCli(args: string[], env: Record<string, string> = {}): SpawnSyncReturns<string> {
+export function runSimCli(
+  args: string[],
+  env: Record<string, string> = {},
+  opts: { timeoutMs?: number } = {},
+): SpawnSyncReturns<string> {
   return spawnSync(process.execPath, [join(ROOT, 'bin/aerie-sim.mjs'), ...args], {
     encoding: 'utf8',
     env: { ...process.env, ...env },
     maxBuffer: 1 << 28,
+    timeout: opts.timeoutMs,
   });
 }

@@ -51,3 +51,32 @@ export function useWorkdir(prefix: string, opts: WorkdirOptions = {}): Workdir {
     },
   };
 }
+
+export interface TempDirs {
+  /** A fresh folder `<prefix>XXXXXX`, removed with the others. */
+  make(prefix: string): Promise<string>;
+  /** Takes a folder a helper made (a target, a staged plugin) into the set; returns it. */
+  track(dir: string): string;
+}
+
+/**
+ * Folders a test file makes as it goes (a helper's target, a case's dump folder): each is removed
+ * in afterAll (afterEach with `each`), whatever aerie recorded under it stopped by its launch record first.
+ */
+export function useTempDirs(opts: { each?: boolean } = {}): TempDirs {
+  const dirs: string[] = [];
+  (opts.each ? afterEach : afterAll)(async () => {
+    for (const d of dirs.splice(0)) await removeWorkdir(d);
+  });
+  return {
+    async make(prefix) {
+      const d = await makeWorkdir(prefix);
+      dirs.push(d);
+      return d;
+    },
+    track(dir) {
+      dirs.push(dir);
+      return dir;
+    },
+  };
+}
