@@ -139,12 +139,19 @@ function executionOf(): Pick<LeaseHolder, 'workflowId' | 'execution'> {
   return { workflowId: exec.workflowId, execution: exec.runId };
 }
 
-/** hosts.<name>.gpus when the config names them; else every GPU the inventory lists; else the whole host. */
+/**
+ * hosts.<name>.gpus when the config names them; else every GPU the inventory lists; else the
+ * whole host. A host that cannot be asked (unreachable, no nvidia-smi) is leased whole: the
+ * lease comes before preflight, whose checks say what is wrong with it in their own words.
+ */
 async function gpusOf(deps: ActivityDeps, config: Config): Promise<string[]> {
   const named = runGpus(config);
   if (named?.length) return named.map(String);
-  const inv = await deps.hosts.get(config).gpuInventory();
-  return inv.available && inv.gpus.length ? inv.gpus.map((g) => String(g.index)) : [ALL_GPUS];
+  const inv = await deps.hosts
+    .get(config)
+    .gpuInventory()
+    .catch(() => undefined);
+  return inv?.available && inv.gpus.length ? inv.gpus.map((g) => String(g.index)) : [ALL_GPUS];
 }
 
 /** run.lease-ttl; histories and configs from before the field have none: the default. */
