@@ -20,6 +20,7 @@ import {
   LEASE_NAMES,
   leaseWorkflowId,
   renewEveryMs,
+  WAIT_POLL_MS,
   type LeaseEntryView,
   type LeaseHolder,
   type LeaseRequest,
@@ -57,11 +58,15 @@ export function leaseActivities(deps: LeaseDeps) {
       const client = Context.current().client;
       const started = Date.now();
       const every = renewEveryMs(req.ttlMs);
+      let requestedAt = 0;
       try {
         for (;;) {
-          // Every round re-sends the request: it renews a waiter's place, and restarts a lease
+          // Re-sent once per renewal interval: it renews a waiter's place, and restarts a lease
           // workflow that ended or was terminated.
-          await requestLease(client, taskQueue, host, req);
+          if (Date.now() - requestedAt >= every) {
+            await requestLease(client, taskQueue, host, req);
+            requestedAt = Date.now();
+          }
           const snap = await snapshotOf(client, host);
           const mine = typeof snap === 'string' ? undefined : snap.holders.find((h) => holderKey(h.holder) === key);
           if (mine) {
@@ -77,7 +82,7 @@ export function leaseActivities(deps: LeaseDeps) {
             };
           }
           Context.current().heartbeat({ phase: waitingPhase(host, req.gpus, snap) });
-          await sleep(every);
+          await sleep(Math.min(WAIT_POLL_MS, every));
         }
       } catch (err) {
         // A cancelled run leaves the queue at once rather than after its TTL.
@@ -98,23 +103,28 @@ export function leaseActivities(deps: LeaseDeps) {
       const req: LeaseRequest = { holder, gpus: input.gpus, ttlMs: input.ttlMs };
       const every = renewEveryMs(input.ttlMs);
       const held = `holding ${input.host} GPUs ${describeGpus(input.gpus)}`;
+      let phase = held;
+      let renewedAt = 0;
       for (;;) {
-        let lost = false;
-        try {
-          await client.workflow.getHandle(leaseWorkflowId(input.host)).signal(LEASE_NAMES.renew, holder);
-          const snap = await snapshotOf(client, input.host);
-          lost = typeof snap !== 'string' && !snap.holders.some((h) => holderKey(h.holder) === key);
-        } catch (err) {
-          if (!(err instanceof WorkflowNotFoundError)) throw err;
-          lost = true;
+        // Heartbeats every tick (the worker's liveness, and how a cancel arrives); renewals when due.
+        Context.current().heartbeat({ phase });
+        if (Date.now() - renewedAt >= every) {
+          let lost = false;
+          try {
+            await client.workflow.getHandle(leaseWorkflowId(input.host)).signal(LEASE_NAMES.renew, holder);
+            const snap = await snapshotOf(client, input.host);
+            lost = typeof snap !== 'string' && !snap.holders.some((h) => holderKey(h.holder) === key);
+          } catch (err) {
+            if (!(err instanceof WorkflowNotFoundError)) throw err;
+            lost = true;
+          }
+          // A cancelled hold (the run is releasing) must not ask again.
+          if (Context.current().cancellationSignal.aborted) throw new CancelledFailure('the run released its lease');
+          if (lost) await requestLease(client, taskQueue, input.host, req);
+          renewedAt = Date.now();
+          phase = lost ? `${held}: lost (this run's renewals stopped for longer than its TTL); asked again` : held;
         }
-        // A cancelled hold (the run is releasing) must not ask again.
-        if (Context.current().cancellationSignal.aborted) throw new CancelledFailure('the run released its lease');
-        if (lost) await requestLease(client, taskQueue, input.host, req);
-        Context.current().heartbeat({
-          phase: lost ? `${held}: lost (this run's renewals stopped for longer than its TTL); asked again` : held,
-        });
-        await sleep(every);
+        await sleep(Math.min(WAIT_POLL_MS, every));
       }
     },
 

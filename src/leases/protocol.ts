@@ -90,7 +90,13 @@ export function describeGpus(gpus: readonly string[]): string {
  */
 export const DEFAULT_LEASE_TTL_MS = 120_000;
 
-/** How often a holder renews, and a waiter looks again: several times per TTL, at most once a second. */
+/**
+ * How often a holder or a waiter renews: four times per TTL, so three renewals may be lost or
+ * late before the lease is. Each renewal is a signal in the lease workflow's history.
+ */
 export function renewEveryMs(ttlMs: number): number {
-  return Math.max(100, Math.min(1000, Math.floor(ttlMs / 4)));
+  return Math.max(250, Math.floor(ttlMs / 4));
 }
+
+/** How often a waiter looks whether its turn has come: a query, which adds nothing to any history. */
+export const WAIT_POLL_MS = 1000;
