@@ -2,7 +2,7 @@
 // rather than folded into them: its own file so metrics.ts stays one screenful of definitions.
 
 import type { BenchServingRules } from './bench-rules.js';
-import type { AerieExtras } from './metrics.js';
+import type { AerieExtras } from './record.js';
 import { distribution } from './numpy-stats.js';
 import type { RequestResult } from './types.js';
 

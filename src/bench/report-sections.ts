@@ -2,7 +2,7 @@
 // report.html draw: acceptance per position, per category, and the run's GPU-hours.
 
 import { costLines, formatGpuHours } from './cost.js';
-import { pairByConcurrency, fixed, type ReportInput } from './report.js';
+import { pairByConcurrency, fixed, type ReportInput } from './report-rows.js';
 import { categoryRows } from './summary.js';
 
 export interface Section {

@@ -10,34 +10,13 @@
 
 import { mergeAcceptFigures } from './accept.js';
 import { mergeCategories, type CategoryFigures } from './categories.js';
-import type { BenchServingRecord } from './metrics.js';
+import type { BenchServingRecord, RoundFigures } from './record.js';
+
+export type { RoundFigures } from './record.js';
 import { medianInterval, type Interval } from './stats.js';
 
 /** How many rounds a level runs unless stages.benchmark.rounds says otherwise. */
 export const DEFAULT_ROUNDS = 3;
-
-export interface RoundFigures {
-  round: number;
-  started_at: string;
-  duration: number;
-  completed: number;
-  errors: number;
-  output_throughput: number;
-  request_throughput: number;
-  median_ttft_ms: number;
-  p99_ttft_ms: number;
-  median_itl_ms: number;
-  p99_itl_ms: number;
-  mean_tpot_ms: number;
-  accept_length: number | null;
-  accept_length_pooled: number | null;
-  mean_accept_length_per_request: number | null;
-  spec_verify_steps: number | null;
-  spec_completion_tokens: number | null;
-  spec_requests: number | null;
-  spec_accept_histogram: number[] | null;
-  categories: CategoryFigures[] | null;
-}
 
 /** A record's figures that a round keeps (records from before definitions 3 lack some: null). */
 export function roundFigures(r: BenchServingRecord, round: number): RoundFigures {

@@ -6,7 +6,13 @@ import { mergeCategories, type CategoryFigures } from './categories.js';
 import type { RunCost } from './cost.js';
 import { crossover, suggestedMaxRunning, verdictLine, type Crossover, type SpeedupPoint } from './crossover.js';
 import type { BenchServingRecord } from './metrics.js';
-import { pairByConcurrency, pooledAcceptLength, reportedAcceptLength, speedupOf, type ReportInput } from './report.js';
+import {
+  pairByConcurrency,
+  pooledAcceptLength,
+  reportedAcceptLength,
+  speedupOf,
+  type ReportInput,
+} from './report-rows.js';
 import { SIMULATED_LABEL } from './simulated.js';
 import type { Interval } from './stats.js';
 
