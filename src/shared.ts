@@ -2,6 +2,7 @@
  * Names and types shared by the workflow, activities, worker and CLI. Kept free of
  * Node built-ins so the workflow sandbox can import it.
  */
+import type { RunSummary } from './bench/summary.js';
 import type { Config } from './config/schema.js';
 
 export const TASK_QUEUE = 'aerie-pipeline';
@@ -54,7 +55,26 @@ export interface PipelineInput {
 export interface PipelineResult {
   runId: string;
   stages: StageStatus[];
-  report?: { markdown: string; table: string; paths: string[] };
+  report?: {
+    markdown: string;
+    table: string;
+    paths: string[];
+    /** The verdict, per-level figures and GPU-hours (results from before rounds have none). */
+    summary?: RunSummary;
+    /** What the deploy stage's acceptance gate measured; a later run may be held to it (stages.deploy.acceptance-versus). */
+    gate?: GateRecord;
+  };
+}
+
+/** The acceptance gate's figure, kept in the benchmark's ledger record (with the report) for later runs. */
+export interface GateRecord {
+  acceptLength: number;
+  perRequest: number[];
+  /** held-out: generate input rows after num-samples, never trained on; fixed: four built-in prompts. */
+  prompts: { kind: 'held-out' | 'fixed'; source: string };
+  /** The bar it was held to: the threshold, or another run's gate less the margin when that was higher. */
+  floor: number;
+  floorFrom: string;
 }
 
 /** Where a run keeps its files on a host: derived, never stored, so every layer agrees. */

@@ -11,7 +11,10 @@ import type { Config } from '../config/schema.js';
 import type { Host } from '../hosts/host.js';
 import { parseLedgerRecord } from '../ledger/record.js';
 import { readPromptRows } from '../bench/dataset.js';
+import type { GateRecord } from '../shared.js';
 import { runPaths } from './context.js';
+
+export type { GateRecord } from '../shared.js';
 
 export const FIXED_GATE_PROMPTS = [
   'Explain how a hash map works.',
@@ -25,16 +28,6 @@ export interface GatePrompts {
   prompts: string[];
   /** Where they came from, in the words the report and the ledger keep. */
   source: string;
-}
-
-/** What the gate recorded, kept in the benchmark's ledger record so a later run can hold itself to it. */
-export interface GateRecord {
-  acceptLength: number;
-  perRequest: number[];
-  prompts: Omit<GatePrompts, 'prompts'>;
-  /** The bar it was held to: the threshold, or another run's gate less the margin when that was higher. */
-  floor: number;
-  floorFrom: string;
 }
 
 export async function gatePrompts(host: Host, config: Config): Promise<GatePrompts> {

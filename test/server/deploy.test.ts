@@ -60,6 +60,7 @@ describe('deploy: acceptance gate and benchmark-ready launch', () => {
       (c) => {
         c.stages.benchmark.concurrencies = [1, 64];
         c.stages.benchmark['prompts-per-level'] = 64;
+        c.stages.benchmark.rounds = 1; // one round answers what this test asks; rounds are report-sweep's
         c.stages.benchmark.baseline = false;
         // Readiness through /health_generate, which still runs a generation when /health does not.
         c.server.readiness.endpoint = '/health_generate';

@@ -133,19 +133,17 @@ describe('drafter acceptance (incident 3)', () => {
 });
 
 describe('latency model', () => {
-  it('is ~7 ms per step at batch 1 and grows linearly with the batch', () => {
-    expect(1000 / steadyThroughput(1, null, 1)).toBeCloseTo(7.08, 2);
-    expect((1000 / steadyThroughput(101, null, 1)) * 101).toBeCloseTo(7 + 0.08 * 101, 5);
+  it('is ~6.3 ms per step at batch 1 (158 tok/s, the EAGLE-3 paper), a roofline above it', () => {
+    expect(1000 / steadyThroughput(1, null, 1)).toBeCloseTo(6.32, 2);
     expect(H100_8B.eagerFactor).toBeGreaterThan(1);
   });
 
-  it('gives EAGLE-3 (accept 3) ~2-2.5x at concurrency 1, shrinking to ~1.0-1.3x at 250', () => {
-    const spec = { numSteps: 5, topk: 4, numDraftTokens: 8 };
-    const speedup = (b: number) => steadyThroughput(b, spec, 3) / steadyThroughput(b, null, 1);
+  it('gives EAGLE-3 3/1/4 (accept 2.9) 2-2.5x at concurrency 1, falling below 1x at 250', () => {
+    const spec = { numSteps: 3, topk: 1, numDraftTokens: 4 };
+    const speedup = (b: number) => steadyThroughput(b, spec, 2.9) / steadyThroughput(b, null, 1);
     expect(speedup(1)).toBeGreaterThanOrEqual(2);
     expect(speedup(1)).toBeLessThanOrEqual(2.5);
-    expect(speedup(250)).toBeGreaterThanOrEqual(1.0);
-    expect(speedup(250)).toBeLessThanOrEqual(1.3);
+    expect(speedup(250)).toBeLessThan(1);
     expect(speedup(64)).toBeLessThan(speedup(10));
     // A bypassed drafter costs the draft and verify work and buys nothing.
     expect(steadyThroughput(1, spec, 1)).toBeLessThan(steadyThroughput(1, null, 1));
