@@ -1,4 +1,5 @@
 /** `aerie status <run>`: what a run is doing or how it ended, with or without a worker. */
+import { formatGpuHours } from '../bench/cost.js';
 import type { PipelineResult, RunStatus } from '../shared.js';
 import { resolveTemporal, webUiUrl } from '../temporal/connect.js';
 import { reachTemporal } from './reach.js';
@@ -35,6 +36,11 @@ export async function statusCommand(runId: string, out: NodeJS.WritableStream = 
       const result = (await handle.result()) as PipelineResult;
       out.write(tableOf({ runId, label: '', stages: result.stages } as RunStatus) + '\n');
       if (result.report) out.write(`\n${result.report.table}\nreport: ${result.report.paths.join(', ')}\n`);
+      const cost = result.report?.summary?.cost;
+      if (cost)
+        out.write(
+          `GPU-hours: ${cost.stages.map((s) => `${s.stage} ${formatGpuHours(s.gpuHours)}`).join(', ')}; total ${formatGpuHours(cost.totalGpuHours)}\n`,
+        );
     } else {
       try {
         await handle.result();
