@@ -4,10 +4,10 @@
  * preflight on its GPU and is never signalled; with hosts.<name>.gpus the run uses other GPUs,
  * confines its launches to them, and every stop waits until its GPU memory is released.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runPreflight } from '../../src/activities/preflight.js';
 import { AERIE_HOME } from '../../src/config/load.js';
 import { LocalHost } from '../../src/hosts/local/local-host.js';
@@ -15,20 +15,15 @@ import { TASK_QUEUE, type PipelineInput, type PipelineResult } from '../../src/s
 import { pipeline } from '../../src/workflows/index.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { demoConfig } from '../support/demo-config.js';
+import { run, useProcessGroups } from '../support/processes.js';
 import { useTemporalSuite, waitUntil } from '../support/temporal.js';
 
 const SIM = join(AERIE_HOME, 'bin', 'aerie-sim.mjs');
 let foreign: ChildProcess | undefined;
 
-function nvidiaSmi(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const p = spawn(process.execPath, [SIM, 'nvidia-smi', ...args], { env: process.env });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (d: Buffer) => (stdout += d));
-    p.stderr.on('data', (d: Buffer) => (stderr += d));
-    p.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+async function nvidiaSmi(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const { code, stdout, stderr } = await run(process.execPath, [SIM, 'nvidia-smi', ...args]);
+  return { code, stdout, stderr };
 }
 
 const suite = useTemporalSuite('aerie-simgpu-', {
@@ -38,16 +33,8 @@ const suite = useTemporalSuite('aerie-simgpu-', {
   },
 });
 
-// Registered after the suite's, so it runs first: the foreign server goes before the dev server.
-afterAll(() => {
-  if (foreign?.pid && foreign.exitCode === null) {
-    try {
-      process.kill(-foreign.pid, 'SIGKILL');
-    } catch {
-      // gone
-    }
-  }
-});
+// Registered after the suite's, so its afterAll runs first: the foreign server (SIGKILLed by its pgid) goes before the dev server.
+const groups = useProcessGroups();
 
 describe('the simulator nvidia-smi', () => {
   it('answers the query mode like the driver: header and units unless asked otherwise, refuses unknown fields', async () => {
@@ -70,11 +57,10 @@ describe('a run beside a server aerie did not start', () => {
   it('is refused while that server holds its GPU, then runs on other GPUs and waits for GPU release at every stop', async () => {
     // A colleague's server on GPU 0, in its own process group; aerie never launched it.
     const port = await freePort();
-    foreign = spawn(
+    foreign = groups.start(
       process.execPath,
       [SIM, 'sglang', '--model-path', join(AERIE_HOME, 'examples', 'models', 'sim-llama-8b'), '--port', String(port)],
       {
-        detached: true,
         stdio: 'ignore',
         env: { ...process.env, AERIE_SIM_TIME_SCALE: '0.01', CUDA_VISIBLE_DEVICES: '0' },
       },

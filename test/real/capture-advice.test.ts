@@ -3,25 +3,22 @@
  * graphs off on the server's own release: each release's real parser must accept them cleanly
  * (0.5.23 has no --disable-piecewise-cuda-graph and deprecates --disable-cuda-graph).
  */
-import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AERIE_HOME } from '../../src/config/load.js';
+import { runSync } from '../support/processes.js';
 import { judge } from './sglang-lines.js';
 
 function advice(version: string): string[] {
-  const res = spawnSync(
+  const res = runSync(
     'python3',
     [
       '-c',
       `import aerie_hs.sglang_hook as m\nm._state["version"] = ${JSON.stringify(version)}\nprint(m._no_graph_flags())`,
     ],
-    {
-      cwd: join(AERIE_HOME, 'py'),
-      encoding: 'utf8',
-    },
+    { cwd: join(AERIE_HOME, 'py') },
   );
-  expect(res.status, res.stderr).toBe(0);
+  expect(res.code, res.stderr).toBe(0);
   return res.stdout.trim().split(/\s+/);
 }
 

@@ -4,12 +4,11 @@
  * recorded under test/fixtures/real/specforge-<commit>/argparse/). Nothing here imitates
  * SpecForge: every verdict comes from SpecForge's own code or from Python's argparse.
  */
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll } from 'vitest';
 import { AERIE_HOME } from '../../src/config/load.js';
+import { runSync } from '../support/processes.js';
+import { useWorkdir } from '../support/workdir.js';
 
 export const SPECFORGE_PYTHON = join(AERIE_HOME, '.venv-specforge', 'bin', 'python');
 export const FIXTURES = join(AERIE_HOME, 'test', 'fixtures', 'real');
@@ -29,25 +28,16 @@ export interface SchemaVerdict {
   specforge: string;
 }
 
-let scratch: string | undefined;
 // The checks of one test file share one folder; it goes when the file's tests are done.
-afterAll(() => {
-  if (scratch) rmSync(scratch, { recursive: true, force: true });
-  scratch = undefined;
-});
+const scratch = useWorkdir('aerie-sfschema-');
 
 /** `specforge train -c <file> <overrides>` up to the point where the Config is built and validated. */
 export function specforgeSchemaCheck(configYaml: string, overrides: string[] = []): SchemaVerdict {
-  scratch ??= mkdtempSync(join(tmpdir(), 'aerie-sfschema-'));
   // from_file picks YAML by the extension (Config.from_file), so the name must end in .yaml.
-  const file = join(scratch, `config-${Math.random().toString(36).slice(2)}.yaml`);
+  const file = join(scratch.path, `config-${Math.random().toString(36).slice(2)}.yaml`);
   writeFileSync(file, configYaml);
-  const res = spawnSync(
-    python(),
-    [join(AERIE_HOME, 'scripts', 'real', 'specforge_config_check.py'), file, ...overrides],
-    { encoding: 'utf8' },
-  );
-  if (res.status !== 0) throw new Error(`specforge_config_check.py exited ${res.status}: ${res.stdout}${res.stderr}`);
+  const res = runSync(python(), [join(AERIE_HOME, 'scripts', 'real', 'specforge_config_check.py'), file, ...overrides]);
+  if (res.code !== 0) throw new Error(`specforge_config_check.py exited ${res.code}: ${res.stdout}${res.stderr}`);
   return JSON.parse(res.stdout) as SchemaVerdict;
 }
 
@@ -61,15 +51,13 @@ export interface ArgvVerdict {
 
 /** Parses argv (the script's arguments, without the interpreter or launcher) with the recorded parser. */
 export function argparseCheck(specPath: string, args: string[]): ArgvVerdict {
-  const res = spawnSync(python(), [join(AERIE_HOME, 'scripts', 'real', 'argparse_check.py'), specPath, '--', ...args], {
-    encoding: 'utf8',
-  });
-  if (res.status !== 0 && res.status !== 2)
-    throw new Error(`argparse_check.py exited ${res.status}: ${res.stdout}${res.stderr}`);
+  const res = runSync(python(), [join(AERIE_HOME, 'scripts', 'real', 'argparse_check.py'), specPath, '--', ...args]);
+  if (res.code !== 0 && res.code !== 2)
+    throw new Error(`argparse_check.py exited ${res.code}: ${res.stdout}${res.stderr}`);
   return {
-    status: res.status,
+    status: res.code,
     message: res.stderr.trim(),
-    parsed: res.status === 0 ? (JSON.parse(res.stdout) as Record<string, unknown>) : undefined,
+    parsed: res.code === 0 ? (JSON.parse(res.stdout) as Record<string, unknown>) : undefined,
   };
 }
 

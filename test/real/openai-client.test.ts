@@ -6,8 +6,8 @@
  * a strict consumer of the same types sees. Usage counts are checked against the local
  * tokenizer (transformers, from disk) where the client's view allows it.
  */
-import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { run } from '../support/processes.js';
 import { startSim, stopSim, type Sim } from '../support/sim.js';
 import { OFFLINE_ENV, SIM_TARGET, sglangBenchPython } from './sglang-client.js';
 
@@ -100,35 +100,14 @@ interface Verdict {
   tokenizer: { prompt_tokens: number; content_tokens: number };
 }
 
-function runPython(
+async function runPython(
   python: string,
   args: string[],
   timeoutMs: number,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    // Its own process group, so a timeout stops the interpreter and anything it started.
-    const child = spawn(python, ['-c', SCRIPT, ...args], {
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, ...OFFLINE_ENV },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => {
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }, timeoutMs);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+  // test/support's run: its own process group, so a timeout stops the interpreter and anything it started.
+  const { code, stdout, stderr } = await run(python, ['-c', SCRIPT, ...args], { env: OFFLINE_ENV, timeoutMs });
+  return { code, stdout, stderr };
 }
 
 // The simulator as the oldest and the newest release it imitates: the chat routes' shapes are the

@@ -7,9 +7,8 @@
  * the two compared. bench_serving is the judge of its own JSONL: every key it wrote must reach
  * what aerie stores and reports, with the value it wrote.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { copyFile, mkdir } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { benchServingBackend, benchServingDriver, benchServingHost } from '../../src/bench/bench-serving.js';
@@ -19,8 +18,8 @@ import type { BenchServingRecord } from '../../src/bench/metrics.js';
 import { randomPrompts } from '../../src/bench/prompts.js';
 import { renderResultsJsonl } from '../../src/bench/report-files.js';
 import { aerieDriver, hostLevelStore } from '../../src/bench/sweep.js';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
 import { avgSpecAcceptLength, SglangClient } from '../../src/sglang/client.js';
+import { useLocalHost } from '../support/local-host.js';
 import { startSim, stopSim, type Sim } from '../support/sim.js';
 import { OFFLINE_ENV, SIM_DRAFT_CONFIG, SIM_TARGET, sglangBenchPython } from './sglang-client.js';
 
@@ -32,6 +31,7 @@ const OUTPUT_LEN = 64;
 const INPUT_WORDS = 48;
 const SEED = 7;
 
+const fx = useLocalHost('aerie-sglang-bench-', { sub: 'host' });
 let dir: string;
 let sim: Sim | undefined;
 let port: number;
@@ -43,7 +43,7 @@ let ours: BenchServingRecord;
 beforeAll(async () => {
   const python = sglangBenchPython();
   Object.assign(process.env, OFFLINE_ENV); // this file's worker only; bench_serving inherits it
-  dir = mkdtempSync(join(tmpdir(), 'aerie-sglang-bench-'));
+  dir = fx.dir;
   const draft = join(dir, 'draft');
   await mkdir(draft);
   await copyFile(SIM_DRAFT_CONFIG, join(draft, 'config.json'));
@@ -58,7 +58,7 @@ beforeAll(async () => {
     '--disable-radix-cache',
   ]);
   port = Number(new URL(sim.baseUrl).port);
-  const host = new LocalHost({ name: 'local', workdir: join(dir, 'host') });
+  const { host } = fx;
   const client = new SglangClient(sim.baseUrl, { timeoutMs: 30_000 });
   // A conversations pool (dataset: file), so both clients send the very same prompt texts:
   // with dataset random, bench_serving re-cuts the prompts to --random-input-len tokens itself.
@@ -87,7 +87,7 @@ beforeAll(async () => {
     },
   });
   ingested = await measureBench({ concurrency: CONCURRENCY, prompts, onProgress: () => undefined });
-  const stem = join(dir, 'bench', 'bench_serving', `eagle3-c${CONCURRENCY}`);
+  const stem = join(dir, 'bench', 'bench_serving', `eagle3-c${CONCURRENCY}-r0`); // round 0: the driver names each round's file
   const lines = readFileSync(`${stem}.jsonl`, 'utf8')
     .split('\n')
     .filter((l) => l.trim());
@@ -117,7 +117,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (sim) await stopSim(sim);
-  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 /** Keys bench_serving 0.5.4 writes that aerie's ingest does not keep: none since its input split is kept. */
@@ -139,7 +138,7 @@ describe('real sglang.bench_serving 0.5.4 through driver: bench-serving', () => 
     const rawKeys = Object.keys(rawLine);
     // Stored as the stage stores it, read back, and written to results.jsonl after the
     // workflow's JSON round trip (where Infinity becomes null and the report restores it).
-    const host = new LocalHost({ name: 'local', workdir: join(dir, 'host') });
+    const host = fx.hostAt('host');
     const store = hostLevelStore(host, join(dir, 'levels-store'), 'eagle3', 'k');
     await store.write(CONCURRENCY, ingested);
     const stored = (await store.read(CONCURRENCY))!;

@@ -5,7 +5,6 @@
  * (the real parsers accept aerie's lines) and sim-argparse-judge.test.ts (the simulator parses
  * as they do).
  */
-import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
@@ -19,6 +18,7 @@ import {
   type SpeculativeSpec,
 } from '../../src/sglang/launch-argv.js';
 import { baseServerSpec } from '../../src/stages/launch-specs.js';
+import { runSync } from '../support/processes.js';
 
 export const VERSIONS = ['0.5.4', '0.5.9', '0.5.12', '0.5.23'] as const;
 export type Version = (typeof VERSIONS)[number];
@@ -64,17 +64,15 @@ export function python(version: Version): string {
 }
 
 export function judge(version: Version, argvs: string[][], watchSelfTest?: string, inventory = false): Judged {
-  const res = spawnSync(python(version), [join(AERIE_HOME, 'scripts', 'real', 'sglang_argparse.py')], {
+  const res = runSync(python(version), [join(AERIE_HOME, 'scripts', 'real', 'sglang_argparse.py')], {
     input: JSON.stringify({
       argvs,
       ...(watchSelfTest ? { watch_self_test: watchSelfTest } : {}),
       ...(inventory ? { inventory: true } : {}),
     }),
-    encoding: 'utf8',
-    maxBuffer: 64 * 1024 * 1024,
   });
-  if (res.status !== 0)
-    throw new Error(`sglang_argparse.py (SGLang ${version}) exited ${res.status}: ${res.stdout}${res.stderr}`);
+  if (res.code !== 0)
+    throw new Error(`sglang_argparse.py (SGLang ${version}) exited ${res.code}: ${res.stdout}${res.stderr}`);
   const out = JSON.parse(res.stdout) as Judged;
   expect(out.sglang).toBe(version);
   expect(out.verdicts).toHaveLength(argvs.length);

@@ -9,14 +9,15 @@
  * The flag table the simulator parses with (sim/sglang/args-flags.json) must be what the real
  * parsers declare, option for option.
  */
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { AERIE_HOME } from '../../src/config/load.js';
 import { ArgparseError, parseLaunchArgs, REAL_OPTIONS, SIM_FLAG_NAMES } from '../../sim/sglang/args.js';
 import { PyError } from '../../sim/sglang/tracebacks.js';
+import { runSync } from '../support/processes.js';
+import { runSimCli } from '../support/sim.js';
+import { useWorkdir } from '../support/workdir.js';
 import { cases, judge, type Verdict, type Version, VERSIONS } from './sglang-lines.js';
 
 const M = ['--model-path', '/m'];
@@ -235,27 +236,24 @@ describe("the simulator parses launch lines as each release's own parser does", 
     expect(SIM_FLAG_NAMES.filter((n) => !real.has(n))).toEqual([]);
   });
 
+  const inv = useWorkdir('aerie-sglang-inv-');
   it('args-flags.json is byte for byte what scripts/real/sglang_argparse.py --merge-inventories writes from the four parsers', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'aerie-sglang-inv-'));
-    try {
-      const files = VERSIONS.map((v) => {
-        const file = join(dir, `${v}.json`);
-        writeFileSync(file, JSON.stringify({ sglang: v, inventory: judged.get(v)!.inventory }));
-        return file;
-      });
-      const res = spawnSync(
-        'python3',
-        [join(AERIE_HOME, 'scripts', 'real', 'sglang_argparse.py'), '--merge-inventories', ...files],
-        { encoding: 'utf8' },
-      );
-      expect(res.status, res.stderr).toBe(0);
-      expect(
-        res.stdout === readFileSync(join(AERIE_HOME, 'sim', 'sglang', 'args-flags.json'), 'utf8'),
-        'regenerate it: for v in 0.5.4 0.5.9 0.5.12 0.5.23; do echo \'{"argvs": [], "inventory": true}\' | .venv-sglang-$v/bin/python scripts/real/sglang_argparse.py > /tmp/inv-$v.json; done; python3 scripts/real/sglang_argparse.py --merge-inventories /tmp/inv-*.json (in release order) > sim/sglang/args-flags.json',
-      ).toBe(true);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const dir = inv.path;
+    const files = VERSIONS.map((v) => {
+      const file = join(dir, `${v}.json`);
+      writeFileSync(file, JSON.stringify({ sglang: v, inventory: judged.get(v)!.inventory }));
+      return file;
+    });
+    const res = runSync('python3', [
+      join(AERIE_HOME, 'scripts', 'real', 'sglang_argparse.py'),
+      '--merge-inventories',
+      ...files,
+    ]);
+    expect(res.code, res.stderr).toBe(0);
+    expect(
+      res.stdout === readFileSync(join(AERIE_HOME, 'sim', 'sglang', 'args-flags.json'), 'utf8'),
+      'regenerate it: for v in 0.5.4 0.5.9 0.5.12 0.5.23; do echo \'{"argvs": [], "inventory": true}\' | .venv-sglang-$v/bin/python scripts/real/sglang_argparse.py > /tmp/inv-$v.json; done; python3 scripts/real/sglang_argparse.py --merge-inventories /tmp/inv-*.json (in release order) > sim/sglang/args-flags.json',
+    ).toBe(true);
   });
 });
 
@@ -269,11 +267,7 @@ describe('aerie-sim sglang --version X refuses what SGLang X refuses, with its w
   ];
   it.each(LINES)('SGLang %s: %j', (v, argv) => {
     const [verdict] = judge(v, [argv]).verdicts;
-    const res = spawnSync(
-      process.execPath,
-      [join(AERIE_HOME, 'bin', 'aerie-sim.mjs'), 'sglang', '--version', v, ...argv],
-      { encoding: 'utf8', timeout: 60_000 },
-    );
+    const res = runSimCli(['sglang', '--version', v, ...argv], {}, { timeoutMs: 60_000 });
     expect(verdict!.exit).toBe(2);
     expect([res.status, res.stderr.trimEnd().split('\n').at(-1)]).toEqual([2, verdict!.error_line]);
     expect(res.stderr.split('\n')[0]).toMatch(new RegExp(`^usage: ${verdict!.usage_prog} \\[-h\\] `));

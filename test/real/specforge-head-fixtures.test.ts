@@ -4,18 +4,18 @@
  * assertions run on what the real tool left and on what `aerie-sim specforge` leaves for the
  * same config and the same kill, so the simulator passes only where the real tool does.
  */
-import { spawnSync } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, readdir, rm, symlink, truncate, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { cp, mkdir, readFile, readdir, symlink, truncate, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { planRun } from '../../src/cli/plan.js';
 import { loadConfigFile } from '../../src/config/load.js';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
+import type { LocalHost } from '../../src/hosts/local/local-host.js';
 import { trainSpec } from '../../src/stages/launch-specs.js';
 import { runStopStep } from '../../src/stages/train/specforge-run.js';
 import { verifyDrafter } from '../../src/stages/train/drafter.js';
+import { useLocalHost } from '../support/local-host.js';
+import { runSimCli } from '../support/sim.js';
 import {
   parsePythonMetricDict,
   parseSpecforgeProgress,
@@ -32,6 +32,7 @@ const FIX = join(ROOT, 'test/fixtures/real/specforge-a6b6b023');
 const fixture = (name: string) => readFile(join(FIX, name), 'utf8');
 const REAL_ROOT = '/tmp/real/aerie/runs';
 
+const fx = useLocalHost('aerie-head-', { sub: 'work' });
 let tmp: string;
 let host: LocalHost;
 
@@ -130,8 +131,7 @@ const real: Partial<HeadRun> = {};
 const sim: Partial<HeadRun> = {};
 
 beforeAll(async () => {
-  tmp = await mkdtemp(join(tmpdir(), 'aerie-head-'));
-  host = new LocalHost({ name: 'local', workdir: join(tmp, 'work') });
+  ({ dir: tmp, host } = fx);
 
   real.cleanLog = await fixture('clean.log');
   real.killLog = await fixture('kill.log');
@@ -154,14 +154,10 @@ beforeAll(async () => {
   const cfgPath = join(tmp, 'sim/specforge.yaml');
   await writeFile(cfgPath, JSON.stringify(cfg));
   const run = (out: string, env: Record<string, string>, ...overrides: string[]) => {
-    const r = spawnSync(
-      process.execPath,
-      [join(ROOT, 'bin/aerie-sim.mjs'), 'specforge', 'train', '-c', cfgPath, `output_dir=${out}`, ...overrides],
-      {
-        encoding: 'utf8',
-        env: { ...process.env, AERIE_SIM_TIME_SCALE: '0', ...env },
-      },
-    );
+    const r = runSimCli(['specforge', 'train', '-c', cfgPath, `output_dir=${out}`, ...overrides], {
+      AERIE_SIM_TIME_SCALE: '0',
+      ...env,
+    });
     return { rc: r.status, log: r.stdout + r.stderr };
   };
   const clean = run(join(tmp, 'sim/clean'), {});
@@ -174,17 +170,16 @@ beforeAll(async () => {
   sim.killLog = kill.log;
   // the killed run's listing is checked before the resume writes into the same directory
   await mkdir(join(tmp, 'sim/killed-snapshot'));
-  spawnSync('cp', ['-a', `${sim.killedOut}/.`, join(tmp, 'sim/killed-snapshot')]);
+  await cp(sim.killedOut, join(tmp, 'sim/killed-snapshot'), {
+    recursive: true,
+    verbatimSymlinks: true,
+    preserveTimestamps: true,
+  });
   sim.killedOut = join(tmp, 'sim/killed-snapshot');
   const resume = run(sim.resumedOut, {}, `training.resume_from=${join(sim.resumedOut, 'tiny-step4')}`);
   expect(resume.rc).toBe(0);
   sim.resumeLog = resume.log;
 }, 120_000);
-
-afterAll(async () => {
-  await host?.close();
-  await rm(tmp, { recursive: true, force: true });
-});
 
 headAssertions('real SpecForge a6b6b023 on the H200', () => real as HeadRun);
 headAssertions('aerie-sim specforge with the same config and kill', () => sim as HeadRun);

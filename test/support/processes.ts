@@ -52,12 +52,13 @@ export function runSync(cmd: string, args: string[], opts: RunOptions = {}): Run
 export function run(cmd: string, args: string[], opts: RunOptions = {}): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     const stdin = opts.input === undefined ? 'ignore' : 'pipe';
-    const child = spawn(cmd, args, { cwd: opts.cwd, env: envOf(opts), stdio: [stdin, 'pipe', 'pipe'] });
+    // Its own process group, so a timeout stops the command and anything it started.
+    const child = spawn(cmd, args, { cwd: opts.cwd, env: envOf(opts), stdio: [stdin, 'pipe', 'pipe'], detached: true });
     let stdout = '';
     let stderr = '';
     child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
     child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    const timer = opts.timeoutMs ? setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs) : undefined;
+    const timer = opts.timeoutMs ? setTimeout(() => signalGroup(child.pid!, 'SIGKILL'), opts.timeoutMs) : undefined;
     child.on('error', reject);
     child.on('close', (code, signal) => {
       clearTimeout(timer);
@@ -115,4 +116,11 @@ export function useProcessGroups(opts: { each?: boolean } = {}): ProcessGroups {
   };
   (opts.each ? afterEach : afterAll)(() => groups.stopAll());
   return groups;
+}
+
+/** As run, but a non-zero exit throws, naming the command and its stderr (for steps that must succeed). */
+export async function runOk(cmd: string, args: string[], opts: RunOptions = {}): Promise<RunResult> {
+  const r = await run(cmd, args, opts);
+  if (r.code !== 0) throw new Error(`${cmd} ${args.join(' ')} exited ${r.code ?? r.signal}:\n${r.stderr}`);
+  return r;
 }
