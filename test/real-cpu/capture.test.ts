@@ -6,28 +6,25 @@
  * logits through lm_head), and a dump stitched from two chunks loads with the real safetensors
  * reader bit-equal to the states.
  */
-import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { beforeAll, expect, it } from 'vitest';
+import { runOk } from '../support/processes.js';
+import { useWorkdir } from '../support/workdir.js';
 
-const run = promisify(execFile);
+const run = runOk;
 const ROOT = resolve(import.meta.dirname, '../..');
 const PY = join(ROOT, '.venv-real/bin/python');
+const tmp = useWorkdir('aerie-real-capture-');
 let dir: string;
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'aerie-real-capture-'));
+  dir = tmp.path;
   await run(
     PY,
     [join(ROOT, 'scripts/real/make_tiny_target.py'), join(dir, 'target'), '--draft-config', join(dir, 'draft.json')],
     { cwd: dir },
   );
-});
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
 });
 
 const CHECK = String.raw`

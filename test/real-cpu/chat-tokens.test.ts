@@ -5,19 +5,19 @@
  * would stop after the first), and its counts equal an independent rendering with the
  * tokenizer's chat template plus SpecForge's llama3 system prompt.
  */
-import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { beforeAll, expect, it } from 'vitest';
+import type { LocalHost } from '../../src/hosts/local/local-host.js';
 import { countTokensOnHost } from '../../src/stages/extract/chat-tokens.js';
 import { estimateOfflineTokens } from '../../src/stages/extract/offline-estimate.js';
+import { useLocalHost } from '../support/local-host.js';
+import { runOk } from '../support/processes.js';
 
-const run = promisify(execFile);
+const run = runOk;
 const ROOT = resolve(import.meta.dirname, '../..');
 const PY = join(ROOT, '.venv-real/bin/python');
+const fx = useLocalHost('aerie-real-tok-', { sub: 'host' });
 let dir: string;
 let host: LocalHost;
 let target: string;
@@ -40,18 +40,12 @@ const chats = [
 ];
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'aerie-real-tok-'));
-  host = new LocalHost({ name: 'local', workdir: join(dir, 'host') });
+  ({ dir, host } = fx);
   target = join(dir, 'target');
   await run(PY, [join(ROOT, 'scripts/real/make_tiny_target.py'), target, '--draft-config', join(dir, 'draft.json')], {
     cwd: dir,
   });
 });
-afterAll(async () => {
-  await host?.close();
-  await rm(dir, { recursive: true, force: true });
-});
-
 it("counts every conversation with SpecForge's own preprocessing, as the tokenizer's template plus SpecForge's system prompt gives", async () => {
   const r = await countTokensOnHost(host, PY, {
     modelPath: target,

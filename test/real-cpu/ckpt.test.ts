@@ -8,24 +8,20 @@
  * weights_only=False, mmap=True at :538) reads them without falling back (at :544-545 a file it
  * cannot load is replaced, silently but for a print, by file 0).
  */
-import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { beforeAll, expect, it } from 'vitest';
+import { runOk } from '../support/processes.js';
+import { useWorkdir } from '../support/workdir.js';
 
-const exec = promisify(execFile);
+const exec = runOk;
 const ROOT = resolve(import.meta.dirname, '../..');
 const PY = join(ROOT, '.venv-real/bin/python');
 const ENV = { ...process.env, PYTHONPATH: join(ROOT, 'py') };
+const tmp = useWorkdir('aerie-real-ckpt-');
 let dir: string;
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'aerie-real-ckpt-'));
-});
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
+  dir = tmp.path;
 });
 
 const SPECS: [string, number, number][] = [
@@ -122,7 +118,7 @@ print(json.dumps(res))
 `,
       dir,
     ],
-    { env: ENV, maxBuffer: 1 << 24 },
+    { env: ENV },
   );
   const res = JSON.parse(judged.stdout) as Record<string, Record<string, unknown>>;
   for (const [sid, t, h] of SPECS) {

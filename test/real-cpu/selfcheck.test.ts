@@ -8,16 +8,16 @@
  * utils/output_capturing.py:115-124, :296-306). Dumps are written by a stdlib safetensors
  * writer in the generator below, as the capture writes them (BF16, aerie-hs/1 metadata).
  */
-import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { run as runAny, runOk } from '../support/processes.js';
+import { useWorkdir } from '../support/workdir.js';
 
-const run = promisify(execFile);
+const run = runOk;
 const ROOT = resolve(import.meta.dirname, '../..');
 const PY = join(ROOT, '.venv-real/bin/python');
+const tmp = useWorkdir('aerie-real-selfcheck-');
 let dir: string;
 let target: string;
 let made: { L: number; samples: number; repeats: number };
@@ -127,12 +127,9 @@ async function check(dumps: string, ids = 'ids.jsonl', extra: string[] = []): Pr
     join(dir, 'greedy.jsonl'),
     ...extra,
   ];
-  try {
-    const r = await run(PY, args, { env: { ...process.env, PYTHONPATH: join(ROOT, 'py') } });
-    return { code: 0, out: JSON.parse(r.stdout) };
-  } catch (e: any) {
-    return { code: e.code, out: e.stdout ? JSON.parse(e.stdout) : { stderr: e.stderr } };
-  }
+  const r = await runAny(PY, args, { env: { PYTHONPATH: join(ROOT, 'py') } });
+  if (r.code === 0) return { code: 0, out: JSON.parse(r.stdout) };
+  return { code: r.code ?? -1, out: r.stdout ? JSON.parse(r.stdout) : { stderr: r.stderr } };
 }
 
 const figures = (out: any) => ({
@@ -143,16 +140,13 @@ const figures = (out: any) => ({
 });
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'aerie-real-selfcheck-'));
+  dir = tmp.path;
   target = join(dir, 'target');
   await run(PY, [join(ROOT, 'scripts/real/make_tiny_target.py'), target, '--draft-config', join(dir, 'draft.json')], {
     cwd: dir,
   });
   await writeFile(join(dir, 'gen.py'), GEN);
   made = JSON.parse((await run(PY, [join(dir, 'gen.py'), target, dir])).stdout.trim().split('\n').pop()!);
-});
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
 });
 
 describe('selfcheck on the tiny Llama', () => {

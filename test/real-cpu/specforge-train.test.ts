@@ -7,28 +7,28 @@
  * The only swaps are scripts/real/specforge_cpu.py's plain-torch loss (Triton needs a GPU)
  * and training.fsdp_sharding=NO_SHARD (FSDP needs an accelerator).
  */
-import { execFile } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { trainPlan } from '../../src/activities/train.js';
 import { runPaths } from '../../src/activities/context.js';
 import { parseConfigText } from '../../src/config/load.js';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
+import type { LocalHost } from '../../src/hosts/local/local-host.js';
 import { superviseJob } from '../../src/stages/common/job-supervise.js';
 import type { TrainProgress } from '../../src/stages/train/progress.js';
 import type { TrainResult } from '../../src/stages/train/run.js';
+import { useLocalHost } from '../support/local-host.js';
+import { runOk, signalGroup } from '../support/processes.js';
 
-const run = promisify(execFile);
+const run = runOk;
 const ROOT = resolve(import.meta.dirname, '../..');
 const PY = join(ROOT, '.venv-real/bin/python');
 const REAL = join(ROOT, 'scripts/real');
 const RUN_ID = 'r1';
 const SF_RUN = 'tiny';
 
+const fx = useLocalHost('aerie-real-sf-', { sub: 'host' });
 let dir: string;
 let host: LocalHost;
 let target: string;
@@ -36,18 +36,12 @@ let draftConfig: string;
 let hidden: string;
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'aerie-real-sf-'));
-  host = new LocalHost({ name: 'local', workdir: join(dir, 'host') });
+  ({ dir, host } = fx);
   target = join(dir, 'target');
   draftConfig = join(dir, 'draft-config.json');
   hidden = runPaths(host, RUN_ID).hidden;
   await run(PY, [join(REAL, 'make_tiny_target.py'), target, '--draft-config', draftConfig], { cwd: dir });
   await run(PY, [join(REAL, 'make_features.py'), target, hidden], { cwd: dir });
-});
-
-afterAll(async () => {
-  for (const r of await host.listLaunches()) await host.killGroup(r, { graceMs: 500 }).catch(() => undefined);
-  await rm(dir, { recursive: true, force: true });
 });
 
 const configYaml = () => `
@@ -91,7 +85,7 @@ function killAtStep8(outputDir: string): { stop: () => void; killed: () => boole
       const rec = await host.findLaunch(`${RUN_ID}.train.0`);
       if (rec && existsSync(outputDir) && readdirSync(outputDir).includes(`${SF_RUN}-step8`)) {
         done = true;
-        process.kill(-rec.pid, 'SIGKILL');
+        signalGroup(rec.pgid, 'SIGKILL'); // the fault: the trainer's recorded group dies mid-run
       }
     } finally {
       busy = false;

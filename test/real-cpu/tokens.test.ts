@@ -7,15 +7,14 @@
  * family's shape (headers as plain text to this byte-level BPE, which is all the span
  * arithmetic sees), and for a tokenizer without a chat template SpecForge's fallback rendering.
  */
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { afterAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { CASES, EXPECTED, MAX_LENGTHS, TOKENIZER, casesAt, jsonl, runTokens } from '../py/tokens-run.js';
+import { useWorkdir } from '../support/workdir.js';
 
 const PY = join(resolve(import.meta.dirname, '../..'), '.venv-real/bin/python');
-const scratch = mkdtempSync(join(tmpdir(), 'aerie-real-tokens-'));
-afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+const tmp = useWorkdir('aerie-real-tokens-');
 
 it("agrees with real SpecForge's preprocess_conversations on every fixture conversation, and both equal the fixture", async () => {
   const seen = new Map<string, Record<string, unknown>>();
@@ -65,7 +64,7 @@ const input = jsonl([...CASES.map((c) => ({ id: c.id, conversations: c.conversat
 
 for (const [name, jinja] of Object.entries(FAMILIES)) {
   it(`agrees with real SpecForge for the ${name} template`, async () => {
-    const dir = join(scratch, name);
+    const dir = join(tmp.path, name);
     cpSync(TOKENIZER, dir, { recursive: true });
     writeFileSync(join(dir, 'chat_template.jinja'), jinja);
     const r = await runTokens(
@@ -95,7 +94,7 @@ for (const [name, jinja] of Object.entries(FAMILIES)) {
 }
 
 it("agrees with real SpecForge's fallback rendering for a tokenizer without a chat template", async () => {
-  const dir = join(scratch, 'no-template');
+  const dir = join(tmp.path, 'no-template');
   cpSync(TOKENIZER, dir, { recursive: true });
   rmSync(join(dir, 'chat_template.jinja'));
   const r = await runTokens(
