@@ -64,7 +64,7 @@ export async function launchedPids(
   return { launcher: Number(line[1]), worker, child };
 }
 
-/** A process the test starts itself with the given environment, in a group of its own. */
+/** A process the test starts itself with the given environment, in a group of its own. Hand-built on purpose: a decoy the escape scan must not take for the launch's. */
 export async function startDecoy(argv: string[], env: Record<string, string>): Promise<ProcRecord> {
   const child = spawn(argv[0], argv.slice(1), {
     detached: true,

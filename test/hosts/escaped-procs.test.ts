@@ -95,7 +95,7 @@ describe('a launch whose worker starts its own session (torchrun)', () => {
 
   it('uses KILL on an escaped worker that ignores TERM', async () => {
     const { record, launcher: torchrun, worker, child } = await launch('r.train.2', 'stubborn');
-    process.kill(torchrun, 'SIGKILL');
+    process.kill(torchrun, 'SIGKILL'); // the OOM killer: the launcher's pid alone dies (the fault under test), its escaped worker stays
     await orphaned(record);
     expect(await host.killGroup(record, { graceMs: 400 })).toEqual({
       signals: ['TERM', 'KILL'],
@@ -109,7 +109,7 @@ describe('a launch whose worker starts its own session (torchrun)', () => {
   it('signals an escapee alone when the leader of its group is gone', async () => {
     const { record, launcher: torchrun, worker, child } = await launch('r.train.3', 'leaderless');
     await until('the worker to exit', async () => !(await isLive(worker)));
-    process.kill(torchrun, 'SIGKILL');
+    process.kill(torchrun, 'SIGKILL'); // the OOM killer: the launcher's pid alone dies (the fault under test), its escaped worker stays
     // Only the child is left, in a group whose leader (the worker) is gone.
     expect(await orphaned(record)).toEqual({ state: 'orphans', code: 137, processes: 1, escaped: 1 });
     const scan = await scanLaunchProcs(record.token!);

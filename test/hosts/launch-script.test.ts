@@ -96,6 +96,7 @@ describe('shell commands for remote hosts (golden)', () => {
   });
 });
 
+// The wrapper is started by hand (sh -c renderDetachedLaunch), as SshHost starts it: that launch is the subject.
 describe('the wrapper started the way SshHost starts it', () => {
   const fx = useLocalHost('aerie-wrap-', { each: true, name: 'test' });
   let dir: string;

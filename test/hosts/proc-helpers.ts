@@ -77,7 +77,7 @@ export async function recordOfLeader(pid: number, launchId = 'test-helper'): Pro
   return recordOf(pid, s.startTime, launchId);
 }
 
-/** Start an unrelated process in its own group (not through aerie) and return its record. */
+/** Start an unrelated process in its own group (not through aerie) and return its record. Hand-built on purpose: the host's process-group killer must leave it alone. */
 export async function startUnrelated(argv: string[]): Promise<ProcRecord> {
   const child = spawn(argv[0], argv.slice(1), { detached: true, stdio: 'ignore' });
   await new Promise<void>((resolve, reject) => {

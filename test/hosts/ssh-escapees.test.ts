@@ -49,7 +49,7 @@ describe('escaped processes over SSH', () => {
     decoys.push(...(await startDecoys(record.token!)));
 
     expect(await host.procStatus(record)).toEqual({ state: 'alive' });
-    process.kill(torchrun, 'SIGKILL');
+    process.kill(torchrun, 'SIGKILL'); // the OOM killer: the launcher's pid alone dies (the fault under test), its escaped worker stays
     expect(
       await until('orphans', async () => {
         const s = await host.procStatus(record);
@@ -76,7 +76,7 @@ describe('escaped processes over SSH', () => {
     const { launcher: torchrun, worker, child } = await launchedPids(logPath, out);
     strays.push({ pid: child, startTime: (await statOf(child))!.startTime });
     await until('the worker to exit', async () => !(await isLive(worker)));
-    process.kill(torchrun, 'SIGKILL');
+    process.kill(torchrun, 'SIGKILL'); // the OOM killer: the launcher's pid alone dies (the fault under test), its escaped worker stays
     expect(
       await until('orphans', async () => {
         const s = await host.procStatus(record);
