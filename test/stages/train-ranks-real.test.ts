@@ -5,7 +5,7 @@
  * against the same runs. Directory listings are rebuilt as real trees (sparse files of the
  * recorded sizes, the recorded symlink) and read through LocalHost.
  */
-import { mkdir, mkdtemp, readdir, readFile, symlink, truncate, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, symlink, truncate, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { LocalHost } from '../../src/hosts/local/local-host.js';
@@ -28,8 +28,10 @@ beforeAll(async () => {
 });
 
 /** A recorded `find -printf '%y %s %p %l'` listing as a tree under a fresh directory. */
+let trees = 0;
 async function rebuild(listing: string): Promise<string> {
-  const root = await mkdtemp(join(dir, 'tree-'));
+  const root = join(dir, `tree-${++trees}`);
+  await mkdir(root);
   for (const line of (await fixture(listing)).split('\n').filter(Boolean)) {
     const [kind, size, rel, target] = line.split(' ');
     const p = join(root, rel!);
