@@ -27,7 +27,7 @@ import {
   type LeaseSnapshot,
 } from '../leases/protocol.js';
 import { TASK_QUEUE } from '../shared.js';
-import { cancelRequested, type ActivityDeps, type RunRef } from './context.js';
+import type { ActivityDeps, RunRef } from './context.js';
 
 export interface LeaseDeps extends ActivityDeps {
   /** Where lease workflows run: a queue every worker polls (default the pipeline's), so one host's leases outlive any one run's worker. */
@@ -85,9 +85,11 @@ export function leaseActivities(deps: LeaseDeps) {
           await sleep(Math.min(WAIT_POLL_MS, every));
         }
       } catch (err) {
-        // A cancelled run leaves the queue at once rather than after its TTL (a worker shutting
-        // down does not: the retried activity keeps the place).
-        if (cancelRequested()) await releaseLease(client, host, req.holder);
+        // A cancelled run (or one already closed: its cancel did not wait for this activity)
+        // leaves the queue at once rather than after its TTL; a worker shutting down does not,
+        // so the retried attempt keeps the place.
+        const why = Context.current().cancellationDetails;
+        if (why?.cancelRequested || why?.notFound) await releaseLease(client, host, req.holder);
         throw err;
       }
     },
