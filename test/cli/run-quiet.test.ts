@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { AERIE_HOME } from '../../src/config/load.js';
 import { freePort } from '../../src/temporal/dev-server.js';
+import { signalGroup } from '../support/processes.js';
 import { useTemporalSuite } from '../support/temporal.js';
 
 const suite = useTemporalSuite('aerie-run-quiet-');
@@ -20,14 +21,6 @@ let pgid: number | undefined;
 afterAll(() => {
   if (pgid !== undefined) signalGroup(pgid, 'SIGKILL');
 });
-
-function signalGroup(group: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-group, signal);
-  } catch {
-    // already gone
-  }
-}
 
 /** The demo config on this test's own workdir and port, with a target model that is not there. */
 async function configWithMissingTarget(): Promise<string> {
@@ -49,7 +42,10 @@ async function configWithMissingTarget(): Promise<string> {
   return path;
 }
 
-/** `aerie run` in its own process group, stdout and stderr together as a terminal shows them. */
+/**
+ * `aerie run` in its own process group, stdout and stderr together as a terminal shows them. Spawned here
+ * because the process is the subject: the test reads what a user's terminal would show of it.
+ */
 function aerieRun(config: string): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [join(AERIE_HOME, 'bin', 'aerie.mjs'), 'run', config], {

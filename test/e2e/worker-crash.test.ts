@@ -34,7 +34,7 @@ describe('worker SIGKILL during training', () => {
       workflowId: runId,
       args: [{ runId, config, configPath: 'test' }],
     });
-    const first = await startWorker('worker-1');
+    await startWorker('worker-1');
 
     const trainLog = join(workdir, 'runs', runId, 'train', 'train-0.log');
     // HEAD's trainer logs `step N: {...}` every log_interval steps (no tqdm meter off a TTY).
@@ -53,7 +53,7 @@ describe('worker SIGKILL during training', () => {
       await readFile(join(workdir, '.aerie', 'procs', `${runId}.train.0.json`), 'utf8'),
     ) as { pid: number };
 
-    process.kill(-first, 'SIGKILL');
+    suite.killWorkerProcess('worker-1'); // the fault: the worker's recorded group dies mid-stage
     await startWorker('worker-2');
     const result = (await handle.result()) as PipelineResult;
 
