@@ -10,7 +10,6 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runPreflight } from '../../src/activities/preflight.js';
 import { AERIE_HOME } from '../../src/config/load.js';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
 import { TASK_QUEUE, type PipelineInput, type PipelineResult } from '../../src/shared.js';
 import { pipeline } from '../../src/workflows/index.js';
 import { freePort } from '../../src/temporal/dev-server.js';
@@ -78,7 +77,7 @@ describe('a run beside a server aerie did not start', () => {
     const workdir = join(suite.work, 'host');
     const config = demoConfig(workdir, await freePort());
     const refused = await runPreflight(
-      new LocalHost({ name: 'local', workdir, nvidiaSmi: config.hosts.local!['nvidia-smi'] }),
+      suite.hostAt('host', { nvidiaSmi: config.hosts.local!['nvidia-smi'] }),
       config,
       'refused',
     );

@@ -2,7 +2,7 @@ import { readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ProcRecord } from '../../src/hosts/host.js';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
+import type { LocalHost } from '../../src/hosts/local/local-host.js';
 import { argvHash, launchPaths, parseProcRecord } from '../../src/hosts/protocol/records.js';
 import { groupMembers, isLive, processesMentioning, startUnrelated, statOf, stopAll, until } from './proc-helpers.js';
 import { useLocalHost } from '../support/local-host.js';
@@ -134,7 +134,7 @@ describe('spawnDetached', () => {
     await until('the tree', async () => (await groupMembers(first.record.pgid)).length === 4);
     await rm(launchPaths(dir, 'r.server.2').record); // as if the worker died right after the launch
 
-    const fresh = new LocalHost({ name: 'local', workdir: dir }); // a new worker process
+    const fresh = fx.hostAt(''); // a new worker process: a second LocalHost on the same workdir
     const recovered = await fresh.spawnDetached('r.server.2', tree, { logPath: join(dir, 'b.log') });
     expect(recovered.reattached).toBe(true);
     expect(recovered.record).toMatchObject({

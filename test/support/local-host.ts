@@ -23,7 +23,7 @@ export interface LocalHostFixture {
   readonly dir: string;
   /** A LocalHost whose workdir is the folder, or `<folder>/<sub>`. */
   readonly host: LocalHost;
-  /** A further, fresh LocalHost on `<folder>/<sub>` (a run's own workdir, a second worker's view), closed with the rest. */
+  /** A further, fresh LocalHost on `<folder>/<sub>` ('' for the folder itself: a second worker's view), closed with the rest. */
   hostAt(sub: string, opts?: { name?: string; nvidiaSmi?: string[] }): LocalHost;
 }
 

@@ -15,6 +15,7 @@ import {
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
 import { HostPool } from '../../src/hosts/index.js';
+import { LocalHost } from '../../src/hosts/local/local-host.js';
 import { TASK_QUEUE } from '../../src/shared.js';
 import { ensureSearchAttributes } from '../../src/temporal/connect.js';
 import {
@@ -136,6 +137,8 @@ export interface TemporalSuite {
   startWorkerProcess(name: string): Promise<number>;
   /** SIGKILLs the worker process started under `name`, by its recorded pgid. */
   killWorkerProcess(name: string): void;
+  /** A LocalHost on `<work>/<sub>` (a run's host workdir, as the worker sees it), closed in afterAll. */
+  hostAt(sub: string, opts?: { name?: string; nvidiaSmi?: string[] }): LocalHost;
 }
 
 export interface TemporalSuiteOptions extends TestTemporalOptions {
@@ -156,6 +159,7 @@ export function useTemporalSuite(prefix: string, opts: TemporalSuiteOptions = {}
   /** Every worker process started, by pgid; `named` holds the ones not yet killed by name. */
   const workers: number[] = [];
   const named = new Map<string, number>();
+  const hosts: LocalHost[] = [];
   beforeAll(async () => {
     work = await makeWorkdir(prefix);
     await opts.setup?.(work);
@@ -163,6 +167,7 @@ export function useTemporalSuite(prefix: string, opts: TemporalSuiteOptions = {}
   }, 120_000);
   afterAll(async () => {
     for (const pgid of workers) signalGroup(pgid, 'SIGKILL');
+    for (const h of hosts.splice(0)) await h.close();
     await t?.stop();
     if (work) await removeWorkdir(work);
   });
@@ -188,6 +193,11 @@ export function useTemporalSuite(prefix: string, opts: TemporalSuiteOptions = {}
       if (pgid === undefined) throw new Error(`no worker process named ${name}`);
       signalGroup(pgid, 'SIGKILL');
       named.delete(name);
+    },
+    hostAt(sub, o = {}) {
+      const h = new LocalHost({ name: o.name ?? 'local', workdir: join(suite.work, sub), nvidiaSmi: o.nvidiaSmi });
+      hosts.push(h);
+      return h;
     },
   };
   return suite;
