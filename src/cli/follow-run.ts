@@ -6,7 +6,7 @@ import type { Client, WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { RunStatus } from '../shared.js';
 import { renderStageTable } from '../workflows/status.js';
-import { describeActivity, type PendingActivity } from './phase.js';
+import { describePending, type PendingActivity } from './phase.js';
 
 export async function pendingActivities(handle: WorkflowHandle): Promise<PendingActivity[]> {
   const desc = await handle.describe();
@@ -113,7 +113,7 @@ export async function followRun(
       return { state: 'waiting', error: status.error };
     }
     if (status) {
-      const phase = stickyPhase(status, pending.length ? pending.map(describeActivity).join('; ') : undefined);
+      const phase = stickyPhase(status, describePending(pending));
       if (tty) {
         const table = fitWidth(tableOf(status, phase), out.columns);
         if (drawn) out.write(`\x1b[${drawn}A\x1b[J`);

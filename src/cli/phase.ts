@@ -83,10 +83,30 @@ export function describeActivity(a: PendingActivity): string {
     case 'writeReport':
       text = 'writing report.md, report.html and results.jsonl';
       break;
+    case 'acquireGpuLease':
+      text = String(d.phase ?? 'waiting for the GPU lease');
+      break;
+    case 'holdGpuLease':
+      text = String(d.phase ?? 'holding the GPU lease');
+      break;
+    case 'releaseGpuLease':
+      text = 'giving the GPU lease back';
+      break;
     default:
       text = a.activityType;
   }
   if (a.attempt > 1)
     text += ` [attempt ${a.attempt}${a.lastFailure ? `: ${a.lastFailure.split('\n')[0]!.slice(0, 80)}` : ''}]`;
   return text;
+}
+
+/**
+ * The phase line for everything pending. The lease holder runs beside every stage for the
+ * whole run: it is news only when it is all there is, or when it says the lease was lost.
+ */
+export function describePending(pending: readonly PendingActivity[]): string | undefined {
+  const lost = (a: PendingActivity) =>
+    /: lost/.test(String((a.details as { phase?: unknown } | undefined)?.phase ?? ''));
+  const shown = pending.filter((a) => a.activityType !== 'holdGpuLease' || pending.length === 1 || lost(a));
+  return shown.length ? shown.map(describeActivity).join('; ') : undefined;
 }

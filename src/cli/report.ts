@@ -170,9 +170,9 @@ export async function lookupRun(runId: string): Promise<RunLookup> {
     const config = payload ? (defaultPayloadConverter.fromPayload(payload) as PipelineInput).config : undefined;
     if (status !== 'COMPLETED') {
       const { pendingActivities } = await import('./follow-run.js');
-      const { describeActivity } = await import('./phase.js');
+      const { describePending } = await import('./phase.js');
       const pending = await pendingActivities(handle).catch(() => []);
-      return { status, config, phase: pending.length ? pending.map(describeActivity).join('; ') : undefined };
+      return { status, config, phase: describePending(pending) };
     }
     return { status, config, result: (await handle.result()) as PipelineResult };
   } finally {

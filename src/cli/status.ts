@@ -4,7 +4,7 @@ import type { PipelineResult, RunStatus } from '../shared.js';
 import { resolveTemporal, webUiUrl } from '../temporal/connect.js';
 import { reachTemporal } from './reach.js';
 import { AerieStage } from '../workflows/search-attributes.js';
-import { describeActivity } from './phase.js';
+import { describePending } from './phase.js';
 import { pendingActivities, queryStatus, tableOf } from './follow-run.js';
 import { failureTypeOf, fixLine, lastActivityFailureType } from './failure-fix.js';
 
@@ -19,7 +19,7 @@ export async function statusCommand(runId: string, out: NodeJS.WritableStream = 
     if (desc.status.name === 'RUNNING') {
       // Queries need a worker; without one, the search attribute and heartbeats still tell a lot.
       const [status, pending] = await Promise.all([queryStatus(handle, 3000), pendingActivities(handle)]);
-      const phase = pending.length ? pending.map(describeActivity).join('; ') : undefined;
+      const phase = describePending(pending);
       if (status) {
         out.write(tableOf(status, phase) + '\n');
         if (status.stages.some((s) => s.state === 'waiting')) {
