@@ -167,9 +167,13 @@ async function gpusOf(deps: ActivityDeps, config: Config): Promise<string[]> {
   return inv?.available && inv.gpus.length ? inv.gpus.map((g) => String(g.index)) : [ALL_GPUS];
 }
 
-/** run.lease-ttl; histories and configs from before the field have none: the default. */
-function leaseTtl(config: Config): number {
-  return config.run['lease-ttl'] ?? DEFAULT_LEASE_TTL_MS;
+/**
+ * run.lease-ttl; unset (and in histories from before the field), the default, raised to four
+ * heartbeat timeouts so a worker replaced mid-run still renews in time (the config refuses a
+ * TTL set at or below the heartbeat timeout).
+ */
+export function leaseTtl(config: Pick<Config, 'run'>): number {
+  return config.run['lease-ttl'] ?? Math.max(DEFAULT_LEASE_TTL_MS, 4 * config.run['heartbeat-timeout']);
 }
 
 async function requestLease(client: Client, taskQueue: string, host: string, req: LeaseRequest): Promise<void> {
