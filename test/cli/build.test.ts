@@ -3,16 +3,14 @@
  * sources, and the TypeScript sources otherwise. Exercised on a copy of the project (sharing
  * node_modules), so the checkout's own dist/ is never touched.
  */
-import { execFile } from 'node:child_process';
 import { appendFile, cp, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { buildIsCurrent, builtStamp, sourceStamp } from '../../bin/build-stamp.mjs';
 import { AERIE_HOME } from '../../src/config/load.js';
 import { useWorkdir } from '../support/workdir.js';
+import { runOk } from '../support/processes.js';
 
-const run = promisify(execFile);
 const tmp = useWorkdir('aerie-build-');
 
 describe('build stamp', () => {
@@ -60,7 +58,7 @@ describe('aerie on a copy of the project', () => {
     }
     await symlink(join(AERIE_HOME, 'node_modules'), join(root, 'node_modules'));
     const node = (args: string[]) =>
-      run(process.execPath, args, { cwd: root, timeout: 180_000, env: { ...process.env, AERIE_FROM_SOURCE: '' } });
+      runOk(process.execPath, args, { cwd: root, timeoutMs: 180_000, env: { AERIE_FROM_SOURCE: '' } });
 
     const built = await node(['--import', 'tsx', join(root, 'scripts', 'build.ts')]);
     expect(built.stdout).toMatch(/compiled src\/ and the workflow bundle into dist\//);

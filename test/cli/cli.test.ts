@@ -1,29 +1,22 @@
 /** The aerie command as a researcher meets it: a real process, real files. */
-import { execFile } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { AERIE_HOME } from '../../src/config/load.js';
 import { devServerArgv } from '../../src/temporal/dev-server.js';
 import { useWorkdir } from '../support/workdir.js';
+import { run } from '../support/processes.js';
 
-const run = promisify(execFile);
 const tmp = useWorkdir('aerie-cli-');
 
 async function aerie(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const r = await run(process.execPath, [join(AERIE_HOME, 'bin', 'aerie.mjs'), ...args], {
-      cwd: tmp.path,
-      // Never reach a real server from these tests: a config error must stop before Temporal.
-      env: { ...process.env, AERIE_STATE_DIR: join(tmp.path, 'state'), TEMPORAL_ADDRESS: '127.0.0.1:9' },
-      timeout: 60_000,
-    });
-    return { code: 0, stdout: r.stdout, stderr: r.stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
+  const r = await run(process.execPath, [join(AERIE_HOME, 'bin', 'aerie.mjs'), ...args], {
+    cwd: tmp.path,
+    // Never reach a real server from these tests: a config error must stop before Temporal.
+    env: { AERIE_STATE_DIR: join(tmp.path, 'state'), TEMPORAL_ADDRESS: '127.0.0.1:9' },
+    timeoutMs: 60_000,
+  });
+  return { code: r.code ?? -1, stdout: r.stdout, stderr: r.stderr };
 }
 
 describe('aerie CLI', () => {

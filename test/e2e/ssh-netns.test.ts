@@ -5,10 +5,8 @@
  * (hosts.<name>.http-address). The namespace, its veth pair and addresses are created by
  * this test and removed after it; nothing outside loopback and that namespace is reached.
  */
-import { execFile } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AERIE_HOME, loadConfigFile } from '../../src/config/load.js';
 import { TASK_QUEUE, type PipelineInput, type PipelineResult } from '../../src/shared.js';
@@ -17,9 +15,9 @@ import { freePort, portOpen } from '../../src/temporal/dev-server.js';
 import { useTemporalSuite, waitUntil } from '../support/temporal.js';
 import { ALL_STAGES_DONE, stageStates } from '../support/stages.js';
 import { useSshFixture } from '../support/ssh-fixture.js';
+import { runOk } from '../support/processes.js';
 
-const run = promisify(execFile);
-const ip = (...args: string[]) => run('ip', args, { timeout: 30_000 });
+const ip = (...args: string[]) => runOk('ip', args, { timeoutMs: 30_000 });
 
 // Unique per test process: names ≤ 15 characters for the links, a /30 of 10.231.0.0/16 for the pair.
 const tag = (process.pid % 100_000).toString(36);
