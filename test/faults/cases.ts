@@ -2,11 +2,9 @@
  * The fault matrix's cases: how each one slows the pipeline down enough to land its fault,
  * injects it, and says when it was noticed. matrix.test.ts runs them and checks the invariants.
  */
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import type { WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { expect } from 'vitest';
@@ -16,6 +14,7 @@ import type { SshFixture } from '../support/ssh-fixture.js';
 import { waitUntil } from '../support/temporal.js';
 import type { RunFacts } from './facts.js';
 import type { FaultRig } from './rig.js';
+import { runOk } from '../support/processes.js';
 
 export interface CaseCtx {
   rig: FaultRig;
@@ -52,7 +51,7 @@ export interface SuiteEnv {
   referenceShardBytes(): number;
 }
 
-const run = promisify(execFile);
+const run = runOk;
 
 /** run.heartbeat-timeout in every case: a killed worker costs this long, not the default 30 s. */
 export const HEARTBEAT_TIMEOUT_MS = 10_000;
