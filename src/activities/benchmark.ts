@@ -5,6 +5,7 @@
  * first level without a result, and a baseline measured on the generate stage's server
  * is found again by the benchmark stage.
  */
+import type { GateRecord } from '../shared.js';
 import { Context } from '@temporalio/activity';
 import {
   benchServingBackend,
@@ -58,6 +59,8 @@ export interface ReportResult {
   table: string;
   /** The verdict, crossover, GPU-hours and SIMULATED label (src/bench/summary.ts), for `aerie status` and `aerie compare`. */
   summary?: RunSummary;
+  /** The deploy stage's acceptance gate, kept with the report in the benchmark's ledger record (gate-prompts.ts). */
+  gate?: GateRecord;
   /** report.md, report.html, results.jsonl on the host. */
   paths: string[];
   host: string;
@@ -290,7 +293,12 @@ export function benchmarkActivities({ hosts }: ActivityDeps) {
 
     /** report.md, report.html and results.jsonl in the run's bench folder on the host. */
     async writeReport(
-      input: RunRef & { speculative: BenchServingRecord[]; baseline?: BenchServingRecord[]; notes: string[] },
+      input: RunRef & {
+        speculative: BenchServingRecord[];
+        baseline?: BenchServingRecord[];
+        notes: string[];
+        gate?: GateRecord;
+      },
     ): Promise<ReportResult> {
       const { config, runId } = input;
       const host = hosts.get(config);
@@ -320,6 +328,7 @@ export function benchmarkActivities({ hosts }: ActivityDeps) {
         markdown: report.files['report.md'],
         table: report.table,
         summary: runSummary(reportInput),
+        ...(input.gate ? { gate: input.gate } : {}),
         paths,
         host: host.name,
         dir,

@@ -18,7 +18,7 @@ import type { Activities } from '../activities/index.js';
 import type { ServerLaunch } from '../activities/server.js';
 import type { BenchServingRecord } from '../bench/metrics.js';
 import type { FailureType } from '../failures.js';
-import type { PipelineInput, PipelineResult } from '../shared.js';
+import type { GateRecord, PipelineInput, PipelineResult } from '../shared.js';
 import { hiddenForTrain } from '../stages/launch-specs.js';
 import { activities, shortActivity } from './activities.js';
 import { openRun, type Run } from './context.js';
@@ -212,7 +212,7 @@ async function deployAndBenchmark(run: Run, drafter: Recorded<Outcome<'trainDraf
     [drafter.inputsHash],
     async () => {
       const { srv, gate } = await deploy(run, drafterDir);
-      const report = await benchmark(run, srv, gate.notes);
+      const report = await benchmark(run, srv, gate);
       return { result: report, outputs: report.paths, note: `report: ${report.paths[0] ?? ''}` };
     },
     { servedBy: ['deploy'], entering: `EAGLE3 drafter ${drafterDir}` },
@@ -233,7 +233,7 @@ async function deploy({ base, config, options, progress, servers, target }: Run,
 }
 
 /** The speculative sweep on the deploy server, the baseline beside it, and the report. */
-async function benchmark(run: Run, srv: ServerLaunch, gateNotes: string[]): Promise<Report> {
+async function benchmark(run: Run, srv: ServerLaunch, gate: { notes: string[]; gate?: GateRecord }): Promise<Report> {
   const { base, config, progress, servers } = run;
   progress.enter('benchmark', `sweep ${config.stages.benchmark.concurrencies.join(', ')}`);
   let speculative: BenchServingRecord[];
@@ -246,7 +246,8 @@ async function benchmark(run: Run, srv: ServerLaunch, gateNotes: string[]): Prom
   const baseline = config.stages.benchmark.baseline ? await baselineSweep(run) : undefined;
   return activities.writeReport.executeWithOptions(
     { ...shortActivity, summary: 'write report.md, report.html and results.jsonl' },
-    [{ ...base, speculative, baseline, notes: [...gateNotes, ...specNotes] }],
+    // The gate rides with the report into the benchmark's ledger record (a later run's acceptance-versus reads it).
+    [{ ...base, speculative, baseline, notes: [...gate.notes, ...specNotes], gate: gate.gate }],
   );
 }
 

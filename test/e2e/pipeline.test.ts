@@ -2,12 +2,12 @@
  * The whole pipeline through a real Temporal dev server, real worker, real processes
  * (the simulator standing in for SGLang and SpecForge), real files.
  */
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { parseJsonLine } from '../../src/bench/python-json.js';
-import { TASK_QUEUE, type PipelineInput, type PipelineResult } from '../../src/shared.js';
+import { TASK_QUEUE, type GateRecord, type PipelineInput, type PipelineResult } from '../../src/shared.js';
 import { pipeline } from '../../src/workflows/index.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { demoConfig } from '../support/demo-config.js';
@@ -63,7 +63,40 @@ describe('pipeline end to end on the simulator', () => {
     )) as PipelineResult;
     expect(again.stages.map((s) => s.state)).toEqual(['done', 'skipped', 'skipped', 'skipped', 'skipped', 'skipped']);
     expect(await launchRecords(workdir)).toEqual(launchesAfterFirst);
-  }, 300_000);
+
+    // The acceptance gate is kept in the benchmark's ledger record; the demo holds no input row
+    // out (no num-samples), so the gate said it measured on the fixed prompts.
+    const ledgerPath = join(workdir, 'runs', runId, '.aerie', 'ledger', 'benchmark.json');
+    const record = JSON.parse(await readFile(ledgerPath, 'utf8')) as { result: { gate?: GateRecord } };
+    const gate = record.result.gate!;
+    expect(gate.prompts.kind).toBe('fixed');
+    expect(gate.prompts.source).toMatch(/^four fixed prompts \(stages\.generate\.num-samples is unset/);
+    expect(gate.acceptLength).toBeGreaterThan(1.3);
+    expect(result.report?.gate).toEqual(gate);
+
+    // acceptance-versus: a run held to a recorded gate it cannot reach is refused at the gate,
+    // naming the bar and where it came from (here the run's own earlier record, raised out of reach).
+    record.result.gate = { ...gate, acceptLength: 99 };
+    await writeFile(ledgerPath, JSON.stringify(record));
+    const versus = demoConfig(workdir, config.server.port, (c) => {
+      c.stages.deploy['acceptance-versus'] = { run: runId, margin: 0.05 };
+    });
+    const refused = await suite.t
+      .withWorker(() =>
+        suite.t.client.workflow.execute(pipeline, {
+          taskQueue: TASK_QUEUE,
+          workflowId: runId,
+          args: [{ ...input, config: versus }],
+        }),
+      )
+      .catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(WorkflowFailedError);
+    const chain: string[] = [];
+    for (let e = refused as { message?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e)
+      chain.push(e.message ?? '');
+    expect(chain.join('\n')).toContain(`is below 98.95`);
+    expect(chain.join('\n')).toContain(`(the bar is run ${runId}'s gate 99.00 − 0.05)`);
+  }, 420_000);
 
   it('extracts with stock SGLang in two launches (aux, then final) and trains on the files', async () => {
     const workdir = join(suite.work, 'stock');
