@@ -170,7 +170,7 @@ const CHECKS: Check[] = [
   {
     name: 'the speculative field names of meta_info',
     source:
-      'sglang==0.5.4:srt/managers/tokenizer_manager.py:1593-1616; sglang==0.5.9:…:1836-1857; sglang==0.5.23:…:3164-3172',
+      'sglang==0.5.4:srt/managers/tokenizer_manager.py:1593-1616; sglang==0.5.9:…:1836-1867; sglang==0.5.12:…:2143-2156; sglang==0.5.23:…:3164-3201',
     observe: async (s) =>
       specKeys(
         (
@@ -182,7 +182,10 @@ const CHECKS: Check[] = [
       ),
     expected: {
       '0.5.4': ['spec_accept_length', 'spec_accept_rate', 'spec_verify_ct'],
+      // The per-request acceptance histogram from 0.5.9 (sglang==0.5.9:…:1859-1867), renamed in 0.5.12
+      // with the old name kept as an alias (sglang==0.5.12:…:2149-2156), only the new name in 0.5.23 (:3199).
       '0.5.9': [
+        'spec_accept_histogram',
         'spec_accept_length',
         'spec_accept_rate',
         'spec_accept_token_num',
@@ -191,9 +194,11 @@ const CHECKS: Check[] = [
       ],
       // 0.5.12's backward-compat aliases (sglang==0.5.12:srt/managers/tokenizer_manager.py:2139-2141), gone in 0.5.23.
       '0.5.12': [
+        'spec_accept_histogram',
         'spec_accept_length',
         'spec_accept_rate',
         'spec_accepted_drafts',
+        'spec_correct_drafts_histogram',
         'spec_num_correct_drafts',
         'spec_num_proposed_drafts',
         'spec_proposed_drafts',
@@ -202,6 +207,7 @@ const CHECKS: Check[] = [
       '0.5.23': [
         'spec_accept_length',
         'spec_accept_rate',
+        'spec_correct_drafts_histogram',
         'spec_num_correct_drafts',
         'spec_num_proposed_drafts',
         'spec_verify_ct',
