@@ -66,6 +66,7 @@ describe('a launch whose worker starts its own session (torchrun)', () => {
     // Decoys: unrelated, a near-miss value, the token only on the command line, the exact token as another user.
     decoys.push(...(await startDecoys(record.token!)));
 
+    // harness-exception: the OOM killer's single-pid kill is the fault under test
     process.kill(torchrun, 'SIGKILL'); // the OOM killer
     expect(await orphaned(record)).toEqual({ state: 'orphans', code: 137, processes: 2, escaped: 2 });
     expect(await isLive(worker)).toBe(true);
@@ -95,6 +96,7 @@ describe('a launch whose worker starts its own session (torchrun)', () => {
 
   it('uses KILL on an escaped worker that ignores TERM', async () => {
     const { record, launcher: torchrun, worker, child } = await launch('r.train.2', 'stubborn');
+    // harness-exception: the OOM killer's single-pid kill is the fault under test
     process.kill(torchrun, 'SIGKILL'); // the OOM killer: the launcher's pid alone dies (the fault under test), its escaped worker stays
     await orphaned(record);
     expect(await host.killGroup(record, { graceMs: 400 })).toEqual({
@@ -109,6 +111,7 @@ describe('a launch whose worker starts its own session (torchrun)', () => {
   it('signals an escapee alone when the leader of its group is gone', async () => {
     const { record, launcher: torchrun, worker, child } = await launch('r.train.3', 'leaderless');
     await until('the worker to exit', async () => !(await isLive(worker)));
+    // harness-exception: the OOM killer's single-pid kill is the fault under test
     process.kill(torchrun, 'SIGKILL'); // the OOM killer: the launcher's pid alone dies (the fault under test), its escaped worker stays
     // Only the child is left, in a group whose leader (the worker) is gone.
     expect(await orphaned(record)).toEqual({ state: 'orphans', code: 137, processes: 1, escaped: 1 });

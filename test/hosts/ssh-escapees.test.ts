@@ -49,6 +49,7 @@ describe('escaped processes over SSH', () => {
     decoys.push(...(await startDecoys(record.token!)));
 
     expect(await host.procStatus(record)).toEqual({ state: 'alive' });
+    // harness-exception: the OOM killer's single-pid kill is the fault under test
     process.kill(torchrun, 'SIGKILL'); // the OOM killer: the launcher's pid alone dies (the fault under test), its escaped worker stays
     expect(
       await until('orphans', async () => {
@@ -76,6 +77,7 @@ describe('escaped processes over SSH', () => {
     const { launcher: torchrun, worker, child } = await launchedPids(logPath, out);
     strays.push({ pid: child, startTime: (await statOf(child))!.startTime });
     await until('the worker to exit', async () => !(await isLive(worker)));
+    // harness-exception: the OOM killer's single-pid kill is the fault under test
     process.kill(torchrun, 'SIGKILL'); // the OOM killer: the launcher's pid alone dies (the fault under test), its escaped worker stays
     expect(
       await until('orphans', async () => {

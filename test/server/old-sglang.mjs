@@ -26,6 +26,7 @@ const send = (res, status, body) => {
   res.end(typeof body === 'string' ? body : JSON.stringify(body));
 };
 
+// harness-exception: this script is the fake server's own process (started through test/support)
 const server = http.createServer((req, res) => {
   const path = (req.url ?? '/').split('?')[0];
   if (path === '/health') return send(res, 200, '');
