@@ -1,25 +1,16 @@
 /** The train stage's plan for the CLI driver: the checkpoint the heartbeat shows comes from `-latest`, since HEAD's log names none. */
-import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { runPaths } from '../../src/activities/context.js';
 import { trainPlan } from '../../src/activities/train.js';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
 import { demoConfig } from '../support/demo-config.js';
+import { useLocalHost } from '../support/local-host.js';
 
-let dir: string;
-let host: LocalHost;
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'aerie-plan-'));
-  host = new LocalHost({ name: 'local', workdir: dir });
-});
-afterAll(async () => {
-  await host.close();
-  await rm(dir, { recursive: true, force: true });
-});
+const local = useLocalHost('aerie-plan-');
 
 it("names the checkpoint the CLI's -latest link points at, and nothing before there is one", async () => {
+  const { dir, host } = local;
   const config = demoConfig(dir, 30000);
   const hidden = { dir: runPaths(host, 'r1').hidden, layout: 'specforge' as const };
   const plan = trainPlan(config, host, 'r1', join(dir, 'train.jsonl'), hidden, 'cli', { heartbeat: () => undefined });

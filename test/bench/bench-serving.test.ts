@@ -1,7 +1,6 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   benchServingHost,
   benchServingArgv,
@@ -14,7 +13,7 @@ import {
 import { parseJsonLine } from '../../src/bench/python-json.js';
 import { AERIE_EXTRA_KEYS, BENCH_SERVING_KEYS, LATER_BENCH_SERVING_KEYS } from '../../src/bench/metrics.js';
 import { LINE_054, LINE_059, LINE_0523 } from './bench-serving-lines.js';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
+import { useLocalHost } from '../support/local-host.js';
 
 // A line as `python -m sglang.bench_serving --output-file` appends it: Python's json.dumps
 // separators, the default request rate float("inf") as a bare Infinity.
@@ -228,15 +227,12 @@ describe('bench_serving command lines', () => {
 });
 
 describe('benchServingDriver on a host', () => {
-  let dir: string;
-  let host: LocalHost;
+  const local = useLocalHost('aerie-bs-');
   let fake: string;
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'aerie-bs-'));
-    host = new LocalHost({ name: 'local', workdir: dir });
     // Stands in for bench_serving: checks its dataset, appends a result line, or fails like Python.
-    fake = join(dir, 'fake-bench-serving.mjs');
+    fake = join(local.dir, 'fake-bench-serving.mjs');
     await writeFile(
       fake,
       `import { readFileSync, appendFileSync } from 'node:fs';
@@ -248,11 +244,6 @@ const line = ${JSON.stringify(LINE)}.replace('"max_concurrency": 8', '"max_concu
 appendFileSync(arg('--output-file'), line + '\\n');
 `,
     );
-  });
-
-  afterAll(async () => {
-    await host.close();
-    await rm(dir, { recursive: true, force: true });
   });
 
   const level = (extraArgs: string[]) => ({
@@ -271,6 +262,7 @@ appendFileSync(arg('--output-file'), line + '\\n');
 
   it('writes the level dataset, flushes, runs it and ingests its line', async () => {
     let flushes = 0;
+    const { dir, host } = local;
     const measure = benchServingDriver({
       host,
       dir,
@@ -294,6 +286,7 @@ appendFileSync(arg('--output-file'), line + '\\n');
   });
 
   it('fails with the tail of its output when bench_serving fails', async () => {
+    const { dir, host } = local;
     const measure = benchServingDriver({
       host,
       dir,

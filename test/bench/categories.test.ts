@@ -1,6 +1,5 @@
 // Per-domain acceptance: a dataset with a category per prompt gives per-category accept
 // lengths and speedup in the level records and a "Per category" section in the report.
-import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { categoryFigures, mergeCategories } from '../../src/bench/categories.js';
@@ -8,10 +7,10 @@ import { levelCategories, levelPrompts, loadPromptPool, type PromptPool } from '
 import { renderReportMarkdown } from '../../src/bench/report.js';
 import { aerieDriver } from '../../src/bench/sweep.js';
 import type { RequestResult } from '../../src/bench/types.js';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
 import { SglangClient, avgSpecAcceptLength } from '../../src/sglang/client.js';
 import { SimServer, simDrafter } from '../../bench/sim-process.js';
 import { demoConfig } from '../support/demo-config.js';
+import { useLocalHost } from '../support/local-host.js';
 
 const FIXTURE = join(process.cwd(), 'test/fixtures/bench-categories/prompts.jsonl');
 
@@ -45,19 +44,18 @@ describe('category figures', () => {
 });
 
 describe('a dataset with categories, against the simulator', () => {
+  // Registered first, so its afterAll removes the folder (the drafter in it) after the servers have stopped.
+  const local = useLocalHost('aerie-categories-');
   let spec: SimServer;
   let base: SimServer;
-  let drafter: string | undefined;
   let pool: PromptPool;
   beforeAll(async () => {
-    const host = new LocalHost({ name: 'local', workdir: process.cwd() });
-    const config = demoConfig(process.cwd(), 1, (c) => {
+    const config = demoConfig(local.dir, 1, (c) => {
       c.stages.benchmark.dataset = 'file';
       c.stages.benchmark['dataset-path'] = FIXTURE;
     });
-    pool = await loadPromptPool(host, config, 2);
-    await host.close();
-    drafter = await simDrafter(3);
+    pool = await loadPromptPool(local.host, config, 2);
+    const drafter = await simDrafter(3, local.dir);
     [spec, base] = await Promise.all([
       SimServer.start({
         decodeScale: 0,
@@ -79,7 +77,6 @@ describe('a dataset with categories, against the simulator', () => {
   }, 60_000);
   afterAll(async () => {
     await Promise.all([spec?.stop(), base?.stop()]);
-    if (drafter) await rm(drafter, { recursive: true, force: true });
   });
 
   it('reads each row’s category, rotates it with its prompt per round, and breaks the report down by it', async () => {

@@ -1,7 +1,6 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   benchServingDatasetName,
   DatasetError,
@@ -10,11 +9,10 @@ import {
   loadPromptPool,
   readFirstUserTurns,
 } from '../../src/bench/dataset.js';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
 import { demoConfig } from '../support/demo-config.js';
+import { useLocalHost } from '../support/local-host.js';
 
-let dir: string;
-let host: LocalHost;
+const local = useLocalHost('aerie-dataset-');
 const row = (i: number) =>
   JSON.stringify({
     id: `r${i}`,
@@ -25,8 +23,7 @@ const row = (i: number) =>
   });
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'aerie-dataset-'));
-  host = new LocalHost({ name: 'local', workdir: dir });
+  const dir = local.dir;
   // 10 usable rows with a blank line, a broken line and a row without a user turn mixed in.
   const lines = [
     row(0),
@@ -58,21 +55,16 @@ beforeAll(async () => {
   );
 });
 
-afterAll(async () => {
-  await host.close();
-  await rm(dir, { recursive: true, force: true });
-});
-
-const config = (tweak: Parameters<typeof demoConfig>[2]) => demoConfig(dir, 30000, tweak);
+const config = (tweak: Parameters<typeof demoConfig>[2]) => demoConfig(local.dir, 30000, tweak);
 
 describe('prompt pools', () => {
   it('held-out: the first user turns of input rows after the first num-samples non-blank rows', async () => {
     const c = config((c) => {
-      c.stages.generate.input = join(dir, 'prompts.jsonl');
+      c.stages.generate.input = join(local.dir, 'prompts.jsonl');
       c.stages.generate['num-samples'] = 4; // rows 0, 1, 2 and 'not json'
       c.stages.benchmark.dataset = 'held-out';
     });
-    const pool = await loadPromptPool(host, c);
+    const pool = await loadPromptPool(local.host, c);
     expect(pool.kind).toBe('held-out');
     expect(pool.prompts).toEqual([
       'question 3',
@@ -90,36 +82,38 @@ describe('prompt pools', () => {
 
   it('held-out refuses a config where every input row was trained on, or none is left', async () => {
     const all = config((c) => {
-      c.stages.generate.input = join(dir, 'prompts.jsonl');
+      c.stages.generate.input = join(local.dir, 'prompts.jsonl');
       delete c.stages.generate['num-samples'];
       c.stages.benchmark.dataset = 'held-out';
     });
-    await expect(loadPromptPool(host, all)).rejects.toThrow(/num-samples/);
+    await expect(loadPromptPool(local.host, all)).rejects.toThrow(/num-samples/);
     const none = config((c) => {
-      c.stages.generate.input = join(dir, 'prompts.jsonl');
+      c.stages.generate.input = join(local.dir, 'prompts.jsonl');
       c.stages.generate['num-samples'] = 100;
       c.stages.benchmark.dataset = 'held-out';
     });
-    await expect(loadPromptPool(host, none)).rejects.toBeInstanceOf(DatasetError);
+    await expect(loadPromptPool(local.host, none)).rejects.toBeInstanceOf(DatasetError);
   });
 
   it('file: JSONL or a ShareGPT .json array, reading only as many rows as the largest level needs', async () => {
     const c = config((c) => {
       c.stages.benchmark.dataset = 'file';
-      c.stages.benchmark['dataset-path'] = join(dir, 'sharegpt.json');
+      c.stages.benchmark['dataset-path'] = join(local.dir, 'sharegpt.json');
     });
-    expect((await loadPromptPool(host, c)).prompts).toEqual(['h0', 'h1']);
-    expect(await readFirstUserTurns(host, join(dir, 'prompts.jsonl'), 0, 3)).toEqual([
+    expect((await loadPromptPool(local.host, c)).prompts).toEqual(['h0', 'h1']);
+    expect(await readFirstUserTurns(local.host, join(local.dir, 'prompts.jsonl'), 0, 3)).toEqual([
       'question 0',
       'question 1',
       'question 2',
     ]);
-    await expect(readFirstUserTurns(host, join(dir, 'missing.jsonl'), 0, 3)).rejects.toThrow(/does not exist/);
+    await expect(readFirstUserTurns(local.host, join(local.dir, 'missing.jsonl'), 0, 3)).rejects.toThrow(
+      /does not exist/,
+    );
   });
 
   it('random: seeded word prompts, identical for both variants of a level', async () => {
     const c = config((c) => (c.stages.benchmark.dataset = 'random'));
-    const pool = await loadPromptPool(host, c);
+    const pool = await loadPromptPool(local.host, c);
     expect(pool.kind).toBe('random');
     const a = levelPrompts(pool, 5, 12, 7);
     expect(a).toEqual(levelPrompts(pool, 5, 12, 7));

@@ -1,5 +1,4 @@
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { overheadFigures } from '../../src/bench/overhead.js';
@@ -16,9 +15,10 @@ import {
 } from '../../src/bench/sweep.js';
 import type { BenchServingRecord } from '../../src/bench/metrics.js';
 import type { LevelRun } from '../../src/bench/types.js';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
 import { SglangClient, avgSpecAcceptLength } from '../../src/sglang/client.js';
 import { SimServer, simDrafter } from '../../bench/sim-process.js';
+import { useLocalHost } from '../support/local-host.js';
+import { useTempDirs } from '../support/workdir.js';
 
 const memoryStore = (
   initial: [number, BenchServingRecord, number?][] = [],
@@ -49,6 +49,7 @@ const fakeRecord = (c: number): BenchServingRecord =>
   }) as BenchServingRecord;
 
 describe('runSweep', () => {
+  const levels = useLocalHost('aerie-levels-');
   it('measures only the levels without a stored result, in order, and reports progress per level', async () => {
     const store = memoryStore([[2, fakeRecord(2)]]);
     const measured: number[] = [];
@@ -132,35 +133,30 @@ describe('runSweep', () => {
   });
 
   it('stores levels on the host under a key of their settings', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'aerie-levels-'));
-    const host = new LocalHost({ name: 'local', workdir: dir });
-    try {
-      const key = levelKey({ outputLen: 32, api: 'generate' });
-      expect(key).toBe(levelKey({ outputLen: 32, api: 'generate' }));
-      expect(key).not.toBe(levelKey({ outputLen: 64, api: 'generate' }));
-      const store = hostLevelStore(host, dir, 'baseline', key);
-      expect(await store.read(5)).toBeUndefined();
-      await store.write(5, { ...fakeRecord(5), request_rate: Infinity });
-      expect(await store.read(5)).toMatchObject({ max_concurrency: 5, request_rate: Infinity });
-      expect(await hostLevelStore(host, dir, 'baseline', levelKey({ outputLen: 64 })).read(5)).toBeUndefined();
-      await store.write(5, { ...fakeRecord(5), output_throughput: 1 }, 1);
-      expect((await store.read(5, 1))!.output_throughput).toBe(1);
-      expect((await readdir(join(dir, 'levels'))).sort()).toEqual([
-        `baseline-c5-r0-${key}.json`,
-        `baseline-c5-r1-${key}.json`,
-      ]);
-    } finally {
-      await host.close();
-      await rm(dir, { recursive: true, force: true });
-    }
+    const { dir, host } = levels;
+    const key = levelKey({ outputLen: 32, api: 'generate' });
+    expect(key).toBe(levelKey({ outputLen: 32, api: 'generate' }));
+    expect(key).not.toBe(levelKey({ outputLen: 64, api: 'generate' }));
+    const store = hostLevelStore(host, dir, 'baseline', key);
+    expect(await store.read(5)).toBeUndefined();
+    await store.write(5, { ...fakeRecord(5), request_rate: Infinity });
+    expect(await store.read(5)).toMatchObject({ max_concurrency: 5, request_rate: Infinity });
+    expect(await hostLevelStore(host, dir, 'baseline', levelKey({ outputLen: 64 })).read(5)).toBeUndefined();
+    await store.write(5, { ...fakeRecord(5), output_throughput: 1 }, 1);
+    expect((await store.read(5, 1))!.output_throughput).toBe(1);
+    expect((await readdir(join(dir, 'levels'))).sort()).toEqual([
+      `baseline-c5-r0-${key}.json`,
+      `baseline-c5-r1-${key}.json`,
+    ]);
   });
 });
 
 describe('aerieDriver against the simulator', () => {
+  // Registered first, so its afterAll removes the drafter after the server using it has stopped.
+  const tmp = useTempDirs();
   let spec: SimServer;
-  let drafter: string | undefined;
   beforeAll(async () => {
-    drafter = await simDrafter(3);
+    const drafter = tmp.track(await simDrafter(3));
     spec = await SimServer.start({
       decodeScale: 0,
       // a decode-log line every 2 steps, so the server's running accept length moves within a short level
@@ -182,7 +178,6 @@ describe('aerieDriver against the simulator', () => {
   }, 60_000);
   afterAll(async () => {
     await spec?.stop();
-    if (drafter) await rm(drafter, { recursive: true, force: true });
   });
 
   it('reads the server version, flushes after the warmup, measures, then reads the server accept length for the level', async () => {
