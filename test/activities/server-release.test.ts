@@ -3,25 +3,21 @@
  * (server.sglang-version): ours on our port, but another release, is a ConfigError naming the
  * field and the fix, not a foreign server. And on 0.5.4 the info is asked at its old route first.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { ApplicationFailure } from '@temporalio/activity';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ServerLaunch } from '../../src/activities/server.js';
 import { confirmOurs } from '../../src/activities/server-watch.js';
 import type { Host } from '../../src/hosts/host.js';
 import { SglangClient } from '../../src/sglang/client.js';
 import { legacyInfoRoutesFirst } from '../../src/sglang/releases.js';
+import { useFakeServers } from '../support/fake-server.js';
 
-const servers: http.Server[] = [];
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(r))));
-});
+const servers = useFakeServers({ each: true });
 
 /** An SGLang-shaped server_info on /server_info (0.5.9 on) or only /get_server_info (0.5.4). */
 async function infoServer(version: string, port: number, onlyOld: boolean): Promise<{ base: string; seen: string[] }> {
   const seen: string[] = [];
-  const s = http.createServer((req, res) => {
+  const s = await servers.start((_body, res, req) => {
     seen.push(req.url ?? '');
     const ok = req.url === '/get_server_info' || (!onlyOld && req.url === '/server_info');
     res.writeHead(ok ? 200 : 404, { 'content-type': 'application/json' });
@@ -33,9 +29,7 @@ async function infoServer(version: string, port: number, onlyOld: boolean): Prom
       ),
     );
   });
-  servers.push(s);
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  return { base: `http://127.0.0.1:${(s.address() as AddressInfo).port}`, seen };
+  return { base: s.baseUrl, seen };
 }
 
 /** The port's holder is not visible (no pid): the group check passes, server_info decides. */

@@ -1,13 +1,12 @@
 // bench_serving's chat timing per release (src/bench/bench-rules.ts), reasoning reported
 // beside TTFT/ITL, and input tokens counted as bench_serving counts them (S4, S5).
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { benchServingRules, rulesLabel, serverVersionOf } from '../../src/bench/bench-rules.js';
 import { summarizeLevel } from '../../src/bench/metrics.js';
 import { finishTally, newTally, tallyEvent } from '../../src/bench/tally.js';
 import { tokenizePrompts } from '../../src/bench/tokenize.js';
 import type { LevelRun, RequestResult } from '../../src/bench/types.js';
+import { useFakeServer } from '../support/fake-server.js';
 
 const DONE = { data: '[DONE]' };
 const chunk = (delta: Record<string, string>, usage?: Record<string, unknown>) => ({
@@ -233,46 +232,35 @@ describe('summarizeLevel for chat', () => {
 });
 
 describe('tokenizePrompts: SGLang /tokenize as bench_serving counts', () => {
-  let server: Server;
-  let base: string;
   const bodies: unknown[] = [];
-  beforeAll(async () => {
-    server = createServer((req, res) => {
-      let body = '';
-      req.on('data', (c: Buffer) => (body += c.toString('utf8')));
-      req.on('end', () => {
-        if (req.url !== '/tokenize') return void res.writeHead(404).end('{"detail":"Not Found"}');
-        const parsed = JSON.parse(body) as { prompt: string[]; add_special_tokens: boolean };
-        bodies.push(parsed);
-        // The shape SGLang answers (TokenizeResponse): a BOS when asked for special tokens, one id per word.
-        const tokens = parsed.prompt.map((p) => [
-          ...(parsed.add_special_tokens ? [1] : []),
-          ...p.split(' ').map((_, i) => i + 2),
-        ]);
-        res
-          .writeHead(200, { 'Content-Type': 'application/json' })
-          .end(JSON.stringify({ tokens, count: tokens.map((t) => t.length), max_model_len: 4096 }));
-      });
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const server = useFakeServer((body, res, req) => {
+    if (req.url !== '/tokenize') return void res.writeHead(404).end('{"detail":"Not Found"}');
+    const parsed = JSON.parse(body) as { prompt: string[]; add_special_tokens: boolean };
+    bodies.push(parsed);
+    // The shape SGLang answers (TokenizeResponse): a BOS when asked for special tokens, one id per word.
+    const tokens = parsed.prompt.map((p) => [
+      ...(parsed.add_special_tokens ? [1] : []),
+      ...p.split(' ').map((_, i) => i + 2),
+    ]);
+    res
+      .writeHead(200, { 'Content-Type': 'application/json' })
+      .end(JSON.stringify({ tokens, count: tokens.map((t) => t.length), max_model_len: 4096 }));
   });
-  afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
   it('asks once per distinct prompt, special tokens added, and maps counts back in prompt order', async () => {
-    const got = await tokenizePrompts(base, ['a b', 'c d e', 'a b']);
+    const got = await tokenizePrompts(server.baseUrl, ['a b', 'c d e', 'a b']);
     expect(got).toEqual({ lens: [3, 4, 3] });
     expect(bodies.at(-1)).toEqual({ prompt: ['a b', 'c d e'], add_special_tokens: true });
   });
 
   it('answers: without special tokens, and an empty answer is 0 without asking', async () => {
-    const got = await tokenizePrompts(base, ['x y', ''], undefined, { addSpecialTokens: false });
+    const got = await tokenizePrompts(server.baseUrl, ['x y', ''], undefined, { addSpecialTokens: false });
     expect(got.lens).toEqual([2, 0]);
     expect(bodies.at(-1)).toEqual({ prompt: ['x y'], add_special_tokens: false });
   });
 
   it('says why when the server has no /tokenize', async () => {
-    const got = await tokenizePrompts(`${base}/nope`, ['a']);
+    const got = await tokenizePrompts(`${server.baseUrl}/nope`, ['a']);
     expect(got.lens).toBeUndefined();
     expect(got.problem).toBe('POST /tokenize answered HTTP 404');
   });

@@ -1,8 +1,8 @@
-import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type * as http from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { endpointFor, runLevel } from '../../src/bench/loadgen.js';
+import { useFakeServers } from '../support/fake-server.js';
 
 // A tiny SGLang-format streaming server: cumulative text, meta_info with
 // completion_tokens, multi-token chunks, [DONE]. Behaviour per request is chosen by
@@ -23,13 +23,9 @@ interface Fake {
   openSockets: number;
   /** Arrival order of prompts, and whether a SLOW request was in flight at arrival. */
   arrivals: { prompt: string; slowActive: boolean }[];
-  close: () => Promise<void>;
 }
 
-const servers: Fake[] = [];
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
+const servers = useFakeServers({ each: true });
 
 /** Sleep at least `ms` by performance.now (timers may fire a little early). */
 async function sleepAtLeast(ms: number): Promise<void> {
@@ -57,14 +53,9 @@ async function startFake(b: Behaviour, slowReleaseAfter = 0): Promise<Fake> {
     completed: 0,
     openSockets: 0,
     arrivals: [],
-    close: async () => {},
   };
-  const server = http.createServer((req, res) => {
-    let raw = '';
-    req.setEncoding('utf8');
-    req.on('data', (s: string) => (raw += s));
-    req.on('end', () => void handle(req, res, raw));
-  });
+  const { server, baseUrl } = await servers.start((raw, res, req) => handle(req, res, raw));
+  fake.url = baseUrl;
   server.on('connection', (sock) => {
     fake.openSockets++;
     sock.on('close', () => fake.openSockets--);
@@ -139,14 +130,6 @@ async function startFake(b: Behaviour, slowReleaseAfter = 0): Promise<Fake> {
     res.end('data: [DONE]\n\n');
   }
 
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  fake.close = () =>
-    new Promise<void>((r) => {
-      server.closeAllConnections();
-      server.close(() => r());
-    });
-  servers.push(fake);
   return fake;
 }
 

@@ -5,7 +5,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 
 /** Called once the request's body is in; a rejected promise is left unhandled, so it fails the vitest run. */
 export type FakeHandler = (body: string, res: ServerResponse, req: IncomingMessage) => unknown;
@@ -19,7 +19,9 @@ export interface FakeServer {
 export async function startFakeServer(handler: FakeHandler): Promise<FakeServer> {
   const server = createServer((req, res) => {
     let body = '';
-    req.on('data', (d: Buffer) => (body += d.toString()));
+    // Decoded as a stream, so a character split across chunks stays whole.
+    req.setEncoding('utf8');
+    req.on('data', (d: string) => (body += d));
     req.on('end', () => void handler(body, res, req));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
@@ -47,6 +49,21 @@ export function useFakeServer(handler: FakeHandler): { readonly baseUrl: string 
       if (!fake)
         throw new Error('useFakeServer(): the server is started in beforeAll; read baseUrl inside a hook or test');
       return fake.baseUrl;
+    },
+  };
+}
+
+/** Servers a test starts as it goes (one per case, scripted by it): each closed in afterAll (afterEach with `each`). */
+export function useFakeServers(opts: { each?: boolean } = {}): { start(handler: FakeHandler): Promise<FakeServer> } {
+  const started: FakeServer[] = [];
+  (opts.each ? afterEach : afterAll)(async () => {
+    await Promise.all(started.splice(0).map((s) => s.close()));
+  });
+  return {
+    async start(handler) {
+      const s = await startFakeServer(handler);
+      started.push(s);
+      return s;
     },
   };
 }
