@@ -1,5 +1,6 @@
 /**
- * The aerie worker: the pipeline and GPU-lease workflows plus every activity, on one task queue. Hosts
+ * The aerie worker: the pipeline and GPU-lease workflows plus every activity, on one task queue; or,
+ * for a site (hosts.<name>.task-queue), every activity and no workflow on that site's queue. Hosts
  * (and their SSH connections, later) are created once per worker and shared by activities.
  */
 import { mkdirSync, openSync, writeSync } from 'node:fs';
@@ -43,6 +44,11 @@ export interface AerieWorkerOptions {
    * every worker polls), so a host's leases are kept while any worker lives, not only the asking run's.
    */
   leaseTaskQueue?: string;
+  /**
+   * Activities only, no workflows (a site worker, `aerie worker --task-queue Q`): the workflow
+   * tasks stay on the pipeline's queue, so a site machine needs neither the bundle nor webpack.
+   */
+  activitiesOnly?: boolean;
 }
 
 export async function createWorker(opts: AerieWorkerOptions): Promise<{ worker: Worker; hosts: HostPool }> {
@@ -56,9 +62,7 @@ export async function createWorker(opts: AerieWorkerOptions): Promise<{ worker: 
       ...createActivities({ hosts }),
       ...leaseActivities({ hosts, leaseTaskQueue: opts.leaseTaskQueue ?? TASK_QUEUE }),
     },
-    ...(opts.workflowBundle || PREBUILT
-      ? { workflowBundle: opts.workflowBundle ?? PREBUILT }
-      : { workflowsPath: WORKFLOWS_PATH }),
+    ...workflowSource(opts),
     // Long activities mostly wait on remote processes; a handful of slots is plenty on 2 cores.
     maxConcurrentActivityTaskExecutions: 32,
     // Finished in-flight heartbeats should reach the server before a graceful stop.
@@ -69,6 +73,13 @@ export async function createWorker(opts: AerieWorkerOptions): Promise<{ worker: 
     maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE_MS,
   });
   return { worker, hosts };
+}
+
+function workflowSource(opts: AerieWorkerOptions): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> {
+  if (opts.activitiesOnly) return {};
+  return opts.workflowBundle || PREBUILT
+    ? { workflowBundle: opts.workflowBundle ?? PREBUILT }
+    : { workflowsPath: WORKFLOWS_PATH };
 }
 
 let runtimeLog: string | undefined;

@@ -5,6 +5,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AERIE_HOME, ConfigError, configJsonSchema } from '../config/load.js';
+import { TASK_QUEUE_NAME, TASK_QUEUE_RULE } from '../config/schema/hosts.js';
 import { TASK_QUEUE } from '../shared.js';
 import { connectWorker, resolveTemporal, webUiUrl } from '../temporal/connect.js';
 import { CliError, reachTemporal } from './reach.js';
@@ -30,7 +31,8 @@ const USAGE = `aerie — EAGLE-3 drafter pipelines for SGLang, as one durable Te
   aerie hosts [config.yaml]               hosts, their GPUs, which run holds them since when, and who waits
   aerie doctor <config.yaml>              check the target host (SSH, interpreters, port, GPUs, paths, disk) without starting a run
   aerie demo                              the whole pipeline on the bundled simulator (examples/demo.yaml)
-  aerie worker                            run a worker for the aerie task queue
+  aerie worker [--task-queue Q]           run a worker for the aerie task queue; with Q, only the activities of
+                                          hosts whose task-queue is Q (on a machine that reaches them)
   aerie dev-server [--stop]               run (or stop) aerie's local Temporal dev server with the Web UI
   aerie schema [out.json]                 write the config's JSON Schema (editor completion)
   aerie version                           the version, and whether this is the compiled build or the sources
@@ -47,6 +49,7 @@ async function main(argv: string[]): Promise<number> {
       'no-worker': { type: 'boolean', default: false },
       config: { type: 'string' },
       stage: { type: 'string' },
+      'task-queue': { type: 'string' },
       stop: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -99,7 +102,7 @@ async function main(argv: string[]): Promise<number> {
       return hostsCommand(positionals[0]);
     }
     case 'worker':
-      return workerCommand();
+      return workerCommand(values['task-queue']);
     case 'version': {
       const pkg = JSON.parse(await readFile(join(AERIE_HOME, 'package.json'), 'utf8')) as { version: string };
       process.stdout.write(`aerie ${pkg.version} — ${howRunning()}\n`);
@@ -131,13 +134,28 @@ function usage(problem: string): number {
   return 2;
 }
 
-async function workerCommand(): Promise<number> {
+/**
+ * Without a queue: workflows and activities on the pipeline's queue. With one (a site's, as
+ * hosts.<name>.task-queue names it): that site's activities only; the workflows stay with a
+ * pipeline worker elsewhere.
+ */
+async function workerCommand(siteQueue: string | undefined): Promise<number> {
+  if (siteQueue !== undefined && !TASK_QUEUE_NAME.test(siteQueue)) {
+    return usage(`--task-queue "${siteQueue}" is not a task queue name: ${TASK_QUEUE_RULE}`);
+  }
   const target = await resolveTemporal();
   (await reachTemporal(target)).connection.close().catch(() => undefined);
   const connection = await connectWorker(target);
-  const { worker, hosts } = await createWorker({ connection, namespace: target.namespace });
+  const { worker, hosts } = await createWorker({
+    connection,
+    namespace: target.namespace,
+    ...(siteQueue ? { taskQueue: siteQueue, activitiesOnly: true } : {}),
+  });
+  const serves = siteQueue
+    ? `worker on task queue ${siteQueue}, activities only (hosts with task-queue: ${siteQueue})`
+    : `worker on task queue ${TASK_QUEUE}`;
   process.stdout.write(
-    `worker on task queue ${TASK_QUEUE} at ${target.address}${webUiUrl(target) ? ` — ${webUiUrl(target)}` : ''} (${COMPILED ? 'compiled' : 'from source'})\n`,
+    `${serves} at ${target.address}${webUiUrl(target) ? ` — ${webUiUrl(target)}` : ''} (${COMPILED ? 'compiled' : 'from source'})\n`,
   );
   const stop = () => worker.shutdown();
   process.once('SIGINT', stop);

@@ -5,6 +5,7 @@
  */
 import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
+import type { Config } from '../config/schema.js';
 import { DEFAULT_HEARTBEAT_TIMEOUT_MS } from '../config/heartbeat.js';
 import { NON_RETRYABLE } from '../failures.js';
 
@@ -26,32 +27,42 @@ const retry = (maximumAttempts: number) => ({
 export const shortActivity: ActivityOptions = { startToCloseTimeout: '2m', retry: retry(5) };
 
 /**
- * Options of the activities that heartbeat, for a run's run.heartbeat-timeout: how long a
- * lost worker goes unnoticed before the activity is retried on another.
+ * The run's activity options, for its run.heartbeat-timeout (how long a lost worker goes
+ * unnoticed before the activity is retried on another) and its target host's task queue
+ * (hosts.<name>.task-queue: only workers that reach the host poll it). Without a queue the
+ * options are exactly those recorded histories were scheduled with, so they replay.
  */
-export function heartbeatingActivities(heartbeatTimeout: number = DEFAULT_HEARTBEAT_TIMEOUT_MS) {
+export function heartbeatingActivities(heartbeatTimeout: number = DEFAULT_HEARTBEAT_TIMEOUT_MS, taskQueue?: string) {
+  const on = taskQueue ? { taskQueue } : {};
   return {
+    /** shortActivity, on the host's queue: ledger, preflight, report read and write the host. */
+    short: { ...shortActivity, ...on },
     /** Launching only spawns and records the process: seconds. A lost worker is retried and re-attaches. */
-    launch: { startToCloseTimeout: '5m', heartbeatTimeout, retry: retry(5) },
+    launch: { startToCloseTimeout: '5m', heartbeatTimeout, retry: retry(5), ...on },
     /**
      * Readiness: the poll budget lives in config and runs from the launch, so a retried attempt
      * continues the same launch; this bounds one attempt generously above any budget. A dead
      * server fails it as non-retryable: the workflow, not Temporal, decides about a relaunch.
      */
-    readiness: { startToCloseTimeout: '2h', heartbeatTimeout, retry: retry(3) },
+    readiness: { startToCloseTimeout: '2h', heartbeatTimeout, retry: retry(3), ...on },
     /**
      * Smoke test and acceptance gate. Their verdicts on a server are non-retryable (a failed
      * server is stopped and relaunched by the workflow); retries only cover a lost worker.
      */
-    smoke: { startToCloseTimeout: '10m', heartbeatTimeout, retry: retry(3) },
+    smoke: { startToCloseTimeout: '10m', heartbeatTimeout, retry: retry(3), ...on },
     /** Stopping: TERM, a grace period, KILL, then waiting for the GPUs to be released. */
-    stop: { startToCloseTimeout: '5m', heartbeatTimeout, retry: retry(5) },
+    stop: { startToCloseTimeout: '5m', heartbeatTimeout, retry: retry(5), ...on },
     /** Generate, extract, train, a benchmark sweep: hours or days; each resumes from what it saved, so a retry costs little. */
-    longRunning: { startToCloseTimeout: '72h', heartbeatTimeout, retry: retry(20) },
+    longRunning: { startToCloseTimeout: '72h', heartbeatTimeout, retry: retry(20), ...on },
   } satisfies Record<string, ActivityOptions>;
+}
+
+/** The task queue of the run's target host, when it names one (hosts.<name>.task-queue). */
+export function hostTaskQueue(config: Config): string | undefined {
+  return config.hosts[config.target.host]?.['task-queue'];
 }
 
 export type HeartbeatingActivities = ReturnType<typeof heartbeatingActivities>;
 
-/** Every call names its options (executeWithOptions): shortActivity or one of heartbeatingActivities. */
+/** Every call names its options (executeWithOptions): one of the run's heartbeatingActivities. */
 export const activities = proxyActivities<Activities>(shortActivity);

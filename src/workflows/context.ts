@@ -1,11 +1,12 @@
 /**
  * One run's workflow-side state, handed to every step: what it was started with, its board,
- * the operator's retry, its live servers and the activity options for its heartbeat timeout.
+ * the operator's retry, its live servers and the activity options for its heartbeat timeout and
+ * its target host's task queue.
  */
 import type { RunRef } from '../activities/context.js';
 import type { Config } from '../config/schema.js';
 import type { PipelineInput } from '../shared.js';
-import { heartbeatingActivities, type HeartbeatingActivities } from './activities.js';
+import { heartbeatingActivities, hostTaskQueue, type HeartbeatingActivities } from './activities.js';
 import { Operator } from './operator.js';
 import { Progress } from './progress.js';
 import { Servers } from './servers.js';
@@ -17,7 +18,13 @@ export interface Run {
   base: RunRef;
   /** host:port of the model server, for summaries. */
   target: string;
+  /** Options of every activity that touches the target host: on its task queue when it names one. */
   options: HeartbeatingActivities;
+  /**
+   * The same on the pipeline's queue, for activities that talk only to Temporal (the GPU lease's
+   * renewals): they live as long as the run's workflow worker, whatever becomes of a site's.
+   */
+  pipelineOptions: HeartbeatingActivities;
   progress: Progress;
   operator: Operator;
   servers: Servers;
@@ -29,8 +36,9 @@ export function openRun({ runId, config }: PipelineInput): Run {
   const operator = new Operator(runId);
   const base = { runId, config };
   // Histories started before the setting existed carry configs without it: the old 30 s.
-  const options = heartbeatingActivities(config.run['heartbeat-timeout']);
+  const pipelineOptions = heartbeatingActivities(config.run['heartbeat-timeout']);
+  const options = heartbeatingActivities(config.run['heartbeat-timeout'], hostTaskQueue(config));
   const target = `${config.target.host}:${config.server.port}`;
-  const run: Omit<Run, 'servers'> = { runId, config, base, target, options, progress, operator };
+  const run: Omit<Run, 'servers'> = { runId, config, base, target, options, pipelineOptions, progress, operator };
   return { ...run, servers: new Servers(run) };
 }

@@ -28,9 +28,15 @@ export interface HeldLease {
 /** Waits for the run's GPUs on its target host and keeps them; undefined on a history from before leases. */
 export async function leaseGpus(run: Run): Promise<HeldLease | undefined> {
   if (!patched('gpu-leases')) return undefined;
-  const { base, config, options, progress } = run;
+  // Asking reads the host's GPU inventory and stops what expired holders left there: on the
+  // host's queue. Renewing and releasing only talk to Temporal: on the pipeline's.
+  const { base, config, options, pipelineOptions, progress } = run;
   const host = config.target.host;
-  progress.enter('preflight', `waiting for a lease on ${host}'s GPUs`);
+  const queue = options.longRunning.taskQueue;
+  progress.enter(
+    'preflight',
+    `waiting for a lease on ${host}'s GPUs${queue ? ` (asked by a worker on ${queue})` : ''}`,
+  );
   const grant = await leases.acquireGpuLease.executeWithOptions(
     {
       // Waiting may take as long as another run's training: each attempt keeps its place in the queue.
@@ -45,7 +51,7 @@ export async function leaseGpus(run: Run): Promise<HeldLease | undefined> {
     .run(() =>
       leases.holdGpuLease.executeWithOptions(
         {
-          ...options.longRunning,
+          ...pipelineOptions.longRunning,
           // Released only once the renewals have stopped: a renewal still in flight after the
           // release would ask for the GPUs again.
           cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,

@@ -4,7 +4,7 @@
  */
 import type { LedgerCheck } from '../activities/ledger.js';
 import type { StageName } from '../shared.js';
-import { activities, shortActivity } from './activities.js';
+import { activities } from './activities.js';
 import type { Run } from './context.js';
 
 /** What a stage's body hands back: its result, the files the record vouches for, one line for humans. */
@@ -34,10 +34,10 @@ export async function ledgered<T extends object>(
   body: () => Promise<StageWork<T>>,
   opts: LedgeredOptions = {},
 ): Promise<T & { inputsHash: string }> {
-  const { base, progress, operator } = run;
+  const { base, options, progress, operator } = run;
   const covered = [...(opts.servedBy ?? []), stage];
   const check: LedgerCheck = await activities.checkLedger.executeWithOptions(
-    { ...shortActivity, summary: `ledger: is ${stage} already done?` },
+    { ...options.short, summary: `ledger: is ${stage} already done?` },
     [{ ...base, stage, upstream }],
   );
   // A retry forces its stage and every later one, so the first covered stage decides for all.
@@ -48,7 +48,7 @@ export async function ledgered<T extends object>(
   }
   progress.enter(covered[0]!, opts.entering ?? enteringNote(check));
   const { result, outputs, note } = await body();
-  await activities.writeLedger.executeWithOptions({ ...shortActivity, summary: `ledger: record ${stage}` }, [
+  await activities.writeLedger.executeWithOptions({ ...options.short, summary: `ledger: record ${stage}` }, [
     { ...base, stage, inputsHash: check.inputsHash, outputs, result, note },
   ]);
   progress.finish(stage, note);

@@ -20,7 +20,7 @@ import type { BenchServingRecord } from '../bench/metrics.js';
 import type { FailureType } from '../failures.js';
 import type { GateRecord, PipelineInput, PipelineResult } from '../shared.js';
 import { hiddenForTrain } from '../stages/launch-specs.js';
-import { activities, shortActivity } from './activities.js';
+import { activities } from './activities.js';
 import { openRun, type Run } from './context.js';
 import { failureMessage } from './failure.js';
 import { ledgered } from './ledgered.js';
@@ -62,10 +62,10 @@ type Revision = Pick<Outcome<'preflight'>, 'specforge'>;
 type Report = NonNullable<PipelineResult['report']>;
 
 /** Hosts, interpreter, ports, drafter config; and the releases every later step renders for. */
-async function preflight({ base, progress, servers }: Run): Promise<Revision> {
+async function preflight({ base, options, progress, servers }: Run): Promise<Revision> {
   progress.enter('preflight');
   const pre = await activities.preflight.executeWithOptions(
-    { ...shortActivity, summary: `preflight: hosts, interpreter, ports, drafter config` },
+    { ...options.short, summary: `preflight: hosts, interpreter, ports, drafter config` },
     [base],
   );
   progress.finish('preflight', pre.note);
@@ -118,7 +118,7 @@ function extract(
     // Refused before any launch when the destination cannot hold the estimate.
     const space = await activities.checkExtractSpace.executeWithOptions(
       {
-        ...shortActivity,
+        ...options.short,
         startToCloseTimeout: '1h',
         heartbeatTimeout: '2m',
         summary: `extract: estimate hidden-state bytes against free space`,
@@ -234,7 +234,7 @@ async function deploy({ base, config, options, progress, servers, target }: Run,
 
 /** The speculative sweep on the deploy server, the baseline beside it, and the report. */
 async function benchmark(run: Run, srv: ServerLaunch, gate: { notes: string[]; gate?: GateRecord }): Promise<Report> {
-  const { base, config, progress, servers } = run;
+  const { base, config, options, progress, servers } = run;
   progress.enter('benchmark', `sweep ${config.stages.benchmark.concurrencies.join(', ')}`);
   let speculative: BenchServingRecord[];
   let specNotes: string[];
@@ -245,7 +245,7 @@ async function benchmark(run: Run, srv: ServerLaunch, gate: { notes: string[]; g
   }
   const baseline = config.stages.benchmark.baseline ? await baselineSweep(run) : undefined;
   return activities.writeReport.executeWithOptions(
-    { ...shortActivity, summary: 'write report.md, report.html and results.jsonl' },
+    { ...options.short, summary: 'write report.md, report.html and results.jsonl' },
     // The gate rides with the report into the benchmark's ledger record (a later run's acceptance-versus reads it).
     [{ ...base, speculative, baseline, notes: [...gate.notes, ...specNotes], gate: gate.gate }],
   );
@@ -254,7 +254,7 @@ async function benchmark(run: Run, srv: ServerLaunch, gate: { notes: string[]; g
 /** Levels measured earlier (on the generate server, or before a crash) are not measured again. */
 async function baselineSweep(run: Run): Promise<BenchServingRecord[]> {
   const stored = await activities.storedSweep.executeWithOptions(
-    { ...shortActivity, summary: 'baseline levels already measured?' },
+    { ...run.options.short, summary: 'baseline levels already measured?' },
     [{ ...run.base, variant: 'baseline' }],
   );
   if (stored.missing.length === 0) return stored.records;

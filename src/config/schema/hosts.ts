@@ -19,11 +19,30 @@ const nvidiaSmi = argv
     "argv of nvidia-smi on the host (for the GPU inventory); default [nvidia-smi]. The demo points it at the simulator's.",
   );
 
+/**
+ * Temporal's own rule is only "non-empty"; a queue typed on a command line must survive the
+ * shell and read the same in the Web UI, so names are one word.
+ */
+export const TASK_QUEUE_NAME = /^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,199}$/;
+export const TASK_QUEUE_RULE = 'letters, digits and . _ : @ / - (no spaces), at most 200 characters, e.g. gpu-site-b';
+
+const taskQueue = z
+  .string()
+  .regex(
+    TASK_QUEUE_NAME,
+    `a task queue name: ${TASK_QUEUE_RULE}. Fix: rename the queue, and start the site worker with the same name`,
+  )
+  .optional()
+  .describe(
+    "Activities that touch this host run only on workers polling this queue, e.g. `aerie worker --task-queue gpu-site-b` on a machine that reaches the host (its SSH, or for a local host the machine itself). Default: the pipeline's queue, which `aerie run`'s and `aerie worker`'s workers poll. The workflow and the GPU lease's renewals stay on the pipeline's queue.",
+  );
+
 export const localHostSchema = z.strictObject({
   kind: z.literal('local').describe('Where the GPU work runs. "local": this machine; "ssh": a remote host over SSH.'),
   workdir,
   gpus,
   'nvidia-smi': nvidiaSmi,
+  'task-queue': taskQueue,
 });
 
 export const sshTargetSchema = z.strictObject({
@@ -69,6 +88,7 @@ export const sshHostSchema = z.strictObject({
   workdir,
   gpus,
   'nvidia-smi': nvidiaSmi,
+  'task-queue': taskQueue,
 });
 
 export const hostSchema = z.discriminatedUnion('kind', [localHostSchema, sshHostSchema]);
