@@ -64,8 +64,12 @@ quietWorkerLogs.logger = quietLogger;
 export interface WorkflowEnv {
   env: TestWorkflowEnvironment;
   bundle: WorkflowBundleWithSourceMap;
-  /** fn with a Worker on its own task queue, registering the given activities; stopped after. */
-  withWorker<T>(activities: Activities, fn: (taskQueue: string) => Promise<T>): Promise<T>;
+  /**
+   * fn with a Worker on its own task queue, registering the given activities (`{}` for a
+   * workflow-only worker; a function of the queue for activities that must know it, as the
+   * lease activities do); stopped after.
+   */
+  withWorker<T>(activities: WorkerActivities, fn: (taskQueue: string) => Promise<T>): Promise<T>;
   /**
    * The pipeline for runId on a fresh worker with these stubs; fn gets its handle. With
    * AERIE_RECORD_HISTORIES=<dir>, a run given a record name saves its history there as <record>.json.gz.
@@ -77,6 +81,9 @@ export interface WorkflowEnv {
   ): Promise<T>;
   stop(): Promise<void>;
 }
+
+/** Activities a test worker registers: the pipeline's, the lease workflow's, or none. */
+export type WorkerActivities = Activities | object | ((taskQueue: string) => object);
 
 let queues = 0;
 let runs = 0;
@@ -102,14 +109,14 @@ export async function startWorkflowEnv(): Promise<WorkflowEnv> {
   const self: WorkflowEnv = {
     env,
     bundle,
-    async withWorker<T>(activities: Activities, fn: (taskQueue: string) => Promise<T>): Promise<T> {
+    async withWorker<T>(activities: WorkerActivities, fn: (taskQueue: string) => Promise<T>): Promise<T> {
       const taskQueue = `wf-test-${process.pid}-${++queues}`;
       const worker = await Worker.create({
         connection: env.nativeConnection,
         namespace: env.namespace ?? 'default',
         taskQueue,
         workflowBundle: bundle,
-        activities,
+        activities: typeof activities === 'function' ? activities(taskQueue) : activities,
         // A cancelled activity hears of it on its next heartbeat: send them at once.
         maxHeartbeatThrottleInterval: '50ms',
         defaultHeartbeatThrottleInterval: '50ms',

@@ -7,7 +7,6 @@
  * continue-as-new.
  */
 import { Context } from '@temporalio/activity';
-import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Activities } from '../../src/activities/index.js';
 import { leaseActivities, type LeaseActivities } from '../../src/activities/leases.js';
@@ -39,7 +38,6 @@ afterAll(async () => {
   await w?.stop();
 });
 
-let queues = 0;
 const ALL8 = ['0', '1', '2', '3', '4', '5', '6', '7'];
 
 /** A host of its own per test (leases are per host name), eight GPUs named in config, and a short TTL. */
@@ -60,38 +58,31 @@ async function withLeaseWorker<T>(
   fn: (taskQueue: string, log: string[]) => Promise<T>,
   leases?: (real: LeaseActivities) => LeaseActivities,
 ): Promise<T> {
-  const taskQueue = `lease-test-${process.pid}-${++queues}`;
   const log: string[] = [];
-  const real = leaseActivities({ hosts, leaseTaskQueue: taskQueue });
-  const used = leases ? leases(real) : real;
-  const logged = Object.fromEntries(
-    Object.entries(used).map(([name, f]) => [
-      name,
-      async (input: never) => {
-        const wf = Context.current().info.workflowExecution!.workflowId;
-        log.push(`${name} ${wf}`);
-        const out = await (f as (i: never) => Promise<unknown>)(input);
-        log.push(`${name} ${wf} done`);
-        return out;
-      },
-    ]),
-  ) as unknown as LeaseActivities;
-  stubs.leases = logged;
+  // The lease activities signal the lease workflows onto the worker's own queue: built once it is known.
+  const activities = (taskQueue: string) => {
+    const real = leaseActivities({ hosts, leaseTaskQueue: taskQueue });
+    const used = leases ? leases(real) : real;
+    const logged = Object.fromEntries(
+      Object.entries(used).map(([name, f]) => [
+        name,
+        async (input: never) => {
+          const wf = Context.current().info.workflowExecution!.workflowId;
+          log.push(`${name} ${wf}`);
+          const out = await (f as (i: never) => Promise<unknown>)(input);
+          log.push(`${name} ${wf} done`);
+          return out;
+        },
+      ]),
+    ) as unknown as LeaseActivities;
+    stubs.leases = logged;
+    return stubs.activities() as Activities & LeaseActivities;
+  };
   stubs.on('preflight', ({ runId }) => {
     log.push(`preflight ${runId}`);
     return { note: 'stub host reachable', checks: [], specforge: 'cli', sglang: { version: '0.5.23', how: 'stub' } };
   });
-  const worker = await Worker.create({
-    connection: w.env.nativeConnection,
-    namespace: w.env.namespace ?? 'default',
-    taskQueue,
-    workflowBundle: w.bundle,
-    activities: stubs.activities() as Activities & LeaseActivities,
-    maxHeartbeatThrottleInterval: '50ms',
-    defaultHeartbeatThrottleInterval: '50ms',
-    workflowFailureErrorTypes: { '*': ['Error'] },
-  });
-  return worker.runUntil(fn(taskQueue, log));
+  return w.withWorker(activities, (taskQueue) => fn(taskQueue, log));
 }
 
 const start = (taskQueue: string, runId: string, cfg: Config) =>
@@ -240,15 +231,8 @@ describe('GPU leases between pipelines on one host', () => {
 describe('the lease workflow', () => {
   it('continues as new with its table: holders and waiters survive', async () => {
     const host = 'lease-can';
-    const taskQueue = `lease-test-${process.pid}-${++queues}`;
-    const worker = await Worker.create({
-      connection: w.env.nativeConnection,
-      namespace: w.env.namespace ?? 'default',
-      taskQueue,
-      workflowBundle: w.bundle,
-      workflowFailureErrorTypes: { '*': ['Error'] },
-    });
-    await worker.runUntil(async () => {
+    // A workflow-only worker: the test signals the lease workflow itself.
+    await w.withWorker({}, async (taskQueue) => {
       const holder = (run: string) => ({ workflowId: run, execution: 'x', runId: run });
       const h = await w.env.client.workflow.start(gpuLease, {
         taskQueue,
