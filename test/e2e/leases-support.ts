@@ -3,10 +3,10 @@
  * processes held which GPU, sampled), and an aerie worker process on a task queue of its own,
  * so one run can lose its only worker while the other run's worker lives on.
  */
-import { spawn } from 'node:child_process';
-import { open, readdir, readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { readHoldings } from '../../sim/gpu/registry.js';
+import { spawnWorkerProcess } from '../support/worker-process.js';
 
 interface Sample {
   at: number;
@@ -107,12 +107,8 @@ export async function spawnQueueWorker(
 ): Promise<number> {
   const codePath = join(dir, `workflow-bundle-${taskQueue}.js`);
   await writeFile(codePath, bundleCode);
-  const log = await open(join(dir, `${taskQueue}.log`), 'a');
-  const child = spawn(process.execPath, ['--import', 'tsx', WORKER_MAIN, address, taskQueue, codePath], {
-    detached: true,
-    stdio: ['ignore', log.fd, log.fd],
-    env: process.env,
-  });
-  await log.close();
-  return child.pid!;
+  return spawnWorkerProcess(
+    ['--import', 'tsx', WORKER_MAIN, address, taskQueue, codePath],
+    join(dir, `${taskQueue}.log`),
+  );
 }

@@ -1,6 +1,7 @@
 /**
- * A real `aerie worker` process, as a user starts one, in its own process group (so a test
- * can SIGKILL it mid-stage and stop it by its recorded pgid), its output in a log file.
+ * A worker process (a real `aerie worker`, as a user starts one, or a test's own entry point)
+ * in its own process group, so a test can SIGKILL it mid-stage and stop it by its recorded
+ * pgid, its output in a log file.
  */
 import { spawn } from 'node:child_process';
 import { open } from 'node:fs/promises';
@@ -9,14 +10,29 @@ import { AERIE_HOME } from '../../src/config/load.js';
 
 export { signalGroup } from './processes.js';
 
-/** Starts `aerie worker` against the dev server at `address`; returns its pgid. */
-export async function spawnAerieWorker(address: string, logPath: string): Promise<number> {
+/**
+ * Starts `node <args>` in its own process group, stdout and stderr appended to `logPath`, with
+ * the test's environment plus `env`; returns its pgid (stop it with signalGroup).
+ */
+export async function spawnWorkerProcess(
+  args: string[],
+  logPath: string,
+  env: NodeJS.ProcessEnv = {},
+): Promise<number> {
   const log = await open(logPath, 'a');
-  const child = spawn(process.execPath, [join(AERIE_HOME, 'bin', 'aerie.mjs'), 'worker'], {
-    env: { ...process.env, TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: 'default' },
+  const child = spawn(process.execPath, args, {
+    env: { ...process.env, ...env },
     detached: true,
     stdio: ['ignore', log.fd, log.fd],
   });
   await log.close();
   return child.pid!;
+}
+
+/** Starts `aerie worker` against the dev server at `address`; returns its pgid. */
+export function spawnAerieWorker(address: string, logPath: string): Promise<number> {
+  return spawnWorkerProcess([join(AERIE_HOME, 'bin', 'aerie.mjs'), 'worker'], logPath, {
+    TEMPORAL_ADDRESS: address,
+    TEMPORAL_NAMESPACE: 'default',
+  });
 }
