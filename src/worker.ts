@@ -4,6 +4,7 @@
  * (and their SSH connections, later) are created once per worker and shared by activities.
  */
 import { mkdirSync, openSync, writeSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { inspect } from 'node:util';
@@ -49,6 +50,8 @@ export interface AerieWorkerOptions {
    * tasks stay on the pipeline's queue, so a site machine needs neither the bundle nor webpack.
    */
   activitiesOnly?: boolean;
+  /** Default: the SDK's pid@hostname, with the queue after it for a site worker, as the Web UI and history show it. */
+  identity?: string;
 }
 
 export async function createWorker(opts: AerieWorkerOptions): Promise<{ worker: Worker; hosts: HostPool }> {
@@ -57,6 +60,8 @@ export async function createWorker(opts: AerieWorkerOptions): Promise<{ worker: 
     connection: opts.connection,
     namespace: opts.namespace ?? 'default',
     taskQueue: opts.taskQueue ?? TASK_QUEUE,
+    identity:
+      opts.identity ?? `${process.pid}@${hostname()}${opts.activitiesOnly ? ` ${opts.taskQueue ?? TASK_QUEUE}` : ''}`,
     // GPU leases (activities/leases.ts) beside the rest: typed apart, registered together.
     activities: {
       ...createActivities({ hosts }),
