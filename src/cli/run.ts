@@ -27,6 +27,19 @@ export function newRunId(label: string, now = new Date()): string {
   return `${label}-${stamp}-${rand}`;
 }
 
+/**
+ * A target host on a task queue of its own is served only by site workers (README "Workers
+ * anywhere"): this terminal's worker runs the workflow, not those activities, so without a
+ * site worker the run waits at its first host activity. Said once, at the start.
+ */
+export function siteWorkerNote(config: Pick<Config, 'hosts' | 'target'>): string {
+  const host = config.target.host;
+  const queue = config.hosts[host]?.['task-queue'];
+  return queue
+    ? `activities for host ${host} go to task queue ${queue} (hosts.${host}.task-queue): start \`aerie worker --task-queue ${queue}\` on a machine that reaches ${host}; until one polls it the run waits\n`
+    : '';
+}
+
 export interface RunOptions {
   worker: boolean;
   out?: NodeJS.WriteStream;
@@ -122,6 +135,7 @@ export async function runCommand(configPath: string, opts: RunOptions): Promise<
   await mkdir(folder, { recursive: true });
   await copyFile(path, join(folder, 'config.yaml'));
   await startWorkflow(client, { runId, config, configPath: path });
+  (opts.out ?? process.stdout).write(siteWorkerNote(config));
   try {
     return await attach(target, client, runId, opts);
   } finally {
@@ -154,6 +168,7 @@ export async function resumeCommand(runId: string, opts: RunOptions & { configPa
       config,
       configPath: opts.configPath ? resolve(opts.configPath) : original.configPath,
     });
+    out.write(siteWorkerNote(config));
     return await attach(target, client, runId, opts);
   } finally {
     await client.connection.close();
