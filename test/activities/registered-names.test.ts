@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { createActivities } from '../../src/activities/index.js';
+import { leaseActivities } from '../../src/activities/leases.js';
 import type { HostPool } from '../../src/hosts/index.js';
 
 const FIXTURES = fileURLToPath(new URL('../fixtures/histories/', import.meta.url));
@@ -30,7 +31,11 @@ function recordedActivityNames(): Set<string> {
 
 describe('registered activity names', () => {
   // Building the activities only closes over the pool; no host is asked for until one runs.
-  const registered = createActivities({ hosts: {} as HostPool }) as Record<string, (...args: unknown[]) => unknown>;
+  // As src/worker.ts registers them: the stage activities and, beside them, the GPU-lease ones.
+  const registered = {
+    ...createActivities({ hosts: {} as HostPool }),
+    ...leaseActivities({ hosts: {} as HostPool }),
+  } as Record<string, (...args: unknown[]) => unknown>;
 
   it('registers every activity a recorded history scheduled, each taking one input', () => {
     const recorded = [...recordedActivityNames()].sort();
