@@ -1,8 +1,9 @@
 // run.lease-ttl against run.heartbeat-timeout: a TTL a replaced worker cannot renew within is refused;
 // unset, the TTL follows the heartbeat timeout up.
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseConfigText } from '../../src/config/load.js';
+import { parseConfigText } from '../../src/config/load.js';
 import { leaseTtl } from '../../src/activities/leases.js';
+import { configProblems } from '../support/config-problems.js';
 
 const minimal = (run: string) => `
 hosts:
@@ -15,15 +16,7 @@ stages:
   train: { draft-model-config: /cfg/draft.json }
 `;
 
-function problems(text: string): string[] {
-  try {
-    parseConfigText(text, 'test.yaml', {});
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return (err as ConfigError).problems;
-  }
-  return [];
-}
+const problems = (text: string) => configProblems(text);
 
 describe('run.lease-ttl', () => {
   it('refuses a TTL at or below the heartbeat timeout, naming the field and the fix', () => {

@@ -2,8 +2,9 @@
 // names one, so a run without it schedules exactly what recorded histories hold; the field refuses
 // a name no worker could be started with, naming the field and the fix.
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseConfigText } from '../../src/config/load.js';
+import { parseConfigText } from '../../src/config/load.js';
 import { heartbeatingActivities, hostTaskQueue, shortActivity } from '../../src/workflows/activities.js';
+import { configProblems } from '../support/config-problems.js';
 
 const minimal = (host: string) => `
 hosts:
@@ -16,15 +17,7 @@ stages:
   train: { draft-model-config: /cfg/draft.json }
 `;
 
-function problems(text: string): string[] {
-  try {
-    parseConfigText(text, 'test.yaml', {});
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return (err as ConfigError).problems;
-  }
-  return [];
-}
+const problems = (text: string) => configProblems(text);
 
 describe('activity options for a host with and without a task queue', () => {
   it('without a queue, no option names one and the short options are shortActivity itself', () => {
