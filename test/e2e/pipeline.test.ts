@@ -5,7 +5,9 @@
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
-import { describe, expect, it } from 'vitest';
+import { PassThrough } from 'node:stream';
+import { describe, expect, it, vi } from 'vitest';
+import { statusCommand } from '../../src/cli/status.js';
 import { parseJsonLine } from '../../src/bench/python-json.js';
 import { TASK_QUEUE, type GateRecord, type PipelineInput, type PipelineResult } from '../../src/shared.js';
 import { pipeline } from '../../src/workflows/index.js';
@@ -56,6 +58,16 @@ describe('pipeline end to end on the simulator', () => {
         `${runId}.server-deploy.0`,
       ].sort(),
     );
+
+    // aerie status on the finished run: the table, the report and what each stage cost in GPU-hours.
+    vi.stubEnv('TEMPORAL_ADDRESS', suite.t.server.address);
+    const shown = new PassThrough();
+    let status = '';
+    shown.on('data', (b: Buffer) => (status += b.toString('utf8')));
+    expect(await statusCommand(runId, shown)).toBe(0);
+    vi.unstubAllEnvs();
+    expect(status).toContain(`run ${runId}: completed`);
+    expect(status).toMatch(/^GPU-hours: generate [\d.]+ GPU-h, extract [\d.]+ GPU-h, .*; total [\d.]+ GPU-h$/m);
 
     // Same run id again (what `aerie resume` does after a failure): every stage is a ledger hit.
     const again = (await suite.t.withWorker(() =>
