@@ -17,6 +17,7 @@ import { AerieLabel, AerieStage, AerieTarget, pipeline } from '../workflows/inde
 import { followRun } from './follow-run.js';
 import { copyReportFiles } from './report.js';
 import { failureTypeOf, fixLine, lastActivityFailureType } from './failure-fix.js';
+import { failureMessage } from '../workflows/failure.js';
 import { localRunFolder, shownPath, workerLogPath } from './run-folder.js';
 
 export { localRunFolder } from './run-folder.js';
@@ -96,7 +97,7 @@ export async function attach(target: TemporalTarget, client: Client, runId: stri
       out.write(`\nrun ${runId} finished${ui ? ` — ${ui}` : ''}\n`);
       return 0;
     } catch (err) {
-      const reason = err instanceof WorkflowFailedError ? innermost(err) : (err as Error).message;
+      const reason = err instanceof WorkflowFailedError ? failureMessage(err) : (err as Error).message;
       const cancelled =
         err instanceof WorkflowFailedError &&
         /cancel/i.test(String(err.cause?.name ?? '') + String(err.cause?.message ?? ''));
@@ -189,14 +190,4 @@ async function saveRunFolder(runId: string, result: PipelineResult): Promise<voi
   await mkdir(folder, { recursive: true });
   await writeFile(join(folder, 'result.json'), JSON.stringify(result, null, 2));
   if (result.report) await writeFile(join(folder, 'report.md'), result.report.markdown);
-}
-
-function innermost(err: unknown): string {
-  let e = err as { message?: string; cause?: unknown };
-  let msg = e.message ?? String(err);
-  while (e.cause) {
-    e = e.cause as { message?: string; cause?: unknown };
-    if (e.message) msg = e.message;
-  }
-  return msg;
 }
