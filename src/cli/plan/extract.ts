@@ -39,28 +39,28 @@ export function extractSteps(config: Config, p: PlanPaths, dataPath: string, run
   }
   if (e.driver === 'stock-server') {
     const dump = e['dump-dir'] ? runDumpDir(e['dump-dir'], runId) : `${p.hidden}/.stock`;
+    // Both passes run aerie's client on the host against the extraction server; only --pass and what follows differ.
+    const stockClient = (pass: 'aux' | 'final') => [
+      e.python,
+      '-m',
+      'aerie_hs.stock_client',
+      '--host',
+      config.server['listen-host'],
+      '--port',
+      String(config.server.port),
+      '--ids',
+      '<batch>',
+      '--dumps',
+      dump,
+      '--pass',
+      pass,
+    ];
     steps.push(serverStep(config, 'extract', 'extract', undefined, runId, 'aux'));
     steps.push({
       host,
       stage: 'extract',
       step: "aux pass: aerie's client on the host",
-      argv: [
-        e.python,
-        '-m',
-        'aerie_hs.stock_client',
-        '--host',
-        config.server['listen-host'],
-        '--port',
-        String(config.server.port),
-        '--ids',
-        '<batch>',
-        '--dumps',
-        dump,
-        '--pass',
-        'aux',
-        '--concurrency',
-        String(e.concurrency),
-      ],
+      argv: [...stockClient('aux'), '--concurrency', String(e.concurrency)],
       notes: [
         `POST /generate {input_ids, rid, return_hidden_states: true, max_new_tokens 1} from the host itself: every response carries T × 3H floats as JSON (~10× their bf16 size), so it never crosses the SSH link`,
         `cost: a second launch of the target, and ${dump} holds 6 × hidden bytes a token of every sample until the final pass (on the output disk by default); for small targets and tests — large ones want patched-server`,
@@ -71,23 +71,7 @@ export function extractSteps(config: Config, p: PlanPaths, dataPath: string, run
       host,
       stage: 'extract',
       step: 'final pass, conversion and self-check',
-      argv: [
-        e.python,
-        '-m',
-        'aerie_hs.stock_client',
-        '--host',
-        config.server['listen-host'],
-        '--port',
-        String(config.server.port),
-        '--ids',
-        '<batch>',
-        '--dumps',
-        dump,
-        '--pass',
-        'final',
-        '--greedy',
-        '<batch greedy>',
-      ],
+      argv: [...stockClient('final'), '--greedy', '<batch greedy>'],
       notes: [
         `each sample's final rows merged with its aux part into <id>.safetensors, then python -m aerie_hs.ckpt convert --remove-dumps → ${p.hidden}/rows_<g>-<g+${e['file-group-size']}>/data_<i>.ckpt`,
         `self-check as for patched-server: the first ${e['self-check'].samples} samples, then ${e['self-check']['final-samples']} spread over the run`,
