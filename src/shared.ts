@@ -50,11 +50,33 @@ export interface PipelineInput {
   config: Config;
   /** Absolute path of the config file on the machine that started the run (for the record only). */
   configPath: string;
+  /**
+   * A sweep's shared run (drafter-sweep.ts): return after this stage, with the recorded results
+   * of the stages so far in `PipelineResult.shared`. Unset: the whole lifecycle.
+   */
+  until?: ShareableStage;
+  /** A sweep's variant: these stages were computed by another run and are not run again. */
+  shared?: SharedStages;
+}
+
+/** The stages a sweep can compute once for all its variants, in pipeline order. */
+export const SHAREABLE_STAGES = ['generate', 'extract', 'train'] as const;
+export type ShareableStage = (typeof SHAREABLE_STAGES)[number];
+
+/** One stage's recorded result as later stages read it, with the inputs hash they chain on. */
+export type SharedStageResult = Record<string, unknown> & { inputsHash: string };
+
+export interface SharedStages {
+  /** The run that computed them (their files live in its run folder on the host). */
+  fromRun: string;
+  stages: Partial<Record<ShareableStage, SharedStageResult>>;
 }
 
 export interface PipelineResult {
   runId: string;
   stages: StageStatus[];
+  /** With `until`: the results of the stages it ran (or skipped on a valid record), for the variants. */
+  shared?: SharedStages;
   report?: {
     markdown: string;
     table: string;

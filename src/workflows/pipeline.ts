@@ -18,7 +18,15 @@ import type { Activities } from '../activities/index.js';
 import type { ServerLaunch } from '../activities/server.js';
 import type { BenchServingRecord } from '../bench/metrics.js';
 import type { FailureType } from '../failures.js';
-import type { GateRecord, PipelineInput, PipelineResult } from '../shared.js';
+import {
+  STAGES,
+  type GateRecord,
+  type PipelineInput,
+  type PipelineResult,
+  type ShareableStage,
+  type SharedStageResult,
+  type SharedStages,
+} from '../shared.js';
 import { hiddenForTrain } from '../stages/launch-specs.js';
 import { activities } from './activities.js';
 import { openRun, type Run } from './context.js';
@@ -38,9 +46,18 @@ export async function pipeline(input: PipelineInput): Promise<PipelineResult> {
     try {
       lease = await leaseGpus(run);
       const revision = await preflight(run);
-      const data = await generate(run);
-      const hidden = await extract(run, data, revision);
-      const drafter = await train(run, data, hidden, revision);
+      // In a sweep (drafter-sweep.ts) a variant reads the stages its shared run computed, and
+      // the shared run stops after the last of them. Neither set: the lifecycle as it always was.
+      const data = sharedStage<Outcome<'generateData'>>(run, input, 'generate') ?? (await generate(run));
+      if (input.until === 'generate') return sharedResult(run, input.until, { generate: data });
+      const hidden =
+        sharedStage<Outcome<'extractHiddenStates'>>(run, input, 'extract') ?? (await extract(run, data, revision));
+      if (input.until === 'extract') return sharedResult(run, input.until, { generate: data, extract: hidden });
+      const drafter =
+        sharedStage<Outcome<'trainDrafter'>>(run, input, 'train') ?? (await train(run, data, hidden, revision));
+      if (input.until === 'train') {
+        return sharedResult(run, input.until, { generate: data, extract: hidden, train: drafter });
+      }
       const report = await deployAndBenchmark(run, drafter);
       return { runId: run.runId, stages: run.progress.stages(), report };
     } catch (err) {
@@ -301,4 +318,28 @@ async function afterFailure(
     `failed: ${failureMessage(err).slice(0, 300)} — fix the cause, then: aerie retry ${runId} [--stage S]`,
   );
   progress.retrying(await operator.awaitRetry(stage));
+}
+
+/**
+ * A stage a sweep's shared run computed for this variant: its recorded result, and the inputs
+ * hash the next stage's ledger record chains on, as if this run had done it. Issues no command.
+ */
+function sharedStage<T>(run: Run, input: PipelineInput, stage: ShareableStage): Recorded<T> | undefined {
+  const shared = input.shared?.stages[stage];
+  if (!shared) return undefined;
+  run.progress.finish(stage, `shared from run ${input.shared!.fromRun}`, 'skipped');
+  return shared as unknown as Recorded<T>;
+}
+
+/** A sweep's shared run ends after `until`: the later stages are each variant's own. */
+function sharedResult(
+  run: Run,
+  until: ShareableStage,
+  stages: Partial<Record<ShareableStage, Recorded<object>>>,
+): PipelineResult {
+  for (const stage of STAGES.slice(STAGES.indexOf(until) + 1)) {
+    run.progress.finish(stage, "not in this run: each of the sweep's variants runs it", 'skipped');
+  }
+  const shared: SharedStages = { fromRun: run.runId, stages: stages as Record<ShareableStage, SharedStageResult> };
+  return { runId: run.runId, stages: run.progress.stages(), shared };
 }
