@@ -13,7 +13,7 @@ const BUILTIN = `node:.*|(${builtinModules.filter((m) => !m.startsWith('_')).joi
 
 // Modules outside src/workflows/ that workflow code imports by value (they are bundled with it). Each must stay
 // free of Node built-ins and packages, and import others only as types; the second block below holds them to it.
-const WORKFLOW_VALUE_IMPORTS = ['shared', 'config/heartbeat', 'stages/launch-specs', 'failures'];
+const WORKFLOW_VALUE_IMPORTS = ['shared', 'config/heartbeat', 'config/pool', 'stages/launch-specs', 'failures'];
 
 export default defineConfig(
   {

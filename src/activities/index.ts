@@ -11,6 +11,7 @@ import type { ActivityDeps } from './context.js';
 import { extractSpaceActivities } from './extract-space.js';
 import { extractActivities } from './extract.js';
 import { generateActivities } from './generate.js';
+import { generatePoolActivities } from './generate-pool.js';
 import { ledgerActivities } from './ledger.js';
 import { preflightActivities } from './preflight.js';
 import { serverActivities } from './server.js';
@@ -22,6 +23,7 @@ export function createActivities(deps: ActivityDeps) {
     ...ledgerActivities(deps),
     ...serverActivities(deps),
     ...generateActivities(deps),
+    ...generatePoolActivities(deps),
     ...extractSpaceActivities(deps),
     ...extractActivities(deps),
     ...trainActivities(deps),

@@ -37,7 +37,10 @@ export class HostPool {
   get(config: Config, name: string = config.target.host): Host {
     const cfg = config.hosts[name];
     if (!cfg) throw new Error(`no host named "${name}" in config`);
-    const key = JSON.stringify(cfg);
+    // The run's GPU subset and task queue are not the connection: a pool's servers on one host
+    // (each its own GPUs) share one Host rather than closing each other's.
+    const { gpus: _gpus, 'task-queue': _queue, ...connection } = cfg;
+    const key = JSON.stringify(connection);
     const cached = this.hosts.get(name);
     if (cached && cached.key === key) return cached.host;
     const host = createHost(name, cfg);

@@ -50,7 +50,10 @@ export function stageInputs(config: Config, stage: StageName): unknown {
     case 'preflight':
       return {};
     case 'generate':
-      return { model, generate: omit(s.generate, ['concurrency', 'request-retries', 'shard-size']) };
+      return {
+        model,
+        generate: omit(s.generate, ['concurrency', 'request-retries', 'shard-size', 'servers', 'batch-size']),
+      };
     case 'extract':
       return {
         model,

@@ -14,6 +14,7 @@ import {
 } from '@temporalio/workflow';
 import type { LeaseActivities, LeaseGrant } from '../activities/leases.js';
 import { shortActivity } from './activities.js';
+import type { StageName } from '../shared.js';
 import type { Run } from './context.js';
 import { failureMessage } from './failure.js';
 
@@ -25,18 +26,21 @@ export interface HeldLease {
   release(): Promise<void>;
 }
 
-/** Waits for the run's GPUs on its target host and keeps them; undefined on a history from before leases. */
-export async function leaseGpus(run: Run): Promise<HeldLease | undefined> {
+/**
+ * Waits for the run's GPUs on its target host and keeps them; undefined on a history from before
+ * leases. A generate pool asks the same for each other host it uses, shown under its own stage.
+ */
+export async function leaseGpus(
+  run: Pick<Run, 'base' | 'config' | 'options' | 'pipelineOptions' | 'progress'>,
+  stage: StageName = 'preflight',
+): Promise<HeldLease | undefined> {
   if (!patched('gpu-leases')) return undefined;
   // Asking reads the host's GPU inventory and stops what expired holders left there: on the
   // host's queue. Renewing and releasing only talk to Temporal: on the pipeline's.
   const { base, config, options, pipelineOptions, progress } = run;
   const host = config.target.host;
   const queue = options.longRunning.taskQueue;
-  progress.enter(
-    'preflight',
-    `waiting for a lease on ${host}'s GPUs${queue ? ` (asked by a worker on ${queue})` : ''}`,
-  );
+  progress.enter(stage, `waiting for a lease on ${host}'s GPUs${queue ? ` (asked by a worker on ${queue})` : ''}`);
   const grant = await leases.acquireGpuLease.executeWithOptions(
     {
       // Waiting may take as long as another run's training: each attempt keeps its place in the queue.

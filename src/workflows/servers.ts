@@ -140,7 +140,7 @@ function describeRole(role: ServerRole, algorithm: string): string {
 }
 
 /** A dead or broken server that a fresh launch of the same command may fix (see SERVER_RELAUNCHABLE). */
-function relaunchable(err: unknown): boolean {
+export function relaunchable(err: unknown): boolean {
   const type = (err as { cause?: { type?: string } }).cause?.type ?? '';
   return (SERVER_RELAUNCHABLE as readonly string[]).includes(type);
 }

@@ -212,6 +212,15 @@ const DEFAULTS: { [K in ActivityName]: (s: StubActivities, input: Input<K>) => O
     outputs: ['/stub/data/train.jsonl'],
     note: '4 samples',
   }),
+  // A pool of four batches, each of one sample, unless a test scripts the plan.
+  planGeneratePool: () => ({ total: 4, batches: 4, batchSize: 1, samples: 4, planned: 0, resumed: 0 }),
+  generatePoolBatch: (_s, i) => ({ index: i.index, samples: 1, counts: { ok: 1, error: 0, skipped: 0 }, resumed: 0 }),
+  combineGeneratePool: () => ({
+    dataPath: '/stub/data/train.jsonl',
+    counts: { samples: 4 },
+    outputs: ['/stub/data/train.jsonl'],
+    note: '4 samples',
+  }),
   checkExtractSpace: () => ({ neededBytes: 1, freeBytes: 1000, note: '1 B of 1000 B free' }),
   extractHiddenStates: (_s, i) => ({
     hidden: { dir: '/stub/hidden', layout: 'specforge' },
@@ -292,6 +301,8 @@ function describe(c: StubCall): string {
       return `benchmarkSweep ${i.variant as string}${on}`;
     case 'storedSweep':
       return `storedSweep ${i.variant as string}`;
+    case 'generatePoolBatch':
+      return `generatePoolBatch ${String(i.index)}${on}`;
     case 'extractHiddenStates':
       return `extractHiddenStates${i.pass ? `/${i.pass as string}` : ''}${on}`;
     default:

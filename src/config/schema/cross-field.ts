@@ -2,6 +2,8 @@
  * Checks that span fields. They run on the raw (unvalidated) document so they are reported
  * together with every field error, not only once the rest of the file is fixed.
  */
+import { poolProblems } from './pool-problems.js';
+
 export function crossFieldProblems(raw: unknown): { path: string[]; message: string }[] {
   const out: { path: string[]; message: string }[] = [];
   const doc = (raw ?? {}) as Record<string, any>;
@@ -79,5 +81,6 @@ export function crossFieldProblems(raw: unknown): { path: string[]; message: str
         'SGLang would start, bypass the drafter and accept nothing (accept length 1.00). Fix: set speculative-algorithm: EAGLE3',
     });
   }
+  out.push(...poolProblems(doc, hosts));
   return out;
 }

@@ -1,6 +1,25 @@
 /** stages.generate: regenerating the assistant turns with the target. */
 import { z } from 'zod';
-import { nonEmpty } from './fields.js';
+import { nonEmpty, port } from './fields.js';
+
+/**
+ * One target server of a generate pool: a host (default the target host), a GPU subset of it
+ * and a port of its own. Every pool server pulls the next batch of samples as it frees up.
+ */
+export const poolServerSchema = z.strictObject({
+  host: nonEmpty
+    .optional()
+    .describe(
+      "A name from hosts; default target.host. The worker that runs the target host's activities must reach it (its HTTP is forwarded like the target's).",
+    ),
+  gpus: z
+    .array(z.number().int().min(0))
+    .min(1)
+    .refine((a) => new Set(a).size === a.length, 'lists a GPU twice')
+    .optional()
+    .describe("GPU indices of that host this server uses (CUDA_VISIBLE_DEVICES); default the host's gpus, else all."),
+  port: port.optional().describe('Default server.port; two servers on one host need two ports.'),
+});
 
 export const generateSchema = z.strictObject({
   input: nonEmpty.describe('Prompts on the host: SpecForge conversations jsonl or ShareGPT jsonl.'),
@@ -17,5 +36,22 @@ export const generateSchema = z.strictObject({
     .default(256)
     .describe(
       'Finished rows per shard file: the most a crash can lose is one unwritten shard (and at most 10 s of work).',
+    ),
+  servers: z
+    .array(poolServerSchema)
+    .min(1)
+    .max(64)
+    .optional()
+    .describe(
+      'A pool of target servers for this stage (several hosts, or GPU subsets of one): each pulls the next batch as it frees up, a dead one gives its batch back and is relaunched. concurrency is per server. Default: one server on the target host. The output (on the target host) is the same whatever the pool.',
+    ),
+  'batch-size': z
+    .number()
+    .int()
+    .min(1)
+    .max(1_000_000)
+    .optional()
+    .describe(
+      'Samples a pool server takes at a time (with servers only). Default max(8 × concurrency, samples ÷ (16 × servers)): small enough that the last batches even out, large enough that a 100k-sample history stays small.',
     ),
 });

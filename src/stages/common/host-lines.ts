@@ -11,21 +11,37 @@ import type { NumberedLine } from './jsonl-shards.js';
 
 export const DEFAULT_CHUNK_BYTES = 1 << 20;
 
+export interface LinePosition {
+  offset: number;
+  lineNo: number;
+}
+
 /**
  * A cursor over one file's lines: buffered reads of chunkBytes, one complete line at a time.
  * A line longer than a chunk is assembled across reads.
  */
 export class HostLineReader {
-  private offset = 0;
+  private offset: number;
   private buffer = '';
   private eof = false;
-  private lineNo = 0;
+  private lineNo: number;
 
+  /** `from`: start mid-file at a line boundary (a byte offset position() gave) with the lines before it counted. */
   constructor(
     private readonly host: Host,
     readonly path: string,
     private readonly chunkBytes = DEFAULT_CHUNK_BYTES,
-  ) {}
+    from: LinePosition = { offset: 0, lineNo: 0 },
+  ) {
+    this.offset = from.offset;
+    this.lineNo = from.lineNo;
+  }
+
+  /** Where the next line starts: its byte offset and the lines before it (blank ones included). */
+  position(): LinePosition {
+    // tailFrom hands back whole UTF-8 characters, so the text still buffered is exactly its bytes.
+    return { offset: this.offset - Buffer.byteLength(this.buffer, 'utf8'), lineNo: this.lineNo };
+  }
 
   /** The next line (blank ones included), or null at the end of the file. */
   async nextRaw(): Promise<NumberedLine | null> {

@@ -11,7 +11,7 @@ export {
 } from './conversations.js';
 export { DiskFullError, formatBytes, InsufficientSpaceError, writeFailure } from './disk-full.js';
 export { classifyTrainFailure, type TrainFailure } from './train-failure.js';
-export { digestLines, HostLineReader, streamLines } from './host-lines.js';
+export { digestLines, HostLineReader, streamLines, type LinePosition } from './host-lines.js';
 export { HttpStatusError, postJson, ServerUnreachableError, withRetries } from './http.js';
 export { latestGeneration } from './job-follow.js';
 export {

@@ -12,17 +12,25 @@ import { mergeShards } from './merge.js';
 import { specforgeRowText, type Status } from './plan.js';
 import { rowKeyOfText } from './resume.js';
 
-/** Merge all shards into the four output files (input order) and check the accounting. */
+/**
+ * Merge all shards into the four output files (input order) and check the accounting. A pool's
+ * batches write shards of their own beside shards/ (`extraDirs`): merged with them, in order.
+ */
 export async function combine(
   job: GenerateJob,
   planned: Map<string, number>,
   input: number,
   inputSha: string,
   resumed: number,
+  extraDirs: readonly string[] = [],
 ): Promise<GenerateSummary> {
   const { host } = job;
   const shardDir = `${job.outDir}/shards`;
-  const { shards } = await listShardFiles(host, shardDir, KINDS);
+  const shards: { kind: string; path: string; seq: number }[] = [];
+  for (const [d, dir] of [shardDir, ...extraDirs].entries()) {
+    // Seqs restart in every directory: the directory's place keeps "earlier wins" meaningful.
+    for (const s of (await listShardFiles(host, dir, KINDS)).shards) shards.push({ ...s, seq: d * 1e9 + s.seq });
+  }
   const taken = new Set<number>();
   const outputs = new Map<Status, JsonlAppender>();
   const written: Record<Status, number> = { ok: 0, error: 0, skipped: 0, rejected: 0 };

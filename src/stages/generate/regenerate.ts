@@ -21,13 +21,9 @@
  * This file runs the requests; beside it, job.ts holds the job's types and output names,
  * resume.ts reads what earlier attempts left, and combine.ts merges the shards into the outputs.
  */
-import type { Turn } from '../common/index.js';
 import {
   DiskFullError,
   writeFailure,
-  postJson,
-  ServerUnreachableError,
-  withRetries,
   runPoolAsync,
   StageAbortedError,
   digestLines,
@@ -36,33 +32,11 @@ import {
 } from '../common/index.js';
 import { combine } from './combine.js';
 import type { GenerateJob, GenerateSummary } from './job.js';
-import { LinePlanner, regenerateTurns, rejectRow, type ConversationRow, type PlanEntry, type Status } from './plan.js';
+import { LinePlanner, rejectRow, type ConversationRow, type Status } from './plan.js';
+import { regenerateSample, type Regenerate } from './sample.js';
 import { checkSameInput, entryKey, removeStaleTemps, scanShards } from './resume.js';
 
 export type { GenerateCounts, GenerateJob, GenerateManifest, GenerateProgress, GenerateSummary } from './job.js';
-
-async function chatAnswer(job: GenerateJob, conversation: Turn[], signal: AbortSignal): Promise<Turn> {
-  const body = {
-    model: job.model,
-    messages: conversation.map((t) => ({ role: t.role, content: t.content })),
-    temperature: job.temperature,
-    max_tokens: job.maxTokens,
-    stream: false,
-  };
-  const res = (await postJson(`${job.baseUrl}/v1/chat/completions`, body, {
-    signal,
-    timeoutMs: job.requestTimeoutMs ?? 600_000,
-  })) as { choices?: { message?: { content?: string | null; reasoning_content?: string | null } }[] };
-  const msg = res?.choices?.[0]?.message;
-  if (!msg) throw new Error('answer has no choices[0].message');
-  const turn: Turn = { role: 'assistant', content: typeof msg.content === 'string' ? msg.content : '' };
-  if (typeof msg.reasoning_content === 'string' && msg.reasoning_content !== '') {
-    turn.reasoning_content = msg.reasoning_content;
-  }
-  return turn;
-}
-
-type Regenerate = Extract<PlanEntry, { action: 'regenerate' }>;
 
 export async function runGenerate(job: GenerateJob): Promise<GenerateSummary> {
   try {
@@ -158,44 +132,7 @@ async function generate(job: GenerateJob): Promise<GenerateSummary> {
     }
   }
 
-  const regenerate = async (e: Regenerate, signal: AbortSignal): Promise<void> => {
-    let turns: Turn[];
-    try {
-      turns = await regenerateTurns(e.sample.turns, (soFar) =>
-        withRetries(() => chatAnswer(job, soFar, signal), { retries: job.retries, signal }),
-      );
-    } catch (err) {
-      // An aborted sample is not recorded: the resume redoes it.
-      if (signal.aborted) return;
-      // A server nobody can reach is not this sample's fault: stop, record nothing, resume later.
-      if (err instanceof ServerUnreachableError) throw err;
-      const error = (err as Error)?.message ?? String(err);
-      await record('error', e.lineNo, {
-        id: e.sample.id,
-        conversations: e.sample.turns,
-        status: 'error',
-        error,
-      } satisfies ConversationRow);
-      return;
-    }
-    // An empty answer fails SpecForge's validator (SpecForge@a6b6b023:scripts/conversation_validation.py:30-36),
-    // so it is skipped, as SpecForge's own regenerator does under --reasoning disable (regenerate_train_data.py:287-296).
-    const empty = turns.findIndex((t) => t.role === 'assistant' && t.content.trim() === '');
-    if (empty >= 0) {
-      await record('skipped', e.lineNo, {
-        id: e.sample.id,
-        conversations: e.sample.turns,
-        status: 'skipped',
-        error: `the target's answer at turn ${empty + 1} is empty`,
-      } satisfies ConversationRow);
-      return;
-    }
-    await record('ok', e.lineNo, {
-      id: e.sample.id,
-      conversations: turns,
-      status: 'success',
-    } satisfies ConversationRow);
-  };
+  const regenerate = (e: Regenerate, signal: AbortSignal) => regenerateSample(job, e, signal, record);
 
   report();
   try {
