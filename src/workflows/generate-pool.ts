@@ -80,25 +80,32 @@ async function lane(run: Run, place: PoolPlace, queue: BatchQueue, onResumed: (n
     for (;;) {
       await condition(() => queue.waiting.length > 0 || queue.running === 0);
       if (queue.waiting.length === 0) return;
-      srv ??= await servers.start('generate');
+      // Taken before the launch awaits, so two servers never wait for the same last batch.
       const index = queue.waiting.shift()!;
       queue.running++;
       try {
-        const r = await activities.generatePoolBatch.executeWithOptions(
-          { ...run.options.longRunning, summary: `generate batch ${index} on ${describePlace(place)}` },
-          [{ ...run.base, launch: srv, index }],
-        );
-        onResumed(r.resumed);
-      } catch (err) {
-        // Back to the front: the next free server resumes it from what it saved.
-        queue.waiting.unshift(index);
-        if (isCancellation(err) || !relaunchable(err) || ++deaths >= DEATHS_PER_PLACE) throw err;
-        run.progress.say(
-          `generate server ${describePlace(place)} died (${failureMessage(err).slice(0, 160)}); its batch went back to the pool; relaunching`,
-        );
-        const dead = srv;
-        srv = undefined;
-        await CancellationScope.nonCancellable(() => servers.stop(dead));
+        // A server that cannot be started (Servers.start has relaunched it already) leaves the pool.
+        srv ??= await servers.start('generate').catch((err: unknown) => {
+          queue.waiting.unshift(index);
+          throw err;
+        });
+        try {
+          const r = await activities.generatePoolBatch.executeWithOptions(
+            { ...run.options.longRunning, summary: `generate batch ${index} on ${describePlace(place)}` },
+            [{ ...run.base, launch: srv, index }],
+          );
+          onResumed(r.resumed);
+        } catch (err) {
+          // Back to the front: the next free server resumes it from what it saved.
+          queue.waiting.unshift(index);
+          if (isCancellation(err) || !relaunchable(err) || ++deaths >= DEATHS_PER_PLACE) throw err;
+          run.progress.say(
+            `generate server ${describePlace(place)} died (${failureMessage(err).slice(0, 160)}); its batch went back to the pool; relaunching`,
+          );
+          const dead = srv;
+          srv = undefined;
+          await CancellationScope.nonCancellable(() => servers.stop(dead));
+        }
       } finally {
         queue.running--;
       }
