@@ -38,12 +38,16 @@ export function serverStartActivities({ hosts }: ActivityDeps) {
         maxConcurrency?: number;
         extractPass?: 'aux' | 'final';
         sglang?: SglangRelease;
+        /** One server of several with this role (a generate pool's `s<n>`): launch ids and logs of its own. */
+        slot?: string;
       },
     ): Promise<ServerLaunch> {
       const { config, runId, role } = input;
       const host = hosts.get(config);
       const paths = runPaths(host, runId);
-      const prefix = `${runId}.server-${role}.`;
+      // A pool's servers each have their own slot: one must never re-attach to, or stop, another's launch.
+      const name = input.slot ? `${role}-${input.slot}` : role;
+      const prefix = `${runId}.server-${name}.`;
       const notes: string[] = [];
       const extract = config.stages.extract;
       if (role === 'extract' && extract.driver === 'specforge-offline') {
@@ -190,7 +194,7 @@ export function serverStartActivities({ hosts }: ActivityDeps) {
       const { record, reattached } = await host.spawnDetached(`${prefix}${gen}`, argv, {
         env,
         cwd: paths.root,
-        logPath: `${paths.logs}/server-${role}-${gen}.log`,
+        logPath: `${paths.logs}/server-${name}-${gen}.log`,
       });
       return made(record, reattached);
     },

@@ -85,7 +85,7 @@ async function lane(run: Run, place: PoolPlace, queue: BatchQueue, onResumed: (n
       queue.running++;
       try {
         // A server that cannot be started (Servers.start has relaunched it already) leaves the pool.
-        srv ??= await servers.start('generate').catch((err: unknown) => {
+        srv ??= await servers.start('generate', { slot: `s${place.index}` }).catch((err: unknown) => {
           queue.waiting.unshift(index);
           throw err;
         });

@@ -22,6 +22,8 @@ export interface LaunchExtra {
   drafterDir?: string;
   maxConcurrency?: number;
   extractPass?: 'aux' | 'final';
+  /** One of several servers with this role (a generate pool's): its launch ids never meet another's. */
+  slot?: string;
 }
 
 /** What the servers need of the run (context.ts builds the Run that holds a Servers). */

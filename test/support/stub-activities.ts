@@ -109,7 +109,7 @@ export class StubActivities {
 
   /** A ServerLaunch like launchServer's: launch ids `<run>.server-<role>.<n>` count launches per role. */
   launch(input: Input<'launchServer'>): ServerLaunch {
-    const key = `${input.runId}.server-${input.role}`;
+    const key = `${input.runId}.server-${input.role}${input.slot ? `-${input.slot}` : ''}`;
     const n = this.launches.get(key) ?? 0;
     this.launches.set(key, n + 1);
     const launchId = `${key}.${n}`;
