@@ -171,7 +171,7 @@ export function compareRuns(views: readonly RunView[]): Comparison {
   return { runs, head, about, levels: rows, levelHead, simulated: sims.some(Boolean) };
 }
 
-function mdTable(head: string[], rows: string[][]): string[] {
+export function mdTable(head: string[], rows: string[][]): string[] {
   const cell = (s: string) => s.replace(/\|/g, '\\|');
   return [
     `| ${head.map(cell).join(' | ')} |`,
@@ -200,13 +200,13 @@ export function renderCompareMarkdown(c: Comparison): string {
   );
 }
 
-const CSS = `body { font: 14px/1.45 system-ui, sans-serif; color: #222; margin: 2rem auto; max-width: 1320px; padding: 0 1.5rem; }
+export const COMPARE_CSS = `body { font: 14px/1.45 system-ui, sans-serif; color: #222; margin: 2rem auto; max-width: 1320px; padding: 0 1.5rem; }
 table { border-collapse: collapse; font-variant-numeric: tabular-nums; margin: .5rem 0; }
 th, td { border: 1px solid #ddd; padding: .25rem .6rem; text-align: left; vertical-align: top; }
 th { background: #f4f6f8; } .note { color: #555; }
 .simulated { background: #fff4e5; border: 2px solid #d97706; color: #8a4b00; font-weight: 700; padding: .4rem .8rem; display: inline-block; }`;
 
-function htmlTable(id: string, head: string[], rows: string[][]): string {
+export function htmlTable(id: string, head: string[], rows: string[][]): string {
   const th = head.map((h) => `<th>${escapeHtml(h)}</th>`).join('');
   const body = rows.map((r) => `<tr>${r.map((x) => `<td>${escapeHtml(x)}</td>`).join('')}</tr>`).join('\n');
   return `<table id="${id}">\n<thead><tr>${th}</tr></thead>\n<tbody>\n${body}\n</tbody>\n</table>`;
@@ -218,7 +218,7 @@ export function renderCompareHtml(c: Comparison): string {
 <head>
 <meta charset="utf-8">
 <title>${escapeHtml(title(c))}</title>
-<style>${CSS}</style>
+<style>${COMPARE_CSS}</style>
 </head>
 <body>
 ${c.simulated ? '<p class="simulated" id="simulated">SIMULATED: at least one of these runs was measured on the simulator, not a GPU.</p>\n' : ''}<h1>${escapeHtml(title(c))}</h1>

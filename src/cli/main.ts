@@ -28,6 +28,9 @@ const USAGE = `aerie — EAGLE-3 drafter pipelines for SGLang, as one durable Te
   aerie cancel <run>                      stop the run and every server and job it launched
   aerie report <run>                      the benchmark table and where report.html, report.md, results.jsonl are
   aerie compare <run> <run> …             runs side by side (settings that differ, speedup, crossover, GPU-hours): md + html
+  aerie sweep <config.yaml> --vary k=a,b [--vary …] [--no-worker]
+                                          the variants as child runs of one sweep; stages they share run once;
+                                          one report with the best marked (.aerie/sweeps/<sweep>/sweep.md, .html)
   aerie hosts [config.yaml]               hosts, their GPUs, which run holds them since when, and who waits
   aerie doctor <config.yaml>              check the target host (SSH, interpreters, port, GPUs, paths, disk) without starting a run
   aerie demo                              the whole pipeline on the bundled simulator (examples/demo.yaml)
@@ -51,6 +54,7 @@ async function main(argv: string[]): Promise<number> {
       stage: { type: 'string' },
       'task-queue': { type: 'string' },
       stop: { type: 'boolean', default: false },
+      vary: { type: 'string', multiple: true },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -96,6 +100,12 @@ async function main(argv: string[]): Promise<number> {
       if (positionals.length < 2) return usage('compare needs two or more run ids');
       const { compareCommand } = await import('./compare.js');
       return compareCommand(positionals);
+    }
+    case 'sweep': {
+      if (!positionals[0])
+        return usage('sweep needs a config file and at least one --vary <config.path>=<value>,<value>');
+      const { sweepCommand } = await import('./sweep.js');
+      return sweepCommand(positionals[0], values.vary ?? [], { worker: !values['no-worker'] });
     }
     case 'hosts': {
       const { hostsCommand } = await import('./hosts.js');

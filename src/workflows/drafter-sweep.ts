@@ -12,10 +12,8 @@ import {
   executeChild,
   isCancellation,
   setHandler,
-  ApplicationFailure,
 } from '@temporalio/workflow';
 import type { Config } from '../config/schema.js';
-import type { FailureType } from '../failures.js';
 import type { PipelineInput, PipelineResult, ShareableStage, SharedStages } from '../shared.js';
 import { failureMessage } from './failure.js';
 import { pipeline } from './pipeline.js';
@@ -69,16 +67,12 @@ export async function drafterSweep(input: SweepInput): Promise<SweepResult> {
 
   let shared: SharedStages | undefined;
   if (input.shared && status.shared) {
-    const { runId, until, config } = input.shared;
-    const r = await child(status.shared, input, config, { until }, `stages up to ${until}, shared by every variant`);
-    if (!r?.shared) {
-      throw ApplicationFailure.create({
-        message: `the shared stages (run ${runId}) ${status.shared.state}: ${status.shared.error ?? 'no result'}; no variant was started`,
-        type: 'StageFailed' satisfies FailureType,
-        nonRetryable: true,
-      });
-    }
-    shared = r.shared;
+    const { until, config } = input.shared;
+    // No variant can start without them: the shared run's failure is the sweep's.
+    const r = await child(status.shared, input, config, { until }, `stages up to ${until}, shared by every variant`, {
+      rethrow: true,
+    });
+    shared = r?.shared;
   }
   const results = await Promise.all(
     input.variants.map((v, i) =>
@@ -98,6 +92,7 @@ async function child(
   config: Config,
   extra: Pick<PipelineInput, 'until' | 'shared'>,
   what: string,
+  opts: { rethrow?: boolean } = {},
 ): Promise<PipelineResult | null> {
   entry.state = 'running';
   try {
@@ -119,6 +114,7 @@ async function child(
     if (isCancellation(err) && CancellationScope.current().consideredCancelled) throw err;
     entry.state = isCancellation(err) ? 'cancelled' : 'failed';
     entry.error = failureMessage(err);
+    if (opts.rethrow) throw err;
     return null;
   }
 }
