@@ -12,7 +12,8 @@ import type { Config } from '../../src/config/schema.js';
 import type { StageName } from '../../src/shared.js';
 import { drafterSweep, type SweepInput } from '../../src/workflows/index.js';
 import { demoConfig } from '../support/demo-config.js';
-import { failure, StubActivities, stubHash } from '../support/stub-activities.js';
+import { failure, StubActivities, stubHash, untilCancelled } from '../support/stub-activities.js';
+import { waitUntil } from '../support/temporal.js';
 import { startWorkflowEnv, type WorkflowEnv } from '../support/workflow-env.js';
 
 let w: WorkflowEnv;
@@ -137,5 +138,31 @@ describe('drafterSweep', () => {
     );
     expect(err).toBeInstanceOf(WorkflowFailedError);
     expect(runsOf(s, 'preflight')).toEqual([`${input.sweepId}-shared`]);
+  });
+
+  it('cancelling the sweep cancels every variant, and no server is left live', async () => {
+    let training = 0;
+    const s = stubs().on('trainDrafter', () => untilCancelled(() => training++));
+    const input = sweepOf([1, 2], 'extract');
+    const err = await w.withWorker(s.activities(), async (taskQueue) => {
+      const h = await w.env.client.workflow.start(drafterSweep, {
+        taskQueue,
+        workflowId: `aerie-sweep-${input.sweepId}`,
+        args: [input],
+      });
+      // The stub leases grant at once: both variants train side by side.
+      await waitUntil(async () => training === 2, 'both variants to be training', 30_000, 50);
+      await h.cancel();
+      return h.result().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    });
+    expect(err).toBeInstanceOf(WorkflowFailedError);
+    for (const v of input.variants) {
+      const d = await w.env.client.workflow.getHandle(v.runId).describe();
+      expect(d.status.name).toBe('CANCELLED');
+    }
+    expect(s.liveServers()).toEqual([]);
   });
 });
