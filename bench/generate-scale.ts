@@ -14,20 +14,16 @@
  * the stage ran (sampled from /proc every 100 ms) and its lifetime high-water mark (VmHWM,
  * which includes start-up), and the number of events in the workflow's history.
  */
-import { spawn } from 'node:child_process';
-import { createWriteStream } from 'node:fs';
-import { mkdtemp, open, readFile, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Client, Connection } from '@temporalio/client';
-import { buildIsCurrent } from '../bin/build-stamp.mjs';
 import { AERIE_HOME, parseConfigText } from '../src/config/load.js';
 import { HostPool } from '../src/hosts/index.js';
 import { TASK_QUEUE, type PipelineInput } from '../src/shared.js';
 import { pipeline } from '../src/workflows/index.js';
-import { ensureSearchAttributes } from '../src/temporal/connect.js';
-import { ensureDevServer, freePort, stopDevServer } from '../src/temporal/dev-server.js';
+import { freePort } from '../src/temporal/dev-server.js';
+import { activitySpan, spawnWorker, startTemporal, waitFor, writeInput } from './generate-common.js';
 
 const { values } = parseArgs({
   options: {
@@ -43,48 +39,10 @@ const { values } = parseArgs({
 const SAMPLES = Number(values.samples);
 const CONCURRENCY = Number(values.concurrency);
 
-/** A synthetic set in both input formats, a third ShareGPT, with multi-turn conversations. */
-async function writeInput(path: string, n: number): Promise<number> {
-  const out = createWriteStream(path);
-  for (let i = 0; i < n; i++) {
-    const words = Array.from({ length: 20 + (i % 40) }, (_, j) => `w${(i * 7 + j) % 997}`).join(' ');
-    const row =
-      i % 3 === 0
-        ? {
-            id: `s${i}`,
-            conversations: [
-              { from: 'human', value: `question ${i}: ${words}` },
-              { from: 'gpt', value: 'an old answer' },
-            ],
-          }
-        : {
-            id: `s${i}`,
-            conversations: [
-              { role: 'system', content: 'Answer briefly.' },
-              { role: 'user', content: `question ${i}: ${words}` },
-              { role: 'assistant', content: 'an old answer' },
-            ],
-          };
-    if (!out.write(JSON.stringify(row) + '\n')) await new Promise<void>((r) => out.once('drain', () => r()));
-  }
-  await new Promise<void>((r, j) => out.end((e?: Error | null) => (e ? j(e) : r())));
-  return (await stat(path)).size;
-}
-
 async function procKb(pid: number, field: 'VmRSS' | 'VmHWM'): Promise<number> {
   const text = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
   const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text);
   return m ? Number(m[1]) : 0;
-}
-
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 async function main(): Promise<void> {
@@ -94,15 +52,8 @@ async function main(): Promise<void> {
   const inputBytes = await writeInput(input, SAMPLES);
   process.stdout.write(`input: ${SAMPLES} samples, ${(inputBytes / 2 ** 20).toFixed(1)} MiB (${input})\n`);
 
-  const server = await ensureDevServer({
-    dir: stateDir,
-    port: await freePort(),
-    uiPort: await freePort(),
-    headless: true,
-  });
-  const connection = await Connection.connect({ address: server.address });
-  await ensureSearchAttributes(connection, 'default');
-  const client = new Client({ connection, namespace: 'default' });
+  const temporal = await startTemporal(stateDir);
+  const client = temporal.client;
 
   const workdir = join(work, 'host');
   const config = parseConfigText(await readFile(join(AERIE_HOME, 'examples', 'demo.yaml'), 'utf8'), 'demo.yaml');
@@ -114,27 +65,13 @@ async function main(): Promise<void> {
   config.stages.generate['max-tokens'] = Number(values['max-tokens']);
   if (config.stages.extract.driver === 'patched-server') config.stages.extract['dump-dir'] = join(workdir, 'shm');
 
-  const log = await open(join(work, 'worker.log'), 'a');
-  const fromSource = values['from-source'] || !buildIsCurrent(AERIE_HOME);
+  const { pid: workerPid, fromSource } = await spawnWorker(temporal.address, join(work, 'worker.log'), {
+    fromSource: values['from-source'],
+    nodeFlags: values['node-flags'].split(' ').filter(Boolean),
+  });
   process.stdout.write(
     `worker: aerie worker ${fromSource ? 'from source through tsx (workflow code bundled at start-up)' : 'compiled, dist/ with the prebuilt workflow bundle'}\n`,
   );
-  const worker = spawn(
-    process.execPath,
-    [...values['node-flags'].split(' ').filter(Boolean), join(AERIE_HOME, 'bin', 'aerie.mjs'), 'worker'],
-    {
-      env: {
-        ...process.env,
-        TEMPORAL_ADDRESS: server.address,
-        TEMPORAL_NAMESPACE: 'default',
-        AERIE_FROM_SOURCE: fromSource ? '1' : '0',
-      },
-      detached: true,
-      stdio: ['ignore', log.fd, log.fd],
-    },
-  );
-  await log.close();
-  const workerPid = worker.pid!;
   const hosts = new HostPool();
   let peakKb = 0;
   let sampling = false;
@@ -184,18 +121,7 @@ async function main(): Promise<void> {
 
     const history = await handle.fetchHistory();
     const events = history.events ?? [];
-    let t0 = 0;
-    let t1 = 0;
-    const scheduled = new Map<string, string>();
-    for (const e of events) {
-      const at = Number(e.eventTime?.seconds ?? 0) * 1000 + Math.round((e.eventTime?.nanos ?? 0) / 1e6);
-      const s = e.activityTaskScheduledEventAttributes;
-      if (s) scheduled.set(String(e.eventId), s.activityType?.name ?? '');
-      const st = e.activityTaskStartedEventAttributes;
-      if (st && scheduled.get(String(st.scheduledEventId)) === 'generateData') t0 = at;
-      const c = e.activityTaskCompletedEventAttributes;
-      if (c && scheduled.get(String(c.scheduledEventId)) === 'generateData') t1 = at;
-    }
+    const { from: t0, to: t1 } = activitySpan(events, 'generateData');
     const manifest = JSON.parse(await readFile(join(workdir, 'runs', runId, 'data', 'manifest.json'), 'utf8')) as {
       counts: Record<string, number>;
     };
@@ -222,8 +148,7 @@ async function main(): Promise<void> {
     const host = hosts.get(config);
     for (const r of await host.listLaunches()) await host.killGroup(r, { graceMs: 2000 }).catch(() => undefined);
     await hosts.closeAll();
-    await connection.close().catch(() => undefined);
-    await stopDevServer(stateDir);
+    await temporal.stop();
     if (!values.keep) await rm(work, { recursive: true, force: true });
     else process.stdout.write(`kept ${work}\n`);
   }

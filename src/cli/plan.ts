@@ -5,6 +5,7 @@
  * expanded on the worker at launch time, and never printed).
  */
 import { loadConfigFile } from '../config/load.js';
+import { describePlace, placeConfig, poolPlaces } from '../config/pool.js';
 import type { Config } from '../config/schema.js';
 import { extractSteps } from './plan/extract.js';
 import { renderPlan } from './plan/render.js';
@@ -25,14 +26,25 @@ export function planRun(config: Config, runId = '<run-id>'): PlanStep[] {
   const steps: PlanStep[] = [];
   const dataPath = `${p.data}/train.jsonl`;
 
-  steps.push(serverStep(config, 'generate', 'generate'));
+  // A pool: one launch per server, each the run aimed at its place (the activities launch it so).
+  const places = poolPlaces(config);
+  if (!places) steps.push(serverStep(config, 'generate', 'generate'));
+  for (const place of places ?? []) {
+    const step = serverStep(placeConfig(config, place), 'generate', 'generate');
+    steps.push({ ...step, step: `launch generate server s${place.index} (${describePlace(place)})` });
+  }
   steps.push({
     host,
     stage: 'generate',
     step: 'regenerate assistant turns',
     notes: [
       `POST /v1/chat/completions for every assistant turn of ${g.input}${g['num-samples'] ? ` (first ${g['num-samples']} samples)` : ''}: ` +
-        `temperature ${g.temperature}, max_tokens ${g['max-tokens']}, ${g.concurrency} requests in flight, ${g['request-retries']} retries`,
+        `temperature ${g.temperature}, max_tokens ${g['max-tokens']}, ${g.concurrency} requests in flight${places ? ' per server' : ''}, ${g['request-retries']} retries`,
+      ...(places
+        ? [
+            `a pool of ${places.length} servers: each takes the next batch (${g['batch-size'] ? `${g['batch-size']} samples` : 'max(8 × concurrency, samples ÷ (16 × servers)) samples'}) as it frees up; a dead server's batch goes back to the pool`,
+          ]
+        : []),
       `writes ${p.data}/{train,train_error,train_skipped,train_rejected}.jsonl and manifest.json; resumable by sample id`,
     ],
   });
