@@ -41,6 +41,23 @@ export function describeActivity(a: PendingActivity): string {
             );
       break;
     }
+    case 'planGeneratePool':
+      text = 'planning the batches: rejects, skips and unsafe ids set aside';
+      break;
+    case 'generatePoolBatch': {
+      const done = num('done');
+      const total = num('total');
+      const rate = num('rate');
+      const where = `batch ${String(d.batch ?? '?')} on ${String(d.server ?? 'a pool server')}`;
+      text =
+        done !== undefined && total !== undefined
+          ? `${where}: ${done}/${total}${rate ? ` (${rate.toFixed(1)}/s)` : ''}`
+          : where;
+      break;
+    }
+    case 'combineGeneratePool':
+      text = 'merging the batches into train.jsonl (input order)';
+      break;
     case 'trainDrafter': {
       const parts: string[] = [];
       if (num('epoch') !== undefined)

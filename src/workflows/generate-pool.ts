@@ -34,11 +34,16 @@ export async function pooledGenerate(run: Run, places: PoolPlace[]): Promise<Sta
     );
     const queue: BatchQueue = { waiting: Array.from({ length: plan.batches }, (_, i) => i), running: 0 };
     let resumed = plan.resumed;
+    let done = 0;
     const failures: unknown[] = [];
     // A cancel reaches every lane; each stops its own server on the way out.
     await Promise.all(
       places.map((place) =>
-        lane(run, place, queue, (r) => (resumed += r)).catch((err: unknown) => {
+        lane(run, place, queue, (r) => {
+          resumed += r;
+          // The board only (a query's state, no command): how far the pool has come.
+          progress.say(`${++done} of ${plan.batches} batches done on ${places.length} servers`);
+        }).catch((err: unknown) => {
           if (isCancellation(err)) throw err;
           failures.push(err);
           progress.say(`generate server ${describePlace(place)} left the pool: ${failureMessage(err).slice(0, 200)}`);

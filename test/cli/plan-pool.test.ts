@@ -35,7 +35,7 @@ describe('aerie plan with stages.generate.servers', () => {
       steps[1]!.env!.CUDA_VISIBLE_DEVICES,
       steps[2]!.env!.CUDA_VISIBLE_DEVICES,
     ]).toEqual(['0,1', '2,3', undefined]);
-    expect(steps[3]!.notes.join('\n')).toMatch(
+    expect(steps[3]!.notes!.join('\n')).toMatch(
       /8 requests in flight per server.*\n.*a pool of 3 servers: each takes the next batch/,
     );
   });

@@ -60,5 +60,12 @@ describe('stage board', () => {
     expect(
       describeActivity({ activityType: 'generateData', attempt: 1, details: { done: 5, total: 96, rate: 2.5 } }),
     ).toBe('regenerated 5/96 (2.5/s)');
+    expect(
+      describeActivity({
+        activityType: 'generatePoolBatch',
+        attempt: 1,
+        details: { done: 40, total: 128, rate: 12.5, batch: 3, server: 'gpu-b:30000' },
+      }),
+    ).toBe('batch 3 on gpu-b:30000: 40/128 (12.5/s)');
   });
 });
