@@ -23,7 +23,7 @@ const USAGE = `aerie — EAGLE-3 drafter pipelines for SGLang, as one durable Te
   aerie run <config.yaml> [--no-worker]   start a run: preflight → generate → extract → train → deploy → benchmark
   aerie plan <config.yaml>                every command and environment each stage would run, per host; runs nothing
   aerie resume <run> [--config <file>]    continue a failed or interrupted run; finished stages are not redone
-  aerie status <run>                      stages, current phase, failure
+  aerie status <run>                      stages, current phase, failure (of a sweep: each variant's run)
   aerie retry <run> [--stage S]           after a failure the run waits on (run.on-failure: wait): re-run from S
   aerie cancel <run>                      stop the run and every server and job it launched
   aerie report <run>                      the benchmark table and where report.html, report.md, results.jsonl are
@@ -90,9 +90,12 @@ async function main(argv: string[]): Promise<number> {
     case 'cancel':
       if (!positionals[0]) return usage('cancel needs a run id');
       return cancelCommand(positionals[0], { worker: !values['no-worker'] });
-    case 'status':
+    case 'status': {
       if (!positionals[0]) return usage('status needs a run id');
+      const { isSweepId, sweepStatusCommand } = await import('./sweep-status.js');
+      if (await isSweepId(positionals[0])) return sweepStatusCommand(positionals[0]);
       return statusCommand(positionals[0]);
+    }
     case 'report':
       if (!positionals[0]) return usage('report needs a run id');
       return reportCommand(positionals[0]);

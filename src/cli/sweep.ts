@@ -9,7 +9,6 @@ import { basename, join, resolve } from 'node:path';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { HostPool } from '../hosts/index.js';
 import { TASK_QUEUE, type PipelineResult } from '../shared.js';
-import { stateDir } from '../temporal/dev-server.js';
 import { connectWorker, resolveTemporal, webUiUrl, type TemporalTarget } from '../temporal/connect.js';
 import { createWorker, installFileLogRuntime } from '../worker.js';
 import { failureMessage } from '../workflows/failure.js';
@@ -28,6 +27,7 @@ import { reachTemporal } from './reach.js';
 import { copyReportFiles } from './report.js';
 import { localRunFolder, shownPath } from './run-folder.js';
 import { newRunId } from './run.js';
+import { sweepFolder, sweepWorkflowId } from './sweep-ids.js';
 import { shareDecision, type ShareDecision } from './sweep-share.js';
 import { buildSweepReport, renderSweepHtml, renderSweepMarkdown, type SweepVariantView } from './sweep-report.js';
 import { buildVariants, parseVary, SweepError, type Variant } from './sweep-variants.js';
@@ -35,15 +35,6 @@ import { buildVariants, parseVary, SweepError, type Variant } from './sweep-vari
 export interface SweepOptions {
   worker: boolean;
   out?: { write(s: string): unknown };
-}
-
-/** The parent's workflow id; its children are the runs, by their run ids. */
-export function sweepWorkflowId(sweepId: string): string {
-  return `aerie-sweep-${sweepId}`;
-}
-
-export function sweepFolder(sweepId: string): string {
-  return join(stateDir(), 'sweeps', sweepId);
 }
 
 /** The parent's input: run ids per variant, and the shared run when the decision shares anything. */

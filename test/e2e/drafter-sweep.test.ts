@@ -42,6 +42,12 @@ async function demoBase(): Promise<string> {
   return path;
 }
 
+const env = () => ({
+  TEMPORAL_ADDRESS: suite.t.server.address,
+  TEMPORAL_NAMESPACE: 'default',
+  AERIE_STATE_DIR: join(suite.work, 'state'),
+});
+
 /** Activity types scheduled in one workflow's history, and the child workflows it started. */
 async function historyOf(client: Client, workflowId: string): Promise<{ activities: string[]; children: string[] }> {
   const h = await client.workflow.getHandle(workflowId).fetchHistory();
@@ -60,11 +66,7 @@ describe('aerie sweep on the demo', () => {
   it('shares generate and extract between two train variants, reports both with a best, and the Web UI shows the parent with its children', async () => {
     const r = await run(process.execPath, [AERIE, 'sweep', await demoBase(), '--vary', 'stages.train.num-epochs=1,2'], {
       cwd: suite.work,
-      env: {
-        TEMPORAL_ADDRESS: suite.t.server.address,
-        TEMPORAL_NAMESPACE: 'default',
-        AERIE_STATE_DIR: join(suite.work, 'state'),
-      },
+      env: env(),
       timeoutMs: 300_000,
     });
     expect(r.code, r.stdout + r.stderr).toBe(0);
@@ -85,6 +87,17 @@ describe('aerie sweep on the demo', () => {
     const v1 = await historyOf(suite.t.client, `${sweepId}-v1`);
     expect(v1.activities).not.toContain('generateData');
     expect(v1.activities).toContain('benchmarkSweep');
+
+    // aerie status on the sweep: each child run and its state, without a worker.
+    const st = await run(process.execPath, [AERIE, 'status', sweepId!], {
+      cwd: suite.work,
+      env: env(),
+      timeoutMs: 60_000,
+    });
+    expect(st.code, st.stdout + st.stderr).toBe(0);
+    expect(st.stdout).toContain(`sweep ${sweepId}: completed`);
+    expect(st.stdout).toMatch(new RegExp(`shared \\(to extract\\) +${sweepId}-shared  completed`));
+    expect(st.stdout).toMatch(new RegExp(`num-epochs=2 +${sweepId}-v2  completed`));
 
     // The report: both variants named, a best marked, and its definition.
     const dir = join(suite.work, 'state', 'sweeps', sweepId!);
