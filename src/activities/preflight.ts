@@ -9,15 +9,15 @@
  */
 import { runGpus } from '../config/gpus.js';
 import type { Config } from '../config/schema.js';
-import { portHolderOf } from './server-watch.js';
 import type { GpuInventory, GpuProcess, Host } from '../hosts/host.js';
-import { SshConnectError, SshTrustError, SshHost } from '../hosts/index.js';
 import { checkDrafterCompat } from '../sglang/drafter-check.js';
 import { moduleLaunch } from '../stages/extract/index.js';
 import { resolveRevision, type SpecforgeProfileId } from '../stages/common/index.js';
 import { runDir } from '../shared.js';
 import { checkCapture, checkRelease } from './preflight-capture.js';
 import { checkDisk } from './preflight-disk.js';
+import { checkPort, checkReachable, judgeGpus } from './preflight-host.js';
+import { checkPoolServers } from './preflight-pool.js';
 import { checkLauncher } from './preflight-launchers.js';
 import type { Findings } from './preflight-probes.js';
 import { checkPrepareScript, detectSpecforge } from './preflight-specforge.js';
@@ -34,6 +34,7 @@ export interface PreflightReport extends Findings {
 export { moduleLaunch };
 export { estimateDisk, type DiskEstimate } from './preflight-disk.js';
 export { launcherScript } from './preflight-launchers.js';
+export { judgeGpus };
 
 async function readJson(host: Host, path: string): Promise<unknown | undefined> {
   try {
@@ -43,35 +44,14 @@ async function readJson(host: Host, path: string): Promise<unknown | undefined> 
   }
 }
 
-/** Can the host be reached at all? An SSH host says through which key. */
-async function checkReachable(host: Host, out: PreflightReport): Promise<boolean> {
-  const where = host instanceof SshHost ? await host.describe().catch(() => host.name) : host.name;
-  try {
-    const r = await host.exec(['true'], { timeoutMs: 60_000 });
-    if (r.code !== 0) throw new Error(`\`true\` exited ${r.code}: ${r.stderr.trim()}`);
-  } catch (err) {
-    const e = err as Error;
-    if (err instanceof SshTrustError) out.problems.push(`hosts.${host.name}.ssh: ${e.message}`);
-    else if (err instanceof SshConnectError) {
-      out.problems.push(
-        `hosts.${host.name}: ${e.message}. Fix: check ssh.host (${where}), that sshd runs there, and the network path (ProxyJump)`,
-      );
-    } else out.problems.push(`hosts.${host.name}: cannot run commands on ${where}: ${e.message}`);
-    return false;
-  }
-  if (host instanceof SshHost) {
-    const keys = host.link.lastKeys.map(
-      (k) => `${k.host} ${k.keyType} ${k.fingerprint}${k.added ? ' (recorded on first use)' : ''}`,
-    );
-    out.checks.push(
-      `host ${host.name} reachable over SSH: ${where}; host key${keys.length > 1 ? 's' : ''} verified: ${keys.join(', ')}`,
-    );
-  } else out.checks.push(`host ${host.name} reachable`);
-  return true;
-}
-
 /** Every check against one host; never throws for a problem, only lists it. */
-export async function runPreflight(host: Host, config: Config, runId: string): Promise<PreflightReport> {
+export async function runPreflight(
+  host: Host,
+  config: Config,
+  runId: string,
+  /** The pool's other hosts (stages.generate.servers), checked too when given. */
+  hostFor?: (config: Config, name: string) => Host,
+): Promise<PreflightReport> {
   const out: PreflightReport = { host: host.name, checks: [], problems: [] };
   if (!(await checkReachable(host, out))) return out;
 
@@ -143,23 +123,7 @@ export async function runPreflight(host: Host, config: Config, runId: string): P
   const hiddenSize = extract['hidden-size'] ?? (typeof hiddenFromModel === 'number' ? hiddenFromModel : undefined);
   await checkDisk(host, config, root, hiddenSize, out);
 
-  const port = config.server.port;
-  const holder = await portHolderOf(host, port);
-  if (holder.listening) {
-    // A resumed run's own server (still up from before) holds the port through a child of the
-    // recorded wrapper: match by process group, not by pid.
-    const ours = (await host.listLaunches()).find(
-      (r) => holder.pgid !== undefined && r.pgid === holder.pgid && r.launchId.startsWith(`${runId}.`),
-    );
-    if (!ours) {
-      const who = holder.pid
-        ? `pid ${holder.pid}${holder.command ? ` (${holder.command})` : ''}`
-        : 'a process aerie cannot see';
-      out.problems.push(
-        `server.port: ${port} on ${host.name} is held by ${who}; aerie will not stop it. Fix: stop that process yourself or set server.port to a free port`,
-      );
-    }
-  } else out.checks.push(`port ${port} free`);
+  await checkPort(host, config.server.port, 'server.port', runId, out);
 
   const gpus = await host.gpuInventory();
   if (!gpus.available) out.checks.push(`GPU check skipped: ${gpus.reason}`);
@@ -168,44 +132,12 @@ export async function runPreflight(host: Host, config: Config, runId: string): P
     out.checks.push(...verdict.checks);
     out.problems.push(...verdict.problems);
   }
-  return out;
-}
-
-/**
- * Foreign GPU processes block the run only on the GPUs it will use (all, unless the host
- * lists its gpus). aerie never stops them (incident 4): it names them and their owner's GPU.
- */
-export function judgeGpus(
-  inv: GpuInventory,
-  wanted: number[] | undefined,
-  field: string,
-  hostName: string,
-): { checks: string[]; problems: string[] } {
-  const checks: string[] = [];
-  const problems: string[] = [];
-  const present = new Set(inv.gpus.map((g) => g.index));
-  const missing = (wanted ?? []).filter((i) => !present.has(i));
-  if (missing.length > 0) {
-    problems.push(
-      `${field}: GPU ${missing.join(', ')} not on ${hostName}, which has ${inv.gpus.length ? inv.gpus.map((g) => g.index).join(', ') : 'none'}. Fix: list GPUs nvidia-smi shows there`,
-    );
+  if (hostFor) {
+    const pool = await checkPoolServers(hostFor, config, runId, out.sglang);
+    out.checks.push(...pool.checks);
+    out.problems.push(...pool.problems);
   }
-  const used = wanted ? new Set(wanted) : present;
-  const onOurs = (p: GpuProcess) => p.gpuIndex === null || used.has(p.gpuIndex);
-  const where = (p: GpuProcess) =>
-    `pid ${p.pid} (${p.usedMemoryMiB} MiB${p.gpuIndex === null ? '' : ` on GPU ${p.gpuIndex}`})`;
-  const foreign = inv.processes.filter((p) => !p.ours);
-  const blocking = foreign.filter(onOurs);
-  const elsewhere = foreign.filter((p) => !onOurs(p));
-  if (blocking.length > 0) {
-    problems.push(
-      `GPUs ${wanted ? `${[...used].join(', ')} ` : ''}on ${hostName} are in use by processes aerie did not start: ${blocking.map(where).join(', ')}. ` +
-        `aerie never stops them (incident 4). Fix: ask their owner to stop them, wait until the GPUs are free` +
-        (wanted ? `, or choose other GPUs in ${field}` : `, or list the free GPUs in ${field}`),
-    );
-  } else checks.push(wanted ? `GPUs ${wanted.join(', ')} free` : `${inv.gpus.length} GPUs free`);
-  if (elsewhere.length > 0) checks.push(`other GPUs in use, left alone: ${elsewhere.map(where).join(', ')}`);
-  return { checks, problems };
+  return out;
 }
 
 export function renderProblems(problems: readonly string[]): string {
@@ -219,7 +151,7 @@ export function preflightActivities({ hosts }: ActivityDeps) {
       runId,
       config,
     }: RunRef): Promise<{ note: string; checks: string[]; specforge?: SpecforgeProfileId; sglang?: SglangRelease }> {
-      const report = await runPreflight(hosts.get(config), config, runId);
+      const report = await runPreflight(hosts.get(config), config, runId, (c, name) => hosts.get(c, name));
       if (report.problems.length > 0)
         throw fatal('PreflightFailed', renderProblems(report.problems), { problems: report.problems });
       return {

@@ -4,6 +4,7 @@
  */
 import { loadConfigFile } from '../config/load.js';
 import { runPreflight, type PreflightReport } from '../activities/preflight.js';
+import { poolPlaces } from '../config/pool.js';
 import { HostPool } from '../hosts/index.js';
 import { runDir } from '../shared.js';
 import { profileBehaviours, SPECFORGE_PROFILES } from '../stages/common/index.js';
@@ -35,8 +36,11 @@ export async function doctorCommand(
   const runId = `aerie-doctor-${process.pid}-${Date.now()}`;
   try {
     const host = hosts.get(config);
-    const report = await runPreflight(host, config, runId);
-    await host.remove(runDir(host.workdir, runId)).catch(() => undefined);
+    const report = await runPreflight(host, config, runId, (c, name) => hosts.get(c, name));
+    for (const name of new Set([config.target.host, ...(poolPlaces(config) ?? []).map((p) => p.host)])) {
+      const h = hosts.get(config, name);
+      await h.remove(runDir(h.workdir, runId)).catch(() => undefined);
+    }
     write(renderDoctorReport(report) + '\n');
     return report.problems.length === 0 ? 0 : 1;
   } finally {
