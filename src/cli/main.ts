@@ -25,7 +25,7 @@ const USAGE = `aerie — EAGLE-3 drafter pipelines for SGLang, as one durable Te
   aerie resume <run> [--config <file>]    continue a failed or interrupted run; finished stages are not redone
   aerie status <run>                      stages, current phase, failure (of a sweep: each variant's run)
   aerie retry <run> [--stage S]           after a failure the run waits on (run.on-failure: wait): re-run from S
-  aerie cancel <run>                      stop the run and every server and job it launched
+  aerie cancel <run>                      stop the run and every server and job it launched (a sweep: all its runs)
   aerie report <run>                      the benchmark table and where report.html, report.md, results.jsonl are
   aerie compare <run> <run> …             runs side by side (settings that differ, speedup, crossover, GPU-hours): md + html
   aerie sweep <config.yaml> --vary k=a,b [--vary …] [--no-worker]
@@ -87,9 +87,15 @@ async function main(argv: string[]): Promise<number> {
     case 'retry':
       if (!positionals[0]) return usage('retry needs a run id');
       return retryCommand(positionals[0], values.stage, { worker: !values['no-worker'] });
-    case 'cancel':
+    case 'cancel': {
       if (!positionals[0]) return usage('cancel needs a run id');
+      const { isSweepId } = await import('./sweep-status.js');
+      if (await isSweepId(positionals[0])) {
+        const { sweepCancelCommand } = await import('./sweep.js');
+        return sweepCancelCommand(positionals[0], { worker: !values['no-worker'] });
+      }
       return cancelCommand(positionals[0], { worker: !values['no-worker'] });
+    }
     case 'status': {
       if (!positionals[0]) return usage('status needs a run id');
       const { isSweepId, sweepStatusCommand } = await import('./sweep-status.js');

@@ -6,7 +6,8 @@
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
-import type { Client, WorkflowHandle } from '@temporalio/client';
+import { WorkflowFailedError, type Client, type WorkflowHandle } from '@temporalio/client';
+import { CancelledFailure } from '@temporalio/common';
 import { HostPool } from '../hosts/index.js';
 import { TASK_QUEUE, type PipelineResult } from '../shared.js';
 import { connectWorker, resolveTemporal, webUiUrl, type TemporalTarget } from '../temporal/connect.js';
@@ -130,6 +131,40 @@ export async function sweepCommand(
   }
 }
 
+/**
+ * `aerie cancel <sweep>`: cancels the parent, which cancels every child; a worker runs here
+ * (unless --no-worker) so the children stop their servers and jobs, and each child's end is printed.
+ */
+export async function sweepCancelCommand(id: string, opts: SweepOptions): Promise<number> {
+  const out = opts.out ?? process.stdout;
+  const sweepId = id.replace(/^aerie-sweep-/, '');
+  const target = await resolveTemporal();
+  const client = await reachTemporal(target);
+  try {
+    const handle = client.workflow.getHandle(sweepWorkflowId(sweepId));
+    const { variants, shared } = (await handle.query(sweepStatusQuery).catch(() => undefined)) ?? { variants: [] };
+    await handle.cancel();
+    out.write(`cancel requested for sweep ${sweepId}; each of its runs stops what it launched\n`);
+    const wait = async () => {
+      await handle.result().catch(() => undefined);
+      for (const c of [...(shared ? [shared] : []), ...variants]) {
+        const end = await client.workflow
+          .getHandle(c.runId)
+          .result()
+          .then(
+            () => 'completed',
+            (err: unknown) => failureMessage(err),
+          );
+        out.write(`  ${c.label} [${c.runId}]: ${end}\n`);
+      }
+      return 0;
+    };
+    return opts.worker ? await withWorker(target, sweepId, wait) : await wait();
+  } finally {
+    await client.connection.close();
+  }
+}
+
 async function withWorker(target: TemporalTarget, sweepId: string, fn: () => Promise<number>): Promise<number> {
   const log = installFileLogRuntime(join(sweepFolder(sweepId), 'worker.log'));
   process.stdout.write(`worker log: ${shownPath(log)}\n`);
@@ -172,6 +207,10 @@ async function followSweep(
   try {
     final = await result;
   } catch (err) {
+    if (err instanceof WorkflowFailedError && err.cause instanceof CancelledFailure) {
+      out.write(`\nsweep ${sweepId} cancelled\n`);
+      return 1;
+    }
     const status = await handle.query(sweepStatusQuery).catch(() => undefined);
     if (status) await printChanges(client, status, seen, out);
     const what =

@@ -12,9 +12,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { AERIE_HOME } from '../../src/config/load.js';
 import { freePort } from '../../src/temporal/dev-server.js';
+import { AerieStage } from '../../src/workflows/index.js';
 import { launchChromium } from '../support/browser.js';
 import { run } from '../support/processes.js';
-import { useTemporalSuite } from '../support/temporal.js';
+import { useTemporalSuite, waitUntil } from '../support/temporal.js';
 
 const suite = useTemporalSuite('aerie-sweep-');
 const AERIE = join(AERIE_HOME, 'bin', 'aerie.mjs');
@@ -28,7 +29,7 @@ afterAll(async () => {
 });
 
 /** The demo config on this test's workdir and a free port, two benchmark levels, one round. */
-async function demoBase(): Promise<string> {
+async function demoBase(name = 'base', tweak: (doc: Record<string, any>) => void = () => undefined): Promise<string> {
   const doc = YAML.parse(await readFile(join(AERIE_HOME, 'examples', 'demo.yaml'), 'utf8')) as Record<string, any>;
   doc.hosts.local.workdir = join(suite.work, 'host');
   doc.server.port = await freePort();
@@ -37,7 +38,8 @@ async function demoBase(): Promise<string> {
   doc.stages.benchmark.rounds = 1;
   doc.stages.benchmark['output-len'] = 32;
   doc.run.label = 'sweep-e2e';
-  const path = join(suite.work, 'base.yaml');
+  tweak(doc);
+  const path = join(suite.work, `${name}.yaml`);
   await writeFile(path, YAML.stringify(doc));
   return path;
 }
@@ -133,5 +135,68 @@ describe('aerie sweep on the demo', () => {
       await page.getByRole('link', { name: parentId! }).first().waitFor({ timeout: 60_000 });
     }
     await page.close();
+  }, 420_000);
+
+  it('aerie cancel <sweep> cancels every run of the sweep, and nothing it launched is left running', async () => {
+    // Training slowed down so the cancel lands while a variant trains.
+    const base = await demoBase('slow-train', (doc) => {
+      doc.run.label = 'sweep-cancel';
+      doc.stages.train.env.AERIE_SIM_TIME_SCALE = '1';
+    });
+    const sweep = run(process.execPath, [AERIE, 'sweep', base, '--vary', 'stages.train.num-epochs=3,4'], {
+      cwd: suite.work,
+      env: env(),
+      timeoutMs: 300_000,
+    });
+    const client = suite.t.client;
+    const parentId = await waitUntil(
+      async () => {
+        for await (const w of client.workflow.list({
+          query: `WorkflowType="drafterSweep" AND ExecutionStatus="Running"`,
+        }))
+          return w.workflowId;
+        return undefined;
+      },
+      'the sweep to start',
+      60_000,
+    );
+    const sweepId = parentId.replace(/^aerie-sweep-/, '');
+    await waitUntil(
+      async () => {
+        for (const v of ['v1', 'v2']) {
+          const d = await client.workflow
+            .getHandle(`${sweepId}-${v}`)
+            .describe()
+            .catch(() => undefined);
+          if (d?.typedSearchAttributes.get(AerieStage) === 'train') return true;
+        }
+        return false;
+      },
+      'a variant to be training',
+      180_000,
+    );
+    const c = await run(process.execPath, [AERIE, 'cancel', sweepId], {
+      cwd: suite.work,
+      env: env(),
+      timeoutMs: 120_000,
+    });
+    expect(c.code, c.stdout + c.stderr).toBe(0);
+    expect(c.stdout).toContain(`cancel requested for sweep ${sweepId}`);
+    const r = await sweep;
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain(`sweep ${sweepId} cancelled`);
+    for (const v of ['v1', 'v2']) {
+      expect((await client.workflow.getHandle(`${sweepId}-${v}`).describe()).status.name).toBe('CANCELLED');
+    }
+    // The training job the cancel interrupted was launched (its record is there) and is gone.
+    const host = suite.hostAt('host');
+    const launches = await host.listLaunches();
+    const trains = launches
+      .map((l) => l.launchId)
+      .filter((id) => id.startsWith(`${sweepId}-v`) && id.includes('train'));
+    expect(trains).not.toEqual([]);
+    const alive = [];
+    for (const rec of launches) if ((await host.procStatus(rec)).state === 'alive') alive.push(rec.launchId);
+    expect(alive).toEqual([]);
   }, 420_000);
 });
