@@ -1,6 +1,7 @@
 /**
- * The generate pool end to end: three simulated target servers on GPU subsets of one host
- * (the real workflow, real workers, the simulator's servers as real process groups), against
+ * The generate pool end to end: three simulated target servers on GPU subsets of one host, or
+ * of two simulated hosts (their own workdirs, launch records and GPU leases) — the real
+ * workflow, real workers, the simulator's servers as real process groups — against
  * a one-server reference run of the same input. One server is SIGKILLed mid-stage: its batch
  * goes back to the pool, the server is relaunched, and the outputs are the reference's byte
  * for byte, each id once. Then the worker itself is SIGKILLed mid-stage: another worker takes
@@ -25,7 +26,8 @@ const suite = useTemporalSuite('aerie-genpool-', {
 });
 const OUTPUTS = ['train.jsonl', 'train_error.jsonl', 'train_skipped.jsonl', 'train_rejected.jsonl'];
 
-async function config(workdir: string, servers: number): Promise<Config> {
+/** `servers` on GPU subsets of the host; with `otherHost`, the last of them on a second simulated host. */
+async function config(workdir: string, servers: number, otherHost = false): Promise<Config> {
   const ports: number[] = [];
   for (let i = 0; i < servers; i++) ports.push(await freePort());
   return demoConfig(workdir, ports[0]!, (c) => {
@@ -36,6 +38,11 @@ async function config(workdir: string, servers: number): Promise<Config> {
     if (servers > 1) {
       c.stages.generate.servers = ports.map((port, i) => ({ gpus: [i], port }));
       c.stages.generate['batch-size'] = 8;
+    }
+    if (otherHost) {
+      // Its own workdir, launch records and lease; the same simulated GPU registry, so another GPU.
+      c.hosts['gpu-b'] = { ...c.hosts.local!, workdir: `${workdir}-gpu-b` };
+      c.stages.generate.servers![servers - 1]!.host = 'gpu-b';
     }
   });
 }
@@ -94,11 +101,11 @@ function idsOnce(train: string): void {
 }
 
 describe('a pool of three generate servers', () => {
-  it('loses one server mid-stage, relaunches it, and writes the one-server outputs byte for byte', async () => {
+  it('on two hosts, loses one server mid-stage, relaunches it, and writes the one-server outputs byte for byte', async () => {
     const ref = await referenceOutputs();
     const workdir = join(suite.work, 'kill-server');
     const runId = `pool-kill-${Date.now()}`;
-    const cfg = await config(workdir, 3);
+    const cfg = await config(workdir, 3, true);
     const result = await suite.t.withWorker(async () => {
       const h = await start(runId, cfg);
       await waitUntil(
@@ -117,14 +124,19 @@ describe('a pool of three generate servers', () => {
     const got = await outputs(dataDir(workdir, runId));
     expect(got).toEqual(ref);
     idsOnce(got[0]!);
+    const history = await suite.t.client.workflow.getHandle(runId).fetchHistory();
     // s1 was launched again; the others once each.
     expect(await launchIds(workdir, runId)).toEqual([
       `${runId}.server-generate-s0.0`,
       `${runId}.server-generate-s1.0`,
       `${runId}.server-generate-s1.1`,
-      `${runId}.server-generate-s2.0`,
     ]);
-    const history = await suite.t.client.workflow.getHandle(runId).fetchHistory();
+    // The server on the second host logged and recorded there, and held that host's lease.
+    expect(await launchIds(`${workdir}-gpu-b`, runId)).toEqual([`${runId}.server-generate-s2.0`]);
+    const leases = (history.events ?? [])
+      .map((e) => e.activityTaskScheduledEventAttributes)
+      .filter((a) => a?.activityType?.name === 'acquireGpuLease').length;
+    expect(leases).toBe(2);
     const failed = (history.events ?? []).filter((e) => e.activityTaskFailedEventAttributes);
     expect(failed.length).toBeGreaterThanOrEqual(1);
   }, 420_000);
