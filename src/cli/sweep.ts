@@ -27,7 +27,7 @@ import { queryStatus } from './follow-run.js';
 import { reachTemporal } from './reach.js';
 import { copyReportFiles } from './report.js';
 import { localRunFolder, shownPath } from './run-folder.js';
-import { newRunId } from './run.js';
+import { newRunId, siteWorkerNote } from './run.js';
 import { sweepFolder, sweepWorkflowId } from './sweep-ids.js';
 import { shareDecision, type ShareDecision } from './sweep-share.js';
 import { buildSweepReport, renderSweepHtml, renderSweepMarkdown, type SweepVariantView } from './sweep-report.js';
@@ -122,6 +122,7 @@ export async function sweepCommand(
       `sweep ${sweepId} (workflow ${sweepWorkflowId(sweepId)})\n${ui ? `Web UI: ${ui}\n` : ''}` +
         `shared: ${decision.reason}${input.shared ? ` — run ${input.shared.runId}` : ''}\n` +
         input.variants.map((v) => `variant ${v.label}: run ${v.runId}\n`).join('') +
+        siteWorkerNote(variants[0]!.config) +
         '\n',
     );
     const follow = () => followSweep(client, input, variants, decision, out);

@@ -3,18 +3,22 @@
 // decision from the ledger's own hash chain.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { writeFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { AERIE_HOME, ConfigError } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { inputsHash } from '../../src/ledger/record.js';
 import { shareDecision, stageHashes } from '../../src/cli/sweep-share.js';
+import { sweepCommand } from '../../src/cli/sweep.js';
 import { buildVariants, MAX_VARIANTS, parseVary, SweepError } from '../../src/cli/sweep-variants.js';
+import { useWorkdir } from '../support/workdir.js';
 
 /** The train section whichever driver: the fields these tests set exist on the demo's (specforge). */
 const train = (c: Config) => c.stages.train as unknown as Record<string, unknown>;
 
 const DEMO = readFileSync(join(AERIE_HOME, 'examples', 'demo.yaml'), 'utf8');
+const wd = useWorkdir('aerie-sweep-variants-');
 
 describe('parseVary', () => {
   it('reads each value as a YAML scalar', () => {
@@ -150,5 +154,19 @@ describe('shareDecision', () => {
     const d = shareDecision(configs('hosts.local.workdir=/tmp/a,/tmp/b'));
     expect(d.until).toBeUndefined();
     expect(d.reason).toMatch(/different target hosts or workdirs/);
+  });
+});
+
+describe('aerie sweep, before anything starts', () => {
+  it('refuses a malformed --vary with exit 2 and a config path the schema lacks with a ConfigError', async () => {
+    const path = join(wd.path, 'base.yaml');
+    await writeFile(path, DEMO);
+    let printed = '';
+    const out = { write: (s: string) => (printed += s) };
+    expect(await sweepCommand(path, ['num-epochs'], { worker: false, out })).toBe(2);
+    expect(printed).toContain('aerie sweep: --vary num-epochs: expected <config.path>=<value>,<value>');
+    await expect(sweepCommand(path, ['stages.train.num-epoch=1,2'], { worker: false, out })).rejects.toThrow(
+      /sweep variant "num-epoch=1"[\s\S]*stages\.train\.num-epoch: unknown key/,
+    );
   });
 });
