@@ -4,8 +4,10 @@
  */
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
 import type { RunStatus } from '../shared.js';
 import { renderStageTable } from '../workflows/status.js';
+import { idleQueues } from './idle-queues.js';
 import { describePending, type PendingActivity } from './phase.js';
 
 export async function pendingActivities(handle: WorkflowHandle): Promise<PendingActivity[]> {
@@ -20,11 +22,15 @@ export async function pendingActivities(handle: WorkflowHandle): Promise<Pending
         details = undefined;
       }
     }
+    const at = p.scheduledTime;
     return {
       activityType: p.activityType?.name ?? '?',
       attempt: p.attempt ?? 1,
       details,
       lastFailure: p.lastFailure?.message ?? undefined,
+      scheduled: p.state === temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED,
+      ...(at ? { scheduledAtMs: Number(at.seconds ?? 0) * 1000 + Math.round((at.nanos ?? 0) / 1e6) } : {}),
+      ...(p.activityOptions?.taskQueue?.name ? { queue: p.activityOptions.taskQueue.name } : {}),
     };
   });
 }
@@ -113,7 +119,9 @@ export async function followRun(
       return { state: 'waiting', error: status.error };
     }
     if (status) {
-      const phase = stickyPhase(status, describePending(pending));
+      const idle = await idleQueues(client, pending).catch(() => undefined);
+      const now = [describePending(pending), idle].filter(Boolean).join('; ') || undefined;
+      const phase = stickyPhase(status, now);
       if (tty) {
         const table = fitWidth(tableOf(status, phase), out.columns);
         if (drawn) out.write(`\x1b[${drawn}A\x1b[J`);

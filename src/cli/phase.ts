@@ -9,6 +9,10 @@ export interface PendingActivity {
   attempt: number;
   details?: unknown;
   lastFailure?: string;
+  /** Scheduled and not yet taken by any worker (Temporal's SCHEDULED state), since when, on which queue. */
+  scheduled?: boolean;
+  scheduledAtMs?: number;
+  queue?: string;
 }
 
 const secs = (ms: unknown) => (typeof ms === 'number' ? `${Math.round(ms / 1000)} s` : '');

@@ -4,6 +4,7 @@ import type { PipelineResult, RunStatus } from '../shared.js';
 import { resolveTemporal, webUiUrl } from '../temporal/connect.js';
 import { reachTemporal } from './reach.js';
 import { AerieStage } from '../workflows/search-attributes.js';
+import { idleQueues } from './idle-queues.js';
 import { describePending } from './phase.js';
 import { pendingActivities, queryStatus, tableOf } from './follow-run.js';
 import { failureTypeOf, fixLine, lastActivityFailureType } from './failure-fix.js';
@@ -19,6 +20,7 @@ export async function statusCommand(runId: string, out: NodeJS.WritableStream = 
     if (desc.status.name === 'RUNNING') {
       // Queries need a worker; without one, the search attribute and heartbeats still tell a lot.
       const [status, pending] = await Promise.all([queryStatus(handle, 3000), pendingActivities(handle)]);
+      const idle = await idleQueues(client, pending).catch(() => undefined);
       const phase = describePending(pending);
       if (status) {
         out.write(tableOf(status, phase) + '\n');
@@ -32,6 +34,7 @@ export async function statusCommand(runId: string, out: NodeJS.WritableStream = 
           `  stage: ${String(stage ?? '?')}${phase ? ` — ${phase}` : ''}\n  (no worker is polling this run: start one with \`aerie worker\` or \`aerie resume ${runId}\`)\n`,
         );
       }
+      if (idle) out.write(`  ${idle}\n`);
     } else if (desc.status.name === 'COMPLETED') {
       const result = (await handle.result()) as PipelineResult;
       out.write(tableOf({ runId, label: '', stages: result.stages } as RunStatus) + '\n');
