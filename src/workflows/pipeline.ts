@@ -49,14 +49,19 @@ export async function pipeline(input: PipelineInput): Promise<PipelineResult> {
       lease = await leaseGpus(run);
       const revision = await preflight(run);
       // In a sweep (drafter-sweep.ts) a variant reads the stages its shared run computed, and
-      // the shared run stops after the last of them. Neither set: the lifecycle as it always was.
-      const data = sharedStage<Outcome<'generateData'>>(run, input, 'generate') ?? (await generate(run));
+      // the shared run stops after the last of them. Neither set: the lifecycle as it always was,
+      // not one await more (recorded histories replay against it).
+      const data =
+        (input.shared && (await sharedStage<Outcome<'generateData'>>(run, input.shared, 'generate'))) ??
+        (await generate(run));
       if (input.until === 'generate') return sharedResult(run, input.until, { generate: data });
       const hidden =
-        sharedStage<Outcome<'extractHiddenStates'>>(run, input, 'extract') ?? (await extract(run, data, revision));
+        (input.shared && (await sharedStage<Outcome<'extractHiddenStates'>>(run, input.shared, 'extract'))) ??
+        (await extract(run, data, revision));
       if (input.until === 'extract') return sharedResult(run, input.until, { generate: data, extract: hidden });
       const drafter =
-        sharedStage<Outcome<'trainDrafter'>>(run, input, 'train') ?? (await train(run, data, hidden, revision));
+        (input.shared && (await sharedStage<Outcome<'trainDrafter'>>(run, input.shared, 'train'))) ??
+        (await train(run, data, hidden, revision));
       if (input.until === 'train') {
         return sharedResult(run, input.until, { generate: data, extract: hidden, train: drafter });
       }
@@ -327,14 +332,31 @@ async function afterFailure(
 
 /**
  * A stage a sweep's shared run computed for this variant: its recorded result, and the inputs
- * hash the next stage's ledger record chains on, as if this run had done it. Issues no command.
+ * hash the next stage's ledger record chains on, as if this run had done it. Only while the
+ * shared run's record still vouches for it (outputs there, same hash) and no retry forces the
+ * stage; otherwise this run does the stage itself. Only a sweep's variants get here.
  */
-function sharedStage<T>(run: Run, input: PipelineInput, stage: ShareableStage): Recorded<T> | undefined {
-  const shared = input.shared?.stages[stage];
-  if (!shared) return undefined;
-  run.progress.finish(stage, `shared from run ${input.shared!.fromRun}`, 'skipped');
+async function sharedStage<T>(run: Run, from: SharedStages, stage: ShareableStage): Promise<Recorded<T> | undefined> {
+  const shared = from.stages[stage];
+  if (!shared || run.operator.forced(stage)) return undefined;
+  const { fromRun, stages } = from;
+  const before = SHARED_UPSTREAM[stage];
+  const upstream = before ? [stages[before]?.inputsHash ?? ''] : [];
+  const check = await activities.checkLedger.executeWithOptions(
+    { ...run.options.short, summary: `ledger: is ${stage} of run ${fromRun} still valid for this variant?` },
+    [{ runId: fromRun, config: run.config, stage, upstream }],
+  );
+  // The check's result in the history says why; the stage's own ledger then runs it here.
+  if (!check.valid || check.inputsHash !== shared.inputsHash) return undefined;
+  run.progress.finish(stage, `shared from run ${fromRun}`, 'skipped');
   return shared as unknown as Recorded<T>;
 }
+
+const SHARED_UPSTREAM: Record<ShareableStage, ShareableStage | undefined> = {
+  generate: undefined,
+  extract: 'generate',
+  train: 'extract',
+};
 
 /** A sweep's shared run ends after `until`: the later stages are each variant's own. */
 function sharedResult(

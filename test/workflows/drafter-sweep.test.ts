@@ -27,13 +27,14 @@ afterAll(async () => {
 let sweeps = 0;
 
 /** Stubs whose ledger is kept per run, as each run's ledger lives in its own run folder on the host. */
-function stubs(): StubActivities {
+function stubs(gone: (runId: string, stage: StageName) => boolean = () => false): StubActivities {
   const ledgers = new Map<string, Map<StageName, LedgerRecord>>();
   const of = (runId: string) => ledgers.get(runId) ?? ledgers.set(runId, new Map()).get(runId)!;
   return new StubActivities()
     .on('checkLedger', ({ runId, stage, upstream }) => {
       const hash = stubHash(stage, upstream);
       const record = of(runId).get(stage);
+      if (record && gone(runId, stage)) return { valid: false, inputsHash: hash, reason: 'an output is missing' };
       return record?.inputsHash === hash
         ? { valid: true, inputsHash: hash, reason: 'already done', record }
         : { valid: false, inputsHash: hash, reason: 'not done yet' };
@@ -101,6 +102,18 @@ describe('drafterSweep', () => {
       `extract:skipped:shared from run ${id}-shared`,
     ]);
     expect(r.results[0]!.report).toBeDefined();
+  });
+
+  it("a variant runs a shared stage itself once the shared run's record no longer vouches for it", async () => {
+    const input = sweepOf([1, 2], 'extract');
+    const shared = `${input.sweepId}-shared`;
+    // Once the shared run has recorded extract, its outputs are gone (the variants check after it).
+    const s = stubs((runId, stage) => runId === shared && stage === 'extract');
+    const r = await runSweep(s, input);
+    expect(r.variants.map((v) => v.state)).toEqual(['completed', 'completed']);
+    expect(runsOf(s, 'generateData')).toEqual([shared]);
+    expect(runsOf(s, 'extractHiddenStates').sort()).toEqual([shared, `${input.sweepId}-v1`, `${input.sweepId}-v2`]);
+    expect(r.results[0]!.stages.find((st) => st.stage === 'extract')?.state).toBe('done');
   });
 
   it('shares the drafter too when only deploy settings differ, and nothing without a shared run', async () => {
