@@ -4,7 +4,7 @@
  */
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { temporal } from '@temporalio/proto';
+import proto from '@temporalio/proto';
 import type { RunStatus } from '../shared.js';
 import { renderStageTable } from '../workflows/status.js';
 import { idleQueues } from './idle-queues.js';
@@ -28,7 +28,7 @@ export async function pendingActivities(handle: WorkflowHandle): Promise<Pending
       attempt: p.attempt ?? 1,
       details,
       lastFailure: p.lastFailure?.message ?? undefined,
-      scheduled: p.state === temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED,
+      scheduled: p.state === proto.temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED,
       ...(at ? { scheduledAtMs: Number(at.seconds ?? 0) * 1000 + Math.round((at.nanos ?? 0) / 1e6) } : {}),
       ...(p.activityOptions?.taskQueue?.name ? { queue: p.activityOptions.taskQueue.name } : {}),
     };

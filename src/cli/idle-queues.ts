@@ -4,7 +4,7 @@
  * queue and state, and the queue's pollers.
  */
 import type { Client } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
+import proto from '@temporalio/proto';
 import type { PendingActivity } from './phase.js';
 
 export interface QueueWait {
@@ -32,8 +32,8 @@ export async function unpolledQueues(client: Client, waits: readonly QueueWait[]
     const r = await client.workflowService
       .describeTaskQueue({
         namespace: client.options.namespace,
-        taskQueue: { name: w.queue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-        taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+        taskQueue: { name: w.queue, kind: proto.temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+        taskQueueType: proto.temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
       })
       .catch(() => undefined);
     // An answer we could not get is no evidence: say nothing rather than cry wolf.
