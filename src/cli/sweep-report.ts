@@ -70,6 +70,9 @@ export interface SweepReport {
   variantHead: string[];
   variantRows: string[][];
   comparison?: Comparison;
+  /** Output throughput per level: EAGLE3 / the target alone, per variant (the median round's, tok/s). */
+  throughputHead: string[];
+  throughputRows: string[][];
   bestHead: string[];
   bestRows: string[][];
   best: Best;
@@ -108,10 +111,29 @@ export function buildSweepReport(input: SweepReportInput): SweepReport {
     variantHead: ['Variant', 'Run', 'Status', 'Geometric-mean speedup', 'Best'],
     variantRows,
     comparison,
+    ...throughputTable(measured),
     bestHead: ['Concurrency', 'Best variant', 'Median speedup'],
     bestRows: best.perLevel.map((b) => [String(b.concurrency), b.label, `${b.speedup.toFixed(2)}×`]),
     best,
     simulated,
+  };
+}
+
+function throughputTable(measured: readonly { label: string; view: RunView }[]) {
+  const rows = measured.map((m) => pairByConcurrency(m.view));
+  const levels = [...new Set(rows.flatMap((r) => r.map((x) => x.concurrency)))]
+    .filter((c): c is number => c !== null)
+    .sort((a, b) => a - b);
+  const tok = (x: number | undefined) => (x === undefined ? '—' : x.toFixed(0));
+  return {
+    throughputHead: ['Concurrency', ...measured.map((m) => `${m.label} EAGLE3 / target alone (tok/s)`)],
+    throughputRows: levels.map((c) => [
+      String(c),
+      ...rows.map((r) => {
+        const row = r.find((x) => x.concurrency === c);
+        return row ? `${tok(row.speculative?.output_throughput)} / ${tok(row.baseline?.output_throughput)}` : '—';
+      }),
+    ]),
   };
 }
 
@@ -154,6 +176,10 @@ export function renderSweepMarkdown(input: SweepReportInput, r: SweepReport): st
             '',
             ...mdTable(r.comparison.levelHead, r.comparison.levels),
             '',
+            '## Output throughput per level (the median round)',
+            '',
+            ...mdTable(r.throughputHead, r.throughputRows),
+            '',
           ]
         : []),
       '## Best per concurrency level',
@@ -174,6 +200,8 @@ export function renderSweepHtml(input: SweepReportInput, r: SweepReport): string
 ${htmlTable('about', r.comparison.head, r.comparison.about)}
 <h2>Speedup and accept length per level (★ best at that level)</h2>
 ${htmlTable('levels', r.comparison.levelHead, r.comparison.levels)}
+<h2>Output throughput per level (the median round)</h2>
+${htmlTable('throughput', r.throughputHead, r.throughputRows)}
 `
     : '';
   return `<!doctype html>

@@ -1,6 +1,6 @@
 // A sweep's report: the best variant per level (highest median speedup) and overall (highest
 // geometric mean over the levels every completed variant measured), marked in compare's tables
-// headed by the variants' labels (golden rows); a failed variant listed without figures.
+// headed by the variants' labels, with throughput per level (golden rows); a failed variant listed without figures.
 import { describe, expect, it } from 'vitest';
 import type { RunView } from '../../src/cli/compare.js';
 import { bestOf, buildSweepReport, renderSweepHtml, renderSweepMarkdown } from '../../src/cli/sweep-report.js';
@@ -60,10 +60,16 @@ describe('sweep report', () => {
     expect(md).toContain('| 1 | 2.00× ★ | 2.90 / 3.00 | 1.50× | 2.90 / 3.00 |');
     expect(md).toContain('| 4 | 1.20× | 2.90 / 3.00 | 1.50× ★ | 2.90 / 3.00 |');
     expect(md).toContain('| 64 | — | — | 0.90× ★ | 2.90 / 3.00 |');
+    expect(md).toContain(
+      '| Concurrency | num-epochs=1 EAGLE3 / target alone (tok/s) | num-epochs=2 EAGLE3 / target alone (tok/s) |',
+    );
+    expect(md).toContain('| 1 | 200 / 100 | 150 / 100 |');
+    expect(md).toContain('| 64 | — | 90 / 100 |');
     expect(md).toContain('Shared: generate, extract computed once for all variants (run sw-1-shared).');
     expect(md).toContain('highest geometric mean');
     const html = renderSweepHtml(input, r);
     expect(html).toContain('<p id="best-overall"><strong>Best overall: num-epochs=2</strong>');
     expect(html).toContain('<table id="variants">');
+    expect(html).toContain('<table id="throughput">');
   });
 });

@@ -114,6 +114,7 @@ describe('aerie sweep on the demo', () => {
     expect(await page.locator('#variants tbody tr').count()).toBe(2);
     expect(await page.locator('#best-overall').innerText()).toMatch(/Best overall: num-epochs=[12]/);
     expect(await page.locator('#levels tbody tr').count()).toBe(2);
+    expect(await page.locator('#throughput tbody tr').count()).toBe(2);
 
     // The Web UI: the parent's Relationships tab lists its children, and each child's page names its parent.
     const ui = `http://127.0.0.1:${suite.t.server.uiPort}/namespaces/default`;
