@@ -11,6 +11,8 @@ import type { Config } from '../config/schema.js';
 import type { Host } from '../hosts/host.js';
 import {
   EarlySamplesFailedError,
+  extractBatchDir,
+  extractBatchSamples,
   runExtract,
   extractDumpDir,
   runStockAux,
@@ -103,14 +105,17 @@ export function extractActivities({ hosts }: ActivityDeps) {
      * two passes (stock-server: `pass` aux, then final, each on its own launch).
      */
     async extractHiddenStates(
-      input: RunRef & { launch: ServerLaunch; dataPath: string; pass?: 'aux' | 'final' },
+      input: RunRef & { launch: ServerLaunch; dataPath: string; pass?: 'aux' | 'final'; batch?: number },
     ): Promise<ExtractOutcome> {
-      const { config, runId, launch } = input;
+      const { config, runId, launch, batch } = input;
+      // A pool's batch: its config aims at its server's host, which sees the run folder at the same path.
       const host = hosts.get(config);
       const e = config.stages.extract;
       if (e.driver === 'specforge-offline')
         throw fatal('ConfigError', 'extractHiddenStates runs a server driver, not specforge-offline');
-      const outDir = runPaths(host, runId).hidden;
+      const hiddenDir = runPaths(host, runId).hidden;
+      const outDir = batch === undefined ? hiddenDir : extractBatchDir(hiddenDir, batch);
+      const samplesPath = batch === undefined ? input.dataPath : extractBatchSamples(hiddenDir, batch);
       let progress: unknown = { phase: 'starting' };
       const stopBeat = keepHeartbeating(() => progress);
       try {
@@ -131,7 +136,7 @@ export function extractActivities({ hosts }: ActivityDeps) {
           host,
           baseUrl: await host.httpBase(launch.port),
           py,
-          samplesPath: input.dataPath,
+          samplesPath,
           dumpDir,
           outDir,
           modelPath: config.target['model-path'],

@@ -10,6 +10,7 @@ import { benchmarkActivities } from './benchmark.js';
 import type { ActivityDeps } from './context.js';
 import { extractSpaceActivities } from './extract-space.js';
 import { extractActivities } from './extract.js';
+import { extractPoolActivities } from './extract-pool.js';
 import { generateActivities } from './generate.js';
 import { generatePoolActivities } from './generate-pool.js';
 import { ledgerActivities } from './ledger.js';
@@ -26,6 +27,7 @@ export function createActivities(deps: ActivityDeps) {
     ...generatePoolActivities(deps),
     ...extractSpaceActivities(deps),
     ...extractActivities(deps),
+    ...extractPoolActivities(deps),
     ...trainActivities(deps),
     ...benchmarkActivities(deps),
   };

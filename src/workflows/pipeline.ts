@@ -32,6 +32,7 @@ import { activities } from './activities.js';
 import { openRun, type Run } from './context.js';
 import { failureMessage } from './failure.js';
 import { ledgered } from './ledgered.js';
+import { pooledExtract } from './extract-pool.js';
 import { pooledGenerate } from './generate-pool.js';
 import { poolPlaces } from '../config/pool.js';
 import { leaseGpus, type HeldLease } from './leases.js';
@@ -152,6 +153,9 @@ function extract(
       },
       [{ ...base, dataPath: data.dataPath }],
     );
+    // A pool of capture servers (stages.extract.servers) writes onto the shared run folder, batch by batch.
+    const places = poolPlaces(config, 'extract');
+    if (places) return pooledExtract(run, places, data.dataPath, space.note);
     // SpecForge's prepare_hidden_states.py loads the target itself: no model server.
     if (extract.driver === 'specforge-offline') {
       const r = await activities.extractOffline.executeWithOptions(

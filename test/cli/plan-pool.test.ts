@@ -40,3 +40,24 @@ describe('aerie plan with stages.generate.servers', () => {
     );
   });
 });
+
+describe('aerie plan with stages.extract.servers', () => {
+  it('shows one capture launch per server, each with its own dump folder, then the pool', () => {
+    const pooled = text
+      .replace(
+        '  extract: { driver: specforge-offline }',
+        '  extract: { driver: patched-server, servers: [{ gpus: [0, 1] }, { gpus: [2, 3], port: 30001 }] }',
+      )
+      .replace('    servers: [{ gpus: [0, 1] }, { gpus: [2, 3], port: 30001 }, { host: gpu-b }]\n', '');
+    const steps = planRun(parseConfigText(pooled, 'pool.yaml', {})).filter((s) => s.stage === 'extract');
+    expect(steps.map((s) => s.step)).toEqual([
+      'tokenize as SpecForge does, then check free space',
+      'launch extract server s0 (gpu-a:30000 GPUs 0,1)',
+      'launch extract server s1 (gpu-a:30001 GPUs 2,3)',
+      'extraction pool',
+      'prefill every sample',
+    ]);
+    const dumps = steps.slice(1, 3).map((s) => s.env!.AERIE_HS_DUMP_DIR);
+    expect(dumps).toEqual(['/dev/shm/aerie-hs/s0/<run-id>', '/dev/shm/aerie-hs/s1/<run-id>']);
+  });
+});

@@ -66,3 +66,51 @@ describe('stages.generate.servers', () => {
     expect(poolBatchSize(config, 100_000, 4)).toBe(1563);
   });
 });
+
+describe('stages.extract.servers', () => {
+  const extractPool = (hostB: string, servers: string) => `
+hosts:
+  gpu-a: { kind: local, workdir: /srv/aerie, gpus: [0, 1, 2, 3] }
+  gpu-b: { kind: local, ${hostB} }
+target: { model-path: /models/llama, host: gpu-a }
+server: { port: 30000 }
+stages:
+  generate: { input: /data/prompts.jsonl }
+  extract: { driver: patched-server, concurrency: 4, servers: ${servers} }
+  train: { draft-model-config: /cfg/draft.json }
+`;
+
+  it('a server off the target host needs a host that shares its files, at the same workdir', () => {
+    expect(configProblems(extractPool('workdir: /srv/aerie', '[{ gpus: [0] }, { host: gpu-b }]'))).toEqual([
+      "stages.extract.servers.1.host: gpu-b would write the hidden states onto gpu-a's disk, which it must see: set hosts.gpu-b.shares-files-with: gpu-a (a shared filesystem, checked by preflight), or run this server on gpu-a",
+    ]);
+    expect(
+      configProblems(extractPool('workdir: /srv/b, shares-files-with: gpu-a', '[{ gpus: [0] }, { host: gpu-b }]')),
+    ).toEqual([
+      "hosts.gpu-b.workdir: must be gpu-a's workdir (/srv/aerie): the shared run folders are read at the same path on both hosts",
+    ]);
+    expect(
+      configProblems(extractPool('workdir: /srv/aerie, shares-files-with: gpu-a', '[{ gpus: [0] }, { host: gpu-b }]')),
+    ).toEqual([]);
+  });
+
+  it('gives each extraction server a dump folder of its own; batches sized from the extract concurrency', () => {
+    const config = parseConfigText(
+      extractPool('workdir: /srv/aerie, shares-files-with: gpu-a', '[{ gpus: [0] }, { gpus: [1], port: 30001 }]'),
+      't.yaml',
+      {},
+    );
+    const places = poolPlaces(config, 'extract')!;
+    expect(places.map((p) => [p.host, p.port, p.gpus])).toEqual([
+      ['gpu-a', 30000, [0]],
+      ['gpu-a', 30001, [1]],
+    ]);
+    const dumps = places.map((p) => {
+      const e = placeConfig(config, p, 'extract').stages.extract;
+      return e.driver === 'patched-server' ? e['dump-dir'] : undefined;
+    });
+    expect(dumps).toEqual(['/dev/shm/aerie-hs/s0', '/dev/shm/aerie-hs/s1']);
+    expect(poolPlaces(config, 'generate')).toBeUndefined();
+    expect(poolBatchSize(config, 1000, 2, 'extract')).toBe(32);
+  });
+});

@@ -221,6 +221,14 @@ const DEFAULTS: { [K in ActivityName]: (s: StubActivities, input: Input<K>) => O
     outputs: ['/stub/data/train.jsonl'],
     note: '4 samples',
   }),
+  planExtractPool: () => ({ samples: 4, batches: 4, batchSize: 1 }),
+  combineExtractPool: () => ({
+    hidden: { dir: '/stub/hidden', layout: 'specforge' },
+    count: 4,
+    bytes: 1,
+    outputs: ['/stub/hidden'],
+    note: '4 samples (pool)',
+  }),
   checkExtractSpace: () => ({ neededBytes: 1, freeBytes: 1000, note: '1 B of 1000 B free' }),
   extractHiddenStates: (_s, i) => ({
     hidden: { dir: '/stub/hidden', layout: 'specforge' },
@@ -304,7 +312,7 @@ function describe(c: StubCall): string {
     case 'generatePoolBatch':
       return `generatePoolBatch ${String(i.index)}${on}`;
     case 'extractHiddenStates':
-      return `extractHiddenStates${i.pass ? `/${i.pass as string}` : ''}${on}`;
+      return `extractHiddenStates${i.pass ? `/${i.pass as string}` : ''}${i.batch !== undefined ? ` batch ${String(i.batch)}` : ''}${on}`;
     default:
       return `${c.name}${on}`;
   }

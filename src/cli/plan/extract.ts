@@ -5,6 +5,7 @@ import { renderPrepareArgv, runDumpDir } from '../../stages/extract/index.js';
 import { prepareSpec } from '../../stages/launch-specs.js';
 import { pinnedProfile } from './revision.js';
 import { serverStep } from './server.js';
+import { describePlace, placeConfig, poolPlaces } from '../../config/pool.js';
 import type { PlanPaths, PlanStep } from './step.js';
 
 export function extractSteps(config: Config, p: PlanPaths, dataPath: string, runId: string): PlanStep[] {
@@ -79,7 +80,22 @@ export function extractSteps(config: Config, p: PlanPaths, dataPath: string, run
     });
   }
   if (e.driver === 'patched-server') {
-    steps.push(serverStep(config, 'extract', 'extract', undefined, runId));
+    const places = poolPlaces(config, 'extract');
+    if (!places) steps.push(serverStep(config, 'extract', 'extract', undefined, runId));
+    for (const place of places ?? []) {
+      const step = serverStep(placeConfig(config, place, 'extract'), 'extract', 'extract', undefined, runId);
+      steps.push({ ...step, step: `launch extract server s${place.index} (${describePlace(place)})` });
+    }
+    if (places)
+      steps.push({
+        host,
+        stage: 'extract',
+        step: 'extraction pool',
+        notes: [
+          `${places.length} servers, each taking the next batch of samples (${e['batch-size'] ? `${e['batch-size']}` : 'max(8 × concurrency, samples ÷ (16 × servers))'}) as it frees up; each batch is a whole extraction as below, into ${p.hidden}/pool/b-<n>/ (a dump folder of its own per server: <dump-dir>/s<n>/<run>)`,
+          "SpecForge's trainer reads the folder recursively; one manifest.json and extract_error.jsonl for the pool",
+        ],
+      });
     steps.push({
       host,
       stage: 'extract',

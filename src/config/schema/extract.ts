@@ -1,5 +1,6 @@
 /** stages.extract: the target's hidden states, in SpecForge's offline layout, by one of three drivers. */
 import { z } from 'zod';
+import { poolServerSchema } from './pool-server.js';
 import { argv, envMap, nonEmpty } from './fields.js';
 
 /**
@@ -74,6 +75,21 @@ export const patchedServerExtractSchema = z.strictObject({
       "RAM-backed directory on the host the capture writes each request's dump into (the run's own subfolder); dumps leave it as SpecForge files.",
     ),
   ...hostSideFields,
+  servers: z
+    .array(poolServerSchema)
+    .min(1)
+    .max(64)
+    .optional()
+    .describe(
+      'A pool of extraction servers (GPU subsets of the target host, or hosts that share its filesystem: hosts.<name>.shares-files-with): each takes the next batch of samples and writes its SpecForge files under hidden_states/pool/ on the shared filesystem, never through the worker. concurrency is per server. Default: one server on the target host.',
+    ),
+  'batch-size': z
+    .number()
+    .int()
+    .min(1)
+    .max(1_000_000)
+    .optional()
+    .describe('Samples a pool server takes at a time (with servers only). Default as for stages.generate.batch-size.'),
 });
 
 /**

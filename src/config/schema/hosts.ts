@@ -37,12 +37,19 @@ const taskQueue = z
     "Activities that touch this host run only on workers polling this queue, e.g. `aerie worker --task-queue gpu-site-b` on a machine that reaches the host (its SSH, or for a local host the machine itself). Default: the pipeline's queue, which `aerie run`'s and `aerie worker`'s workers poll. The workflow and the GPU lease's renewals stay on the pipeline's queue.",
   );
 
+const sharesFilesWith = nonEmpty
+  .optional()
+  .describe(
+    "The name of the host (in hosts) whose run folders this host sees at the same path, e.g. over NFS: an extraction pool's server here writes its SpecForge files straight onto that host's disk. Preflight writes a file on one and reads it on the other. Needs the same workdir.",
+  );
+
 export const localHostSchema = z.strictObject({
   kind: z.literal('local').describe('Where the GPU work runs. "local": this machine; "ssh": a remote host over SSH.'),
   workdir,
   gpus,
   'nvidia-smi': nvidiaSmi,
   'task-queue': taskQueue,
+  'shares-files-with': sharesFilesWith,
 });
 
 export const sshTargetSchema = z.strictObject({
@@ -89,6 +96,7 @@ export const sshHostSchema = z.strictObject({
   gpus,
   'nvidia-smi': nvidiaSmi,
   'task-queue': taskQueue,
+  'shares-files-with': sharesFilesWith,
 });
 
 export const hostSchema = z.discriminatedUnion('kind', [localHostSchema, sshHostSchema]);

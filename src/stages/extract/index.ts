@@ -24,3 +24,11 @@ export { EarlySamplesFailedError, runExtract } from './server-driver.js';
 export { type ExtractProgress } from './server-job.js';
 export { runStockAux } from './stock-server.js';
 export { tokenizeSamples, TokensDisagreeError } from './tokens.js';
+export {
+  combineExtractPool,
+  extractBatchDir,
+  extractBatchSamples,
+  planExtractPool,
+  type ExtractPoolPlan,
+  type ExtractPoolSummary,
+} from './pool.js';

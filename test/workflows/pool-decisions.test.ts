@@ -1,9 +1,10 @@
 /**
- * The generate pool's decisions (src/workflows/generate-pool.ts), in seconds, against stub
- * activities: every server pulls batches off one queue, a server that dies hands its batch
- * back and is relaunched, a server that cannot start leaves the pool while the others finish,
- * a pool with no server left fails the stage, and a server on another host waits for that
- * host's GPUs like a run would.
+ * The server pools' decisions (src/workflows/pool-lanes.ts, generate-pool.ts, extract-pool.ts),
+ * in seconds, against stub activities: every server pulls batches off one queue, a server that
+ * dies hands its batch back and is relaunched, a server that cannot start leaves the pool while
+ * the others finish, a pool with no server left fails the stage, a server on another host
+ * waits for that host's GPUs like a run would, and an extraction pool's servers each dump into
+ * a folder of their own.
  */
 import { WorkflowFailedError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -143,5 +144,32 @@ describe('the generate pool', () => {
     const leases = stubs.leaseCalls.map((c) => c.name);
     expect(leases.filter((n) => n === 'acquireGpuLease')).toHaveLength(2);
     expect(leases.filter((n) => n === 'releaseGpuLease')).toHaveLength(2);
+  });
+
+  it('an extraction pool runs every batch as an extraction on its server, each with its own dump folder, then merges once', async () => {
+    const stubs = new StubActivities().on('planExtractPool', () => ({ samples: 5, batches: 5, batchSize: 1 }));
+    const cfg = demoConfig('/stub/work', 30000, (c) => {
+      c.hosts.local!.gpus = [0, 1];
+      const e = c.stages.extract;
+      if (e.driver === 'patched-server') e.servers = [{ gpus: [0] }, { gpus: [1], port: 30001 }];
+    });
+    const result = await w.runPipeline(stubs, { runId: 'xpool', config: cfg }, (h) => h.result());
+    expect(result.stages.every((s) => s.state === 'done')).toBe(true);
+    const batches = stubs.calls
+      .filter((c) => c.name === 'extractHiddenStates')
+      .map((c) => c.input as { batch?: number; config: Config; launch: { launchId: string } });
+    expect(batches.map((b) => b.batch).sort()).toEqual([0, 1, 2, 3, 4]);
+    const dumps = new Set(
+      batches.map((b) => {
+        const e = b.config.stages.extract;
+        return `${b.launch.launchId} ${e.driver === 'patched-server' ? e['dump-dir'] : ''}`;
+      }),
+    );
+    expect([...dumps].sort()).toEqual([
+      'xpool.server-extract-s0.0 /stub/work/shm/s0',
+      'xpool.server-extract-s1.0 /stub/work/shm/s1',
+    ]);
+    expect(stubs.trace().filter((t) => t === 'combineExtractPool')).toHaveLength(1);
+    expect(stubs.liveServers()).toEqual([]);
   });
 });
