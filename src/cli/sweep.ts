@@ -126,7 +126,7 @@ export async function sweepCommand(
         '\n',
     );
     const follow = () => followSweep(client, input, variants, decision, out);
-    return opts.worker ? await withWorker(target, sweepId, follow) : await follow();
+    return opts.worker ? await withWorker(target, sweepId, out, follow) : await follow();
   } finally {
     await client.connection.close();
   }
@@ -160,15 +160,21 @@ export async function sweepCancelCommand(id: string, opts: SweepOptions): Promis
       }
       return 0;
     };
-    return opts.worker ? await withWorker(target, sweepId, wait) : await wait();
+    return opts.worker ? await withWorker(target, sweepId, out, wait) : await wait();
   } finally {
     await client.connection.close();
   }
 }
 
-async function withWorker(target: TemporalTarget, sweepId: string, fn: () => Promise<number>): Promise<number> {
+/** An in-process worker for the sweep's workflows and activities; its logs go to the sweep's folder, not the terminal. */
+async function withWorker(
+  target: TemporalTarget,
+  sweepId: string,
+  out: { write(s: string): unknown },
+  fn: () => Promise<number>,
+): Promise<number> {
   const log = installFileLogRuntime(join(sweepFolder(sweepId), 'worker.log'));
-  process.stdout.write(`worker log: ${shownPath(log)}\n`);
+  out.write(`worker log: ${shownPath(log)}\n`);
   const hosts = new HostPool();
   const connection = await connectWorker(target);
   const { worker } = await createWorker({ connection, namespace: target.namespace, hosts });
