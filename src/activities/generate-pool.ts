@@ -8,31 +8,15 @@
 import { poolBatchSize } from '../config/pool.js';
 import { combinePool, planPool, runBatch, type BatchOutcome, type PoolPlanSummary } from '../stages/generate/index.js';
 import type { GenerateJob } from '../stages/generate/index.js';
-import { keepHeartbeating, runPaths, type ActivityDeps, type RunRef } from './context.js';
-import { generateFailure, type GenerateOutcome } from './generate.js';
+import { keepHeartbeating, type ActivityDeps, type RunRef } from './context.js';
+import { generateFailure, generateJob, generateOutcome, type GenerateOutcome } from './generate.js';
 import type { ServerLaunch } from './server-types.js';
 import { whileServerLives } from './server-watch.js';
 
 export type { BatchOutcome, PoolPlanSummary };
 
 export function generatePoolActivities({ hosts }: ActivityDeps) {
-  const jobOf = ({ config, runId }: RunRef, baseUrl = ''): GenerateJob => {
-    const host = hosts.get(config);
-    const g = config.stages.generate;
-    return {
-      host,
-      baseUrl,
-      model: config.target['model-path'],
-      inputPath: g.input,
-      outDir: runPaths(host, runId).data,
-      temperature: g.temperature,
-      maxTokens: g['max-tokens'],
-      concurrency: g.concurrency,
-      numSamples: g['num-samples'],
-      retries: g['request-retries'],
-      shardSize: g['shard-size'],
-    };
-  };
+  const jobOf = (input: RunRef, baseUrl = ''): GenerateJob => generateJob(hosts.get(input.config), input, baseUrl);
 
   return {
     /** Rejects, skips and errors recorded; the samples cut into batches of about equal size. */
@@ -76,14 +60,7 @@ export function generatePoolActivities({ hosts }: ActivityDeps) {
       const job = jobOf(input);
       const stopBeat = keepHeartbeating(() => ({ phase: 'merging shards' }));
       try {
-        const summary = await combinePool(job, input.resumed);
-        const c = summary.counts;
-        return {
-          dataPath: `${job.outDir}/train.jsonl`,
-          counts: { ...c },
-          outputs: [`${job.outDir}/train.jsonl`, `${job.outDir}/manifest.json`],
-          note: `${c.ok} ok, ${c.error} errors, ${c.skipped} skipped, ${c.rejected} rejected of ${c.input}${summary.resumed ? ` (${summary.resumed} from before a resume)` : ''}`,
-        };
+        return generateOutcome(job.outDir, await combinePool(job, input.resumed));
       } catch (err) {
         throw generateFailure(err);
       } finally {

@@ -4,7 +4,8 @@
  */
 import { Context } from '@temporalio/activity';
 import { DiskFullError } from '../stages/common/index.js';
-import { runGenerate } from '../stages/generate/index.js';
+import type { Host } from '../hosts/host.js';
+import { runGenerate, type GenerateJob, type GenerateSummary } from '../stages/generate/index.js';
 import { keepHeartbeating, runPaths, transient, type ActivityDeps, type RunRef, type StageOutcome } from './context.js';
 import type { ServerLaunch } from './server-types.js';
 import { whileServerLives } from './server-watch.js';
@@ -32,40 +33,52 @@ export function generateFailure(
   return transient('DiskFull', err.message, details);
 }
 
+/** The stage's job from the run's config, writing on `host` (the target host) and asking the server at baseUrl. */
+export function generateJob(host: Host, { config, runId }: RunRef, baseUrl: string): GenerateJob {
+  const g = config.stages.generate;
+  return {
+    host,
+    baseUrl,
+    model: config.target['model-path'],
+    inputPath: g.input,
+    outDir: runPaths(host, runId).data,
+    temperature: g.temperature,
+    maxTokens: g['max-tokens'],
+    concurrency: g.concurrency,
+    numSamples: g['num-samples'],
+    retries: g['request-retries'],
+    shardSize: g['shard-size'],
+  };
+}
+
+/** What the stage records: the outputs, the counts and one line for the board. */
+export function generateOutcome(outDir: string, summary: GenerateSummary): GenerateOutcome {
+  const c = summary.counts;
+  return {
+    dataPath: `${outDir}/train.jsonl`,
+    counts: { ...c },
+    outputs: [`${outDir}/train.jsonl`, `${outDir}/manifest.json`],
+    note: `${c.ok} ok, ${c.error} errors, ${c.skipped} skipped, ${c.rejected} rejected of ${c.input}${summary.resumed ? ` (${summary.resumed} from before a resume)` : ''}`,
+  };
+}
+
 export function generateActivities({ hosts }: ActivityDeps) {
   return {
     async generateData(input: RunRef & { launch: ServerLaunch }): Promise<GenerateOutcome> {
       const { config, runId, launch } = input;
       const host = hosts.get(config);
-      const g = config.stages.generate;
       const outDir = runPaths(host, runId).data;
       let progress: unknown = { phase: 'starting' };
       const stopBeat = keepHeartbeating(() => progress);
       try {
         const summary = await whileServerLives(host, launch, async (signal) =>
           runGenerate({
-            host,
-            baseUrl: await host.httpBase(launch.port),
-            model: config.target['model-path'],
-            inputPath: g.input,
-            outDir,
-            temperature: g.temperature,
-            maxTokens: g['max-tokens'],
-            concurrency: g.concurrency,
-            numSamples: g['num-samples'],
-            retries: g['request-retries'],
-            shardSize: g['shard-size'],
+            ...generateJob(host, input, await host.httpBase(launch.port)),
             signal,
             onProgress: (p) => (progress = p),
           }),
         );
-        const c = summary.counts;
-        return {
-          dataPath: `${outDir}/train.jsonl`,
-          counts: { ...c },
-          outputs: [`${outDir}/train.jsonl`, `${outDir}/manifest.json`],
-          note: `${c.ok} ok, ${c.error} errors, ${c.skipped} skipped, ${c.rejected} rejected of ${c.input}${summary.resumed ? ` (${summary.resumed} from before a resume)` : ''}`,
-        };
+        return generateOutcome(outDir, summary);
       } catch (err) {
         // Only what is true while waiting for space: the attempt's done count included rows it never wrote.
         throw generateFailure(err, (details) =>
