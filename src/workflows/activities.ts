@@ -3,7 +3,7 @@
  * and retry policies, each with its reason. Every long activity has a short heartbeatTimeout
  * (run.heartbeat-timeout) so a lost worker is noticed in seconds, not hours.
  */
-import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
+import { ActivityCancellationType, proxyActivities, type ActivityOptions } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import type { Config } from '../config/schema.js';
 import { DEFAULT_HEARTBEAT_TIMEOUT_MS } from '../config/heartbeat.js';
@@ -31,14 +31,24 @@ export const shortActivity: ActivityOptions = { startToCloseTimeout: '2m', retry
  * unnoticed before the activity is retried on another) and its target host's task queue
  * (hosts.<name>.task-queue: only workers that reach the host poll it). Without a queue the
  * options are exactly those recorded histories were scheduled with, so they replay.
+ *
+ * With waitForCleanup (runs started since patched('cancel-waits-for-jobs')), a cancel of the
+ * run waits for the activities that own processes (a launch, a stage's job) to stop them:
+ * without it the run closed at once and the activity, asking Temporal about a run that was
+ * gone, heard "not found" instead of "cancelled" and left its training job running.
  */
-export function heartbeatingActivities(heartbeatTimeout: number = DEFAULT_HEARTBEAT_TIMEOUT_MS, taskQueue?: string) {
+export function heartbeatingActivities(
+  heartbeatTimeout: number = DEFAULT_HEARTBEAT_TIMEOUT_MS,
+  taskQueue?: string,
+  waitForCleanup = false,
+) {
   const on = taskQueue ? { taskQueue } : {};
+  const owns = waitForCleanup ? { cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED } : {};
   return {
     /** shortActivity, on the host's queue: ledger, preflight, report read and write the host. */
     short: { ...shortActivity, ...on },
     /** Launching only spawns and records the process: seconds. A lost worker is retried and re-attaches. */
-    launch: { startToCloseTimeout: '5m', heartbeatTimeout, retry: retry(5), ...on },
+    launch: { startToCloseTimeout: '5m', heartbeatTimeout, retry: retry(5), ...on, ...owns },
     /**
      * Readiness: the poll budget lives in config and runs from the launch, so a retried attempt
      * continues the same launch; this bounds one attempt generously above any budget. A dead
@@ -53,7 +63,7 @@ export function heartbeatingActivities(heartbeatTimeout: number = DEFAULT_HEARTB
     /** Stopping: TERM, a grace period, KILL, then waiting for the GPUs to be released. */
     stop: { startToCloseTimeout: '5m', heartbeatTimeout, retry: retry(5), ...on },
     /** Generate, extract, train, a benchmark sweep: hours or days; each resumes from what it saved, so a retry costs little. */
-    longRunning: { startToCloseTimeout: '72h', heartbeatTimeout, retry: retry(20), ...on },
+    longRunning: { startToCloseTimeout: '72h', heartbeatTimeout, retry: retry(20), ...on, ...owns },
   } satisfies Record<string, ActivityOptions>;
 }
 

@@ -3,6 +3,7 @@
  * the operator's retry, its live servers and the activity options for its heartbeat timeout and
  * its target host's task queue.
  */
+import { patched } from '@temporalio/workflow';
 import type { RunRef } from '../activities/context.js';
 import type { Config } from '../config/schema.js';
 import type { PipelineInput } from '../shared.js';
@@ -25,6 +26,8 @@ export interface Run {
    * renewals): they live as long as the run's workflow worker, whatever becomes of a site's.
    */
   pipelineOptions: HeartbeatingActivities;
+  /** A cancel waits for the activities that own processes to stop them (heartbeatingActivities). */
+  waitForCleanup: boolean;
   progress: Progress;
   operator: Operator;
   servers: Servers;
@@ -36,9 +39,20 @@ export function openRun({ runId, config }: PipelineInput): Run {
   const operator = new Operator(runId);
   const base = { runId, config };
   // Histories started before the setting existed carry configs without it: the old 30 s.
-  const pipelineOptions = heartbeatingActivities(config.run['heartbeat-timeout']);
-  const options = heartbeatingActivities(config.run['heartbeat-timeout'], hostTaskQueue(config));
+  const waitForCleanup = patched('cancel-waits-for-jobs');
+  const pipelineOptions = heartbeatingActivities(config.run['heartbeat-timeout'], undefined, waitForCleanup);
+  const options = heartbeatingActivities(config.run['heartbeat-timeout'], hostTaskQueue(config), waitForCleanup);
   const target = `${config.target.host}:${config.server.port}`;
-  const run: Omit<Run, 'servers'> = { runId, config, base, target, options, pipelineOptions, progress, operator };
+  const run: Omit<Run, 'servers'> = {
+    runId,
+    config,
+    base,
+    target,
+    options,
+    pipelineOptions,
+    waitForCleanup,
+    progress,
+    operator,
+  };
   return { ...run, servers: new Servers(run) };
 }

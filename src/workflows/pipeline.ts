@@ -13,7 +13,7 @@
  * (activities, search-attribute upserts) in the same order for the same results;
  * test/workflows/replay.test.ts replays recorded histories against it.
  */
-import { ApplicationFailure, CancellationScope, isCancellation } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, CancelledFailure, isCancellation } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import type { ServerLaunch } from '../activities/server.js';
 import type { BenchServingRecord } from '../bench/metrics.js';
@@ -318,6 +318,9 @@ async function afterFailure(
   await servers.stopAll();
   await lease?.release();
   if (isCancellation(err)) throw err;
+  // Cancelled, and a job activity then failed another way (its worker gone before it had stopped
+  // the job: a heartbeat timeout): still the person's cancel, not a stage failure to wait on.
+  if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('run cancelled', [], err as Error);
   if (config.run['on-failure'] !== 'wait' || !stage) {
     // The activity failure rides along as the cause: its details carry the log tail.
     throw ApplicationFailure.create({

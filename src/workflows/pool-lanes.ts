@@ -110,7 +110,7 @@ export function placeRun(run: Run, place: PoolPlace, stage: PoolStage) {
   return {
     base: { ...run.base, config },
     config,
-    options: heartbeatingActivities(config.run['heartbeat-timeout'], hostTaskQueue(config)),
+    options: heartbeatingActivities(config.run['heartbeat-timeout'], hostTaskQueue(config), run.waitForCleanup),
     pipelineOptions: run.pipelineOptions,
     progress: run.progress,
     target: describePlace(place),
