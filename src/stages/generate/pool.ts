@@ -10,18 +10,11 @@
  * Which server takes which batch is the workflow's business: each takes the next as it frees
  * up, and a batch whose server died goes back to the front of the queue.
  */
-import {
-  DiskFullError,
-  digestLines,
-  HostLineReader,
-  ShardWriter,
-  writeFailure,
-  type LinePosition,
-} from '../common/index.js';
+import { HostLineReader, writeFailure, type LinePosition } from '../common/index.js';
 import { combine } from './combine.js';
 import type { GenerateJob, GenerateSummary } from './job.js';
 import { LinePlanner, rejectRow, type ConversationRow, type Status } from './plan.js';
-import { checkSameInput, entryKey, removeStaleTemps, scanShards } from './resume.js';
+import { entryKey, inputTotal, openShards } from './resume.js';
 
 export interface PoolBatch {
   index: number;
@@ -73,29 +66,13 @@ export async function planPool(job: GenerateJob, batchSizeFor: (total: number) =
 
 async function plan(job: GenerateJob, batchSizeFor: (total: number) => number): Promise<PoolPlanSummary> {
   const { host } = job;
-  const shardDir = `${job.outDir}/shards`;
-  const indexPath = `${shardDir}/index.jsonl`;
-  const digest = await digestLines(host, job.inputPath, job.inputChunkBytes);
-  const total = job.numSamples === undefined ? digest.lines : Math.min(job.numSamples, digest.lines);
+  const { sha256, total } = await inputTotal(job);
   const batchSize = batchSizeFor(total);
   if (Math.ceil(total / batchSize) > MAX_BATCHES)
     throw new Error(
       `generate: ${total} samples in batches of ${batchSize} is over ${MAX_BATCHES} batches; raise stages.generate.batch-size to at least ${Math.ceil(total / MAX_BATCHES)}`,
     );
-  await host.mkdirp(poolDir(job.outDir));
-  await removeStaleTemps(host, job.outDir, shardDir);
-  await checkSameInput(host, shardDir, job.inputPath, digest.sha256);
-  const prior = await scanShards(host, shardDir, indexPath);
-  const free = await host.freeBytes(shardDir);
-  if (prior.largest > 0 && free < prior.largest)
-    throw new DiskFullError(host.name, `${shardDir}/`, prior.largest, free);
-
-  const writer = new ShardWriter(host, shardDir, {
-    shardSize: job.shardSize ?? 256,
-    flushMs: job.flushMs ?? 10_000,
-    startSeq: prior.maxSeq,
-    indexPath,
-  });
+  const { prior, writer } = await openShards(job, sha256, poolDir(job.outDir));
   let planned = 0;
   let resumed = 0;
   const record = async (kind: Status, lineNo: number, row: unknown, key: string) => {
@@ -143,7 +120,7 @@ async function plan(job: GenerateJob, batchSizeFor: (total: number) => number): 
   }
   if (open) batches.push(open);
   await writer.close();
-  const poolPlan: PoolPlan = { inputSha256: digest.sha256, total, batchSize, batches };
+  const poolPlan: PoolPlan = { inputSha256: sha256, total, batchSize, batches };
   await host.writeFileAtomic(`${poolDir(job.outDir)}/plan.json`, JSON.stringify(poolPlan) + '\n');
   return { total, batches: batches.length, batchSize, samples, planned, resumed };
 }

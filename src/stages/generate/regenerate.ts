@@ -21,20 +21,12 @@
  * This file runs the requests; beside it, job.ts holds the job's types and output names,
  * resume.ts reads what earlier attempts left, and combine.ts merges the shards into the outputs.
  */
-import {
-  DiskFullError,
-  writeFailure,
-  runPoolAsync,
-  StageAbortedError,
-  digestLines,
-  streamLines,
-  ShardWriter,
-} from '../common/index.js';
+import { writeFailure, runPoolAsync, StageAbortedError, streamLines } from '../common/index.js';
 import { combine } from './combine.js';
 import type { GenerateJob, GenerateSummary } from './job.js';
 import { LinePlanner, rejectRow, type ConversationRow, type Status } from './plan.js';
 import { regenerateSample, type Regenerate } from './sample.js';
-import { checkSameInput, entryKey, removeStaleTemps, scanShards } from './resume.js';
+import { entryKey, inputTotal, openShards } from './resume.js';
 
 export type { GenerateCounts, GenerateJob, GenerateManifest, GenerateProgress, GenerateSummary } from './job.js';
 
@@ -51,27 +43,8 @@ export async function runGenerate(job: GenerateJob): Promise<GenerateSummary> {
 async function generate(job: GenerateJob): Promise<GenerateSummary> {
   const { host } = job;
   if (!(job.concurrency >= 1)) throw new Error(`generate: concurrency must be at least 1 (got ${job.concurrency})`);
-  const shardDir = `${job.outDir}/shards`;
-  const indexPath = `${shardDir}/index.jsonl`;
-
-  const digest = await digestLines(host, job.inputPath, job.inputChunkBytes);
-  const total = job.numSamples === undefined ? digest.lines : Math.min(job.numSamples, digest.lines);
-  await host.mkdirp(shardDir);
-  await removeStaleTemps(host, job.outDir, shardDir);
-  await checkSameInput(host, shardDir, job.inputPath, digest.sha256);
-  const prior = await scanShards(host, shardDir, indexPath);
-  // A retry after a full disk that cannot write even a shard like the ones before would only
-  // spend the target's time on answers it must throw away: fail before the first request.
-  const free = await host.freeBytes(shardDir);
-  if (prior.largest > 0 && free < prior.largest)
-    throw new DiskFullError(host.name, `${shardDir}/`, prior.largest, free);
-
-  const writer = new ShardWriter(host, shardDir, {
-    shardSize: job.shardSize ?? 256,
-    flushMs: job.flushMs ?? 10_000,
-    startSeq: prior.maxSeq,
-    indexPath,
-  });
+  const { sha256, total } = await inputTotal(job);
+  const { shardDir, prior, writer } = await openShards(job, sha256, `${job.outDir}/shards`);
   /** Every key of this run's input and its line: what the merge orders by. */
   const planned = new Map<string, number>();
   const counts = { ok: 0, error: 0, skipped: 0, rejected: 0 };
@@ -148,5 +121,5 @@ async function generate(job: GenerateJob): Promise<GenerateSummary> {
       `${resumed + finishedThisRun} of ${total} rows are saved in ${shardDir}; rerun to resume`,
     );
   }
-  return combine(job, planned, total, digest.sha256, resumed);
+  return combine(job, planned, total, sha256, resumed);
 }

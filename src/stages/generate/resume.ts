@@ -4,14 +4,17 @@
  */
 import type { Host } from '../../hosts/host.js';
 import {
+  DiskFullError,
+  digestLines,
   listShardFiles,
+  ShardWriter,
   readShardIndex,
   sha256Hex,
   splitJsonlLines,
   tempOutputPath,
   type ShardIndexEntry,
 } from '../common/index.js';
-import { KINDS, OUTPUT_NAMES } from './job.js';
+import { KINDS, OUTPUT_NAMES, type GenerateJob } from './job.js';
 import type { PlanEntry, Status } from './plan.js';
 
 /** Key of a row across runs: its id, or its line number for rejects (which may have no id). */
@@ -134,4 +137,40 @@ export async function removeStaleTemps(host: Host, outDir: string, shardDir: str
   }
   await host.remove(`${shardDir}/.merge`);
   for (const kind of KINDS) await host.remove(tempOutputPath(`${outDir}/${OUTPUT_NAMES[kind]}`));
+}
+
+/** The input's line count and sha256, and how many samples this job takes of it (num-samples). */
+export async function inputTotal(job: GenerateJob): Promise<{ sha256: string; total: number }> {
+  const digest = await digestLines(job.host, job.inputPath, job.inputChunkBytes);
+  return {
+    sha256: digest.sha256,
+    total: job.numSamples === undefined ? digest.lines : Math.min(job.numSamples, digest.lines),
+  };
+}
+
+/**
+ * shards/ ready for this attempt, one server's or the pool plan's: `dir` (shards/ or a folder
+ * under it) made, an interrupted attempt's temps cleared, the input checked against the one
+ * the shards were made from, what is already done read back, and a writer that goes on after it.
+ */
+export async function openShards(job: GenerateJob, inputSha256: string, dir: string) {
+  const { host } = job;
+  const shardDir = `${job.outDir}/shards`;
+  const indexPath = `${shardDir}/index.jsonl`;
+  await host.mkdirp(dir);
+  await removeStaleTemps(host, job.outDir, shardDir);
+  await checkSameInput(host, shardDir, job.inputPath, inputSha256);
+  const prior = await scanShards(host, shardDir, indexPath);
+  // A retry after a full disk that cannot write even a shard like the ones before would only
+  // spend the target's time on answers it must throw away: fail before the first request.
+  const free = await host.freeBytes(shardDir);
+  if (prior.largest > 0 && free < prior.largest)
+    throw new DiskFullError(host.name, `${shardDir}/`, prior.largest, free);
+  const writer = new ShardWriter(host, shardDir, {
+    shardSize: job.shardSize ?? 256,
+    flushMs: job.flushMs ?? 10_000,
+    startSeq: prior.maxSeq,
+    indexPath,
+  });
+  return { shardDir, prior, writer };
 }
