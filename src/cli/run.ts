@@ -8,13 +8,13 @@ import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { loadConfigFile } from '../config/load.js';
 import type { Config } from '../config/schema.js';
-import { HostPool } from '../hosts/index.js';
 import { TASK_QUEUE, type PipelineInput, type PipelineResult } from '../shared.js';
-import { connectWorker, resolveTemporal, webUiUrl, type TemporalTarget } from '../temporal/connect.js';
+import { resolveTemporal, webUiUrl, type TemporalTarget } from '../temporal/connect.js';
 import { reachTemporal } from './reach.js';
-import { createWorker, installFileLogRuntime } from '../worker.js';
+import { installFileLogRuntime } from '../worker.js';
 import { AerieLabel, AerieStage, AerieTarget, pipeline } from '../workflows/index.js';
 import { followRun } from './follow-run.js';
+import { withLocalWorker } from './local-worker.js';
 import { copyReportFiles } from './report.js';
 import { failureTypeOf, fixLine, lastActivityFailureType } from './failure-fix.js';
 import { failureMessage } from '../workflows/failure.js';
@@ -109,21 +109,7 @@ export async function attach(target: TemporalTarget, client: Client, runId: stri
       return 1;
     }
   };
-  if (!opts.worker) return follow();
-  const hosts = new HostPool();
-  const connection = await connectWorker(target);
-  const { worker } = await createWorker({ connection, namespace: target.namespace, hosts });
-  const stop = () => worker.shutdown();
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
-  try {
-    return await worker.runUntil(follow());
-  } finally {
-    process.off('SIGINT', stop);
-    process.off('SIGTERM', stop);
-    await hosts.closeAll();
-    await connection.close();
-  }
+  return opts.worker ? withLocalWorker(target, follow) : follow();
 }
 
 export async function runCommand(configPath: string, opts: RunOptions): Promise<number> {

@@ -10,8 +10,8 @@ import { WorkflowFailedError, type Client, type WorkflowHandle } from '@temporal
 import { CancelledFailure } from '@temporalio/common';
 import { HostPool } from '../hosts/index.js';
 import { TASK_QUEUE, type PipelineResult } from '../shared.js';
-import { connectWorker, resolveTemporal, webUiUrl, type TemporalTarget } from '../temporal/connect.js';
-import { createWorker, installFileLogRuntime } from '../worker.js';
+import { resolveTemporal, webUiUrl, type TemporalTarget } from '../temporal/connect.js';
+import { installFileLogRuntime } from '../worker.js';
 import { failureMessage } from '../workflows/failure.js';
 import {
   AerieLabel,
@@ -23,6 +23,7 @@ import {
   type SweepStatus,
 } from '../workflows/index.js';
 import { loadRunView } from './compare.js';
+import { withLocalWorker } from './local-worker.js';
 import { queryStatus } from './follow-run.js';
 import { reachTemporal } from './reach.js';
 import { copyReportFiles } from './report.js';
@@ -175,20 +176,7 @@ async function withWorker(
 ): Promise<number> {
   const log = installFileLogRuntime(join(sweepFolder(sweepId), 'worker.log'));
   out.write(`worker log: ${shownPath(log)}\n`);
-  const hosts = new HostPool();
-  const connection = await connectWorker(target);
-  const { worker } = await createWorker({ connection, namespace: target.namespace, hosts });
-  const stop = () => worker.shutdown();
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
-  try {
-    return await worker.runUntil(fn());
-  } finally {
-    process.off('SIGINT', stop);
-    process.off('SIGTERM', stop);
-    await hosts.closeAll();
-    await connection.close();
-  }
+  return withLocalWorker(target, fn);
 }
 
 /** One line per change: a child's state, or the stage a running child is in. */
