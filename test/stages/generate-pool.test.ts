@@ -109,4 +109,41 @@ describe('the generate pool', () => {
     expect(summary.counts.input).toBe(33);
     for (const f of OUTPUTS) expect(await read(join(dir, 'pool'), f), f).toBe(await read(join(dir, 'ref'), f));
   }, 180_000);
+
+  it('servers removed mid-stage: the one server goes on from what the pool finished, and the merge keeps it', async () => {
+    const input = await messyInput();
+    await runGenerate(job(input, join(dir, 'ref')));
+    const j = job(input, join(dir, 'pool'));
+    const plan = await planPool(j, () => 7);
+    const b0 = await runBatch(j, 0);
+    const b2 = await runBatch(j, 2);
+    const one = await runGenerate(j);
+    // The plan's own rows (in shards/) and both finished batches are not asked for again.
+    expect(one.resumed).toBe(plan.planned + b0.samples + b2.samples);
+    expect(one.counts.input).toBe(plan.samples + plan.planned);
+    for (const f of OUTPUTS) expect(await read(join(dir, 'pool'), f), f).toBe(await read(join(dir, 'ref'), f));
+  }, 180_000);
+
+  it('servers added mid-stage: the pool regenerates only what the one server had not finished', async () => {
+    const input = await messyInput();
+    const ref = await runGenerate(job(input, join(dir, 'ref')));
+    const j = job(input, join(dir, 'pool'));
+    const ctrl = new AbortController();
+    await expect(
+      runGenerate({ ...j, signal: ctrl.signal, onProgress: (p) => p.done >= 12 && ctrl.abort() }),
+    ).rejects.toThrow();
+    const plan = await planPool(j, () => 7);
+    expect(plan.resumed).toBeGreaterThanOrEqual(12);
+    expect(plan.resumed + plan.samples + plan.planned).toBe(ref.counts.input);
+    let regenerated = 0;
+    for (let i = 0; i < plan.batches; i++) {
+      const b = await runBatch(j, i);
+      expect(b.resumed).toBe(0);
+      regenerated += b.counts.ok + b.counts.error + b.counts.skipped;
+    }
+    expect(regenerated).toBe(plan.samples);
+    const summary = await combinePool(j, plan.resumed);
+    expect(summary.counts.input).toBe(ref.counts.input);
+    for (const f of OUTPUTS) expect(await read(join(dir, 'pool'), f), f).toBe(await read(join(dir, 'ref'), f));
+  }, 180_000);
 });

@@ -71,3 +71,13 @@ export const OUTPUT_NAMES: Record<Status, string> = {
   skipped: 'train_skipped.jsonl',
   rejected: 'train_rejected.jsonl',
 };
+
+/** Where a pool of servers keeps its plan and its batches' shards, under shards/. */
+export const poolDir = (outDir: string) => `${outDir}/shards/pool`;
+export const batchDir = (outDir: string, index: number) => `${poolDir(outDir)}/b-${String(index).padStart(5, '0')}`;
+const BATCH_DIR = /^b-(\d+)$/;
+/** The batch index of a folder name under poolDir, or null. */
+export const batchIndexOf = (name: string): number | null => {
+  const m = BATCH_DIR.exec(name);
+  return m ? Number(m[1]) : null;
+};

@@ -71,7 +71,8 @@ async function batch(job: GenerateJob, index: number, dir: string): Promise<Batc
     report();
     await writer.room();
   };
-  const duplicates = new Set(b.duplicates);
+  // Not this batch's to regenerate: later copies of an id, and samples a one-server attempt finished.
+  const skip = new Set([...b.duplicates, ...(b.done ?? [])]);
   async function* samples(): AsyncGenerator<Regenerate> {
     const planner = new LinePlanner();
     const reader = new HostLineReader(host, job.inputPath, job.inputChunkBytes, b!.from as LinePosition);
@@ -79,7 +80,7 @@ async function batch(job: GenerateJob, index: number, dir: string): Promise<Batc
       const line = await reader.next();
       if (line === null) return;
       const e = planner.plan(line);
-      if (e.action !== 'regenerate' || duplicates.has(e.lineNo)) continue;
+      if (e.action !== 'regenerate' || skip.has(e.lineNo)) continue;
       if (prior.done.has(entryKey(e))) {
         resumed++;
         continue;

@@ -12,7 +12,7 @@
  */
 import { HostLineReader, writeFailure, type LinePosition } from '../common/index.js';
 import { combine } from './combine.js';
-import type { GenerateJob, GenerateSummary } from './job.js';
+import { batchDir, poolDir, type GenerateJob, type GenerateSummary } from './job.js';
 import { LinePlanner, rejectRow, type ConversationRow, type Status } from './plan.js';
 import { entryKey, inputTotal, openShards } from './resume.js';
 
@@ -29,6 +29,11 @@ export interface PoolBatch {
    * sample lies outside the range and is harmless.
    */
   duplicates: number[];
+  /**
+   * Samples in the range that a one-server attempt of the stage had already finished (their
+   * rows are in shards/): counted as resumed, not regenerated. Absent in plans from before.
+   */
+  done?: number[];
 }
 
 export interface PoolPlan {
@@ -50,8 +55,7 @@ export interface PoolPlanSummary {
   resumed: number;
 }
 
-export const poolDir = (outDir: string) => `${outDir}/shards/pool`;
-export const batchDir = (outDir: string, index: number) => `${poolDir(outDir)}/b-${String(index).padStart(5, '0')}`;
+export { batchDir, poolDir } from './job.js';
 
 /** More batches than this would make the workflow's history the problem it is meant to avoid. */
 const MAX_BATCHES = 5000;
@@ -93,8 +97,13 @@ async function plan(job: GenerateJob, batchSizeFor: (total: number) => number): 
       if (line === null) break;
       const e = planner.plan(line);
       const key = entryKey(e);
+      if (e.action === 'regenerate' && prior.done.has(key)) {
+        resumed++;
+        open?.done?.push(e.lineNo);
+        continue;
+      }
       if (e.action === 'regenerate') {
-        open ??= { index: batches.length, from: at, end: at.offset, samples: 0, duplicates: [] };
+        open ??= { index: batches.length, from: at, end: at.offset, samples: 0, duplicates: [], done: [] };
         open.samples++;
         open.end = reader.position().offset;
         samples++;

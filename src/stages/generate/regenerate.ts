@@ -10,6 +10,8 @@
  *   train.jsonl                 ok rows, in input order (SpecForge conversations format)
  *   train_error.jsonl, train_skipped.jsonl, train_rejected.jsonl
  *   manifest.json               { input, inputSha256, generation, counts, files, shards }
+ *   shards/pool/                a pool of servers' plan and batches (pool.ts); read here as done
+ *                               rows when the stage goes on with one server
  *
  * Resume is by id (rejects by line number): rows already in a shard are never redone, so each
  * id appears exactly once across the outputs whatever was interrupted.
@@ -26,7 +28,7 @@ import { combine } from './combine.js';
 import type { GenerateJob, GenerateSummary } from './job.js';
 import { LinePlanner, rejectRow, type ConversationRow, type Status } from './plan.js';
 import { regenerateSample, type Regenerate } from './sample.js';
-import { entryKey, inputTotal, openShards } from './resume.js';
+import { entryKey, inputTotal, openShards, priorPoolBatches } from './resume.js';
 
 export type { GenerateCounts, GenerateJob, GenerateManifest, GenerateProgress, GenerateSummary } from './job.js';
 
@@ -45,6 +47,7 @@ async function generate(job: GenerateJob): Promise<GenerateSummary> {
   if (!(job.concurrency >= 1)) throw new Error(`generate: concurrency must be at least 1 (got ${job.concurrency})`);
   const { sha256, total } = await inputTotal(job);
   const { shardDir, prior, writer } = await openShards(job, sha256, `${job.outDir}/shards`);
+  const pool = await priorPoolBatches(host, job.outDir);
   /** Every key of this run's input and its line: what the merge orders by. */
   const planned = new Map<string, number>();
   const counts = { ok: 0, error: 0, skipped: 0, rejected: 0 };
@@ -80,7 +83,7 @@ async function generate(job: GenerateJob): Promise<GenerateSummary> {
       const e = planner.plan(line);
       const key = entryKey(e);
       planned.set(key, e.lineNo);
-      const before = prior.done.get(key);
+      const before = prior.done.get(key) ?? pool.done.get(key);
       if (before) {
         counts[before]++;
         resumed++;
@@ -121,5 +124,5 @@ async function generate(job: GenerateJob): Promise<GenerateSummary> {
       `${resumed + finishedThisRun} of ${total} rows are saved in ${shardDir}; rerun to resume`,
     );
   }
-  return combine(job, planned, total, sha256, resumed);
+  return combine(job, planned, total, sha256, resumed, pool.dirs);
 }

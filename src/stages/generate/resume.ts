@@ -14,7 +14,7 @@ import {
   tempOutputPath,
   type ShardIndexEntry,
 } from '../common/index.js';
-import { KINDS, OUTPUT_NAMES, type GenerateJob } from './job.js';
+import { batchIndexOf, KINDS, OUTPUT_NAMES, poolDir, type GenerateJob } from './job.js';
 import type { PlanEntry, Status } from './plan.js';
 
 /** Key of a row across runs: its id, or its line number for rejects (which may have no id). */
@@ -173,4 +173,30 @@ export async function openShards(job: GenerateJob, inputSha256: string, dir: str
     indexPath,
   });
   return { shardDir, prior, writer };
+}
+
+/**
+ * What a pool of servers finished before the stage went back to one server (servers removed
+ * from the config mid-stage): each batch folder's done keys, so the one server goes on from
+ * there instead of redoing them, and the folders, for the merge. Folders in batch order.
+ */
+export async function priorPoolBatches(
+  host: Host,
+  outDir: string,
+): Promise<{ dirs: string[]; done: Map<string, Status> }> {
+  const done = new Map<string, Status>();
+  const root = poolDir(outDir);
+  if (!(await host.stat(root))) return { dirs: [], done };
+  const dirs = (await host.list(root))
+    .filter((f) => f.isDirectory)
+    .map((f) => ({ path: f.path, index: batchIndexOf(f.path.slice(f.path.lastIndexOf('/') + 1)) }))
+    .filter((d): d is { path: string; index: number } => d.index !== null)
+    .sort((a, b) => a.index - b.index)
+    .map((d) => d.path);
+  for (const dir of dirs) {
+    await removeStaleTemps(host, dir, dir);
+    for (const [key, kind] of (await scanShards(host, dir, `${dir}/index.jsonl`)).done)
+      if (!done.has(key)) done.set(key, kind);
+  }
+  return { dirs, done };
 }
