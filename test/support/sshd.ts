@@ -57,6 +57,12 @@ export interface SshdOptions {
   authorizedKeys: string[];
   /** Extra sshd_config lines. */
   extraConfig?: string[];
+  /**
+   * A path that this sshd's sessions see as an empty tmpfs of their own: the sshd runs in a
+   * mount namespace of its own (unshare -m, private propagation) with a tmpfs mounted there, so
+   * a host reached through it is a machine that does not share that folder. Needs root.
+   */
+  privateTmpfsAt?: string;
 }
 
 async function childrenOf(pid: number): Promise<number[]> {
@@ -127,7 +133,23 @@ export async function startSshd(opts: SshdOptions): Promise<TestSshd> {
     const configPath = join(dir, 'sshd_config');
     await writeFile(configPath, config);
     // -D: stay in the foreground, so the pid we spawn is the listener; -e: log to stderr.
-    const child = spawn(SSHD, ['-D', '-e', '-f', configPath], { detached: true, stdio: ['ignore', 'ignore', 'pipe'] });
+    const argv = [SSHD, '-D', '-e', '-f', configPath];
+    // unshare and sh exec into sshd: the pid spawned stays the listener's. The namespace (and
+    // its tmpfs) goes with the last process in it.
+    const cmd = opts.privateTmpfsAt
+      ? [
+          'unshare',
+          '-m',
+          '--propagation',
+          'private',
+          'sh',
+          '-c',
+          'mount -t tmpfs -o size=16m aerie-test-private "$0" && exec "$@"',
+          opts.privateTmpfsAt,
+          ...argv,
+        ]
+      : argv;
+    const child = spawn(cmd[0]!, cmd.slice(1), { detached: true, stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     let exit: string | null = null;
     child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
