@@ -129,5 +129,36 @@ export function describePending(pending: readonly PendingActivity[]): string | u
   const lost = (a: PendingActivity) =>
     /: lost/.test(String((a.details as { phase?: unknown } | undefined)?.phase ?? ''));
   const shown = pending.filter((a) => a.activityType !== 'holdGpuLease' || pending.length === 1 || lost(a));
-  return shown.length ? shown.map(describeActivity).join('; ') : undefined;
+  if (!shown.length) return undefined;
+  const parts: string[] = [];
+  for (const type of new Set(shown.map((a) => a.activityType))) {
+    const of = shown.filter((a) => a.activityType === type);
+    parts.push(of.length >= 3 && POOLED.has(type) ? describeBatches(of) : of.map(describeActivity).join('; '));
+  }
+  return parts.join('; ');
+}
+
+/** The activities a pool runs one of per server at once: on eight servers, eight lines would not fit one. */
+const POOLED = new Set(['generatePoolBatch', 'extractHiddenStates']);
+
+/** Several pool batches at once, summed: how many, their samples done, the pool's rate. */
+function describeBatches(batches: readonly PendingActivity[]): string {
+  let done = 0;
+  let total = 0;
+  let rate = 0;
+  for (const b of batches) {
+    const d = (b.details ?? {}) as Record<string, unknown>;
+    if (typeof d.done === 'number' && typeof d.total === 'number') {
+      done += d.done;
+      total += d.total;
+    }
+    if (typeof d.rate === 'number') rate += d.rate;
+  }
+  const retried = batches.filter((b) => b.attempt > 1).length;
+  return (
+    `${batches.length} batches running` +
+    (total ? `, ${done}/${total} of their samples done` : '') +
+    (rate ? ` (${rate.toFixed(1)}/s in all)` : '') +
+    (retried ? ` [${retried} on a later attempt]` : '')
+  );
 }
