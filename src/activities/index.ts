@@ -7,6 +7,7 @@
  * and `aerie doctor` runs the preflight checks without Temporal (preflight.ts: runPreflight).
  */
 import { benchmarkActivities } from './benchmark.js';
+import { cleanupActivities } from './cleanup.js';
 import type { ActivityDeps } from './context.js';
 import { extractSpaceActivities } from './extract-space.js';
 import { extractActivities } from './extract.js';
@@ -30,6 +31,7 @@ export function createActivities(deps: ActivityDeps) {
     ...extractPoolActivities(deps),
     ...trainActivities(deps),
     ...benchmarkActivities(deps),
+    ...cleanupActivities(deps),
   };
 }
 

@@ -26,6 +26,7 @@ import {
   type LeaseRequest,
   type LeaseSnapshot,
 } from '../leases/protocol.js';
+import { stopRunLaunches } from '../hosts/index.js';
 import { TASK_QUEUE } from '../shared.js';
 import type { ActivityDeps, RunRef } from './context.js';
 
@@ -237,15 +238,12 @@ async function clearExpired(deps: ActivityDeps, input: RunRef, snap: LeaseSnapsh
   if (gone.length === 0) return '';
   const runs = gone.map((e) => e.holder.runId).join(', ');
   const host = deps.hosts.get(input.config);
-  const stopped: string[] = [];
+  let stopped: string[] = [];
   try {
-    for (const rec of await host.listLaunches()) {
-      if (!gone.some((e) => rec.launchId.startsWith(`${e.holder.runId}.`))) continue;
-      const state = (await host.procStatus(rec)).state;
-      if (state !== 'alive' && state !== 'orphans') continue;
-      await host.killGroup(rec, { graceMs: 15_000 });
-      stopped.push(rec.launchId);
-    }
+    stopped = await stopRunLaunches(
+      host,
+      gone.map((e) => e.holder.runId),
+    );
   } catch (err) {
     // Preflight still checks the GPUs for processes that are not this run's.
     return `; the lease of ${runs} had expired (what it left running could not be checked: ${(err as Error).message})`;

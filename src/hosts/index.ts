@@ -11,6 +11,7 @@ import { SshHost } from './ssh/index.js';
 export type { Host } from './host.js';
 export { LocalHost } from './local/index.js';
 export { launchPaths, parsePidFile, parseProcStat } from './protocol/index.js';
+export { stopRunLaunches } from './run-launches.js';
 export { SshConnectError, SshHost, SshTrustError } from './ssh/index.js';
 export { shJoin } from './util/index.js';
 

@@ -30,6 +30,7 @@ import {
 import { hiddenForTrain } from '../stages/launch-specs.js';
 import { activities } from './activities.js';
 import { openRun, type Run } from './context.js';
+import { stopLeftovers } from './leftovers.js';
 import { failureMessage } from './failure.js';
 import { ledgered } from './ledgered.js';
 import { pooledExtract } from './extract-pool.js';
@@ -308,19 +309,18 @@ function sweep({ base, config, options }: Run, srv: ServerLaunch, variant: 'eagl
  * the run ends (cancelled, or StageFailed), or with run.on-failure: wait it waits for an
  * operator to fix the cause and send a retry, and returns so the lifecycle runs again.
  */
-async function afterFailure(
-  { runId, config, progress, operator, servers }: Run,
-  err: unknown,
-  lease: HeldLease | undefined,
-): Promise<void> {
+async function afterFailure(run: Run, err: unknown, lease: HeldLease | undefined): Promise<void> {
+  const { config, progress, servers } = run;
   const stage = progress.current;
+  // Cancelled, even when a job activity then failed another way (its worker gone before it had
+  // stopped the job: a heartbeat timeout): still the person's cancel, not a stage failure.
+  const cancelled = isCancellation(err) || CancellationScope.current().consideredCancelled;
   progress.failed(err);
   await servers.stopAll();
+  if (cancelled && run.waitForCleanup) await stopLeftovers(run);
   await lease?.release();
   if (isCancellation(err)) throw err;
-  // Cancelled, and a job activity then failed another way (its worker gone before it had stopped
-  // the job: a heartbeat timeout): still the person's cancel, not a stage failure to wait on.
-  if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('run cancelled', [], err as Error);
+  if (cancelled) throw new CancelledFailure('run cancelled', [], err as Error);
   if (config.run['on-failure'] !== 'wait' || !stage) {
     // The activity failure rides along as the cause: its details carry the log tail.
     throw ApplicationFailure.create({
@@ -332,9 +332,9 @@ async function afterFailure(
   }
   progress.waiting(
     stage,
-    `failed: ${failureMessage(err).slice(0, 300)} — fix the cause, then: aerie retry ${runId} [--stage S]`,
+    `failed: ${failureMessage(err).slice(0, 300)} — fix the cause, then: aerie retry ${run.runId} [--stage S]`,
   );
-  progress.retrying(await operator.awaitRetry(stage));
+  progress.retrying(await run.operator.awaitRetry(stage));
 }
 
 /**

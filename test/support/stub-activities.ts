@@ -206,6 +206,7 @@ const DEFAULTS: { [K in ActivityName]: (s: StubActivities, input: Input<K>) => O
   }),
   smokeTest: () => ({ text: 'hello', completionTokens: 1, elapsedMs: 1 }),
   stopServer: () => ({ signals: ['TERM'], groupEmpty: true, gpuReleased: true, foreignGpuProcesses: 0 }),
+  stopRunLeftovers: () => ({ stopped: [] }),
   generateData: () => ({
     dataPath: '/stub/data/train.jsonl',
     counts: { samples: 4 },

@@ -103,6 +103,8 @@ describe('a cancel during train', { timeout: 60_000 }, () => {
     expect(closed.status).toBe('CANCELLED');
     expect(closed.name).toBe('CancelledFailure');
     expect(closed.stopped).toBeUndefined();
+    // What the silent activity never stopped is looked for by the run's launch records.
+    expect(stubs.trace().at(-1)).toBe('stopRunLeftovers');
     // Tried once: a cancelled activity is not retried after its heartbeat timeout.
     expect(stubs.calls.filter((c) => c.name === 'trainDrafter').length).toBe(1);
   });
