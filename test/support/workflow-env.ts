@@ -26,6 +26,7 @@ import {
 } from '@temporalio/worker';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { SEARCH_ATTRIBUTES } from '../../src/shared.js';
+import { afterAll, beforeAll } from 'vitest';
 import { temporalBinary } from '../../src/temporal/dev-server.js';
 
 /**
@@ -144,4 +145,33 @@ export async function startWorkflowEnv(): Promise<WorkflowEnv> {
     },
   };
   return self;
+}
+
+/**
+ * A test file's workflow environment: started in beforeAll, stopped in afterAll, read inside
+ * a hook or test (before beforeAll has run, every member throws).
+ */
+export function useWorkflowEnv(): WorkflowEnv {
+  let w: WorkflowEnv | undefined;
+  beforeAll(async () => {
+    w = await startWorkflowEnv();
+  }, 60_000);
+  afterAll(async () => {
+    await w?.stop();
+  });
+  const ready = (): WorkflowEnv => {
+    if (!w) throw new Error('useWorkflowEnv: the environment is made in beforeAll; read it inside a hook or test');
+    return w;
+  };
+  return {
+    get env() {
+      return ready().env;
+    },
+    get bundle() {
+      return ready().bundle;
+    },
+    withWorker: (activities, fn) => ready().withWorker(activities, fn),
+    runPipeline: (stubs, run, fn) => ready().runPipeline(stubs, run, fn),
+    stop: () => ready().stop(),
+  };
 }

@@ -7,21 +7,13 @@
  */
 import { CancelledFailure, Context } from '@temporalio/activity';
 import { WorkflowFailedError } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { demoConfig } from '../support/demo-config.js';
 import { StubActivities } from '../support/stub-activities.js';
 import { waitUntil } from '../support/temporal.js';
-import { startWorkflowEnv, type WorkflowEnv } from '../support/workflow-env.js';
+import { useWorkflowEnv } from '../support/workflow-env.js';
 
-let w: WorkflowEnv;
-
-beforeAll(async () => {
-  w = await startWorkflowEnv();
-}, 60_000);
-
-afterAll(async () => {
-  await w?.stop();
-});
+const w = useWorkflowEnv();
 
 /** Heartbeats until cancelled; then what the activity heard, and `stop` for what it does about it. */
 function trainer(stop: () => Promise<void>) {

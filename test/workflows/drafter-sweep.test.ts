@@ -6,7 +6,7 @@
  * fails ends the sweep before any variant starts.
  */
 import { WorkflowFailedError } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { LedgerRecord } from '../../src/ledger/record.js';
 import type { Config } from '../../src/config/schema.js';
 import type { StageName } from '../../src/shared.js';
@@ -14,15 +14,9 @@ import { drafterSweep, type SweepInput } from '../../src/workflows/index.js';
 import { demoConfig } from '../support/demo-config.js';
 import { failure, StubActivities, stubHash, untilCancelled } from '../support/stub-activities.js';
 import { waitUntil } from '../support/temporal.js';
-import { startWorkflowEnv, type WorkflowEnv } from '../support/workflow-env.js';
+import { useWorkflowEnv } from '../support/workflow-env.js';
 
-let w: WorkflowEnv;
-beforeAll(async () => {
-  w = await startWorkflowEnv();
-}, 60_000);
-afterAll(async () => {
-  await w?.stop();
-});
+const w = useWorkflowEnv();
 
 let sweeps = 0;
 

@@ -7,7 +7,7 @@
  * continue-as-new.
  */
 import { Context } from '@temporalio/activity';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { Activities } from '../../src/activities/index.js';
 import { leaseActivities, type LeaseActivities } from '../../src/activities/leases.js';
 import type { Config } from '../../src/config/schema.js';
@@ -24,18 +24,13 @@ import {
 import { demoConfig } from '../support/demo-config.js';
 import { StubActivities, untilCancelled } from '../support/stub-activities.js';
 import { waitUntil } from '../support/temporal.js';
-import { startWorkflowEnv, type WorkflowEnv } from '../support/workflow-env.js';
+import { useWorkflowEnv } from '../support/workflow-env.js';
 
-let w: WorkflowEnv;
+const w = useWorkflowEnv();
 const hosts = new HostPool();
-
-beforeAll(async () => {
-  w = await startWorkflowEnv();
-}, 60_000);
 
 afterAll(async () => {
   await hosts.closeAll();
-  await w?.stop();
 });
 
 const ALL8 = ['0', '1', '2', '3', '4', '5', '6', '7'];

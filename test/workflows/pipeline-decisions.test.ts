@@ -7,7 +7,7 @@
  * against real processes; these say in seconds which decision broke.
  */
 import { WorkflowFailedError } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config/schema.js';
 import type { PipelineResult, RunStatus } from '../../src/shared.js';
 import { SERVER_RELAUNCHABLE } from '../../src/sglang/readiness.js';
@@ -15,17 +15,9 @@ import { retryUpdate, statusQuery } from '../../src/workflows/index.js';
 import { demoConfig } from '../support/demo-config.js';
 import { failure, serve, StubActivities, untilCancelled } from '../support/stub-activities.js';
 import { waitUntil } from '../support/temporal.js';
-import { startWorkflowEnv, type PipelineHandle, type WorkflowEnv } from '../support/workflow-env.js';
+import { useWorkflowEnv, type PipelineHandle } from '../support/workflow-env.js';
 
-let w: WorkflowEnv;
-
-beforeAll(async () => {
-  w = await startWorkflowEnv();
-}, 60_000);
-
-afterAll(async () => {
-  await w?.stop();
-});
+const w = useWorkflowEnv();
 
 /** The runs whose histories the replay test keeps: a relaunch, giving up, an operator's retry, a cancel (see test/fixtures/histories/README.md). */
 const RECORDED = new Set(['load-ServerCrashed', 'inuse', 'dies', 'force', 'cancel-generateData']);

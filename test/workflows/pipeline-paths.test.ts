@@ -3,21 +3,13 @@
  * activities (see pipeline-decisions.test.ts): which servers each extract driver launches,
  * what train is handed, where the baseline is measured. Each test asserts the calls in order.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config/schema.js';
 import { demoConfig, legacyDemoConfig } from '../support/demo-config.js';
 import { failure, serve, StubActivities } from '../support/stub-activities.js';
-import { startWorkflowEnv, type WorkflowEnv } from '../support/workflow-env.js';
+import { useWorkflowEnv } from '../support/workflow-env.js';
 
-let w: WorkflowEnv;
-
-beforeAll(async () => {
-  w = await startWorkflowEnv();
-}, 60_000);
-
-afterAll(async () => {
-  await w?.stop();
-});
+const w = useWorkflowEnv();
 
 const run = (stubs: StubActivities, runId: string, config: Config) =>
   w.runPipeline(stubs, { runId, config }, (h) => h.result());

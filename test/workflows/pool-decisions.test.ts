@@ -7,19 +7,13 @@
  * a folder of their own.
  */
 import { WorkflowFailedError } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config/schema.js';
 import { demoConfig } from '../support/demo-config.js';
 import { failure, StubActivities } from '../support/stub-activities.js';
-import { startWorkflowEnv, type WorkflowEnv } from '../support/workflow-env.js';
+import { useWorkflowEnv } from '../support/workflow-env.js';
 
-let w: WorkflowEnv;
-beforeAll(async () => {
-  w = await startWorkflowEnv();
-}, 60_000);
-afterAll(async () => {
-  await w?.stop();
-});
+const w = useWorkflowEnv();
 
 /** The demo with three generate servers on GPU subsets of its host (ports 30000, 30001, 30002). */
 function config(tweak: (c: Config) => void = () => undefined): Config {
