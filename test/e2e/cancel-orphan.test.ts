@@ -31,6 +31,9 @@ async function slowTrainConfig(): Promise<string> {
   doc.stages.extract['dump-dir'] = join(suite.work, 'host', 'dumps');
   doc.stages.train.env.AERIE_SIM_TIME_SCALE = '1';
   doc.run.label = 'orphan';
+  // Long enough that the cancel lands before the dead worker's activity times out (and is
+  // retried on the cancel's own worker, which would stop the trainer itself).
+  doc.run['heartbeat-timeout'] = '60s';
   const path = join(suite.work, 'orphan.yaml');
   await writeFile(path, YAML.stringify(doc));
   return path;
