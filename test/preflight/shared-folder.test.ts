@@ -5,17 +5,21 @@
  * with a tmpfs over the shared workdir, so the claim is false the way it is on a cluster whose
  * second node never mounted the share. The same config through a plain sshd passes.
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runPreflight } from '../../src/activities/preflight.js';
 import { HostPool } from '../../src/hosts/index.js';
-import { LocalHost } from '../../src/hosts/local/local-host.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { demoConfig } from '../support/demo-config.js';
+import { useLocalHost } from '../support/local-host.js';
 import { makeKey, sshConfigText, startSshd, type TestSshd } from '../support/sshd.js';
 
+// The target host's workdir, which gpu-b claims to share (the same path there).
+const local = useLocalHost('aerie-sharedfs-', {
+  sub: 'shared-work',
+  setup: (dir) => mkdir(join(dir, 'shared-work')).then(() => undefined),
+});
 let dir: string;
 let workdir: string;
 const sshds: TestSshd[] = [];
@@ -23,9 +27,8 @@ let sshConfig: string;
 const pool = new HostPool();
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'aerie-sharedfs-'));
-  workdir = join(dir, 'shared-work');
-  await mkdir(workdir, { recursive: true });
+  dir = local.dir;
+  workdir = local.host.workdir;
   const key = await makeKey(dir, 'client_ed25519');
   const plain = await startSshd({ authorizedKeys: [key.publicLine] });
   sshds.push(plain);
@@ -48,7 +51,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await pool.closeAll();
   for (const s of sshds) await s.stop();
-  await rm(dir, { recursive: true, force: true });
 });
 
 /** The demo with one extraction server on gpu-b, which claims to share the target's files. */
@@ -65,9 +67,7 @@ async function preflightVia(alias: string) {
     if (e.driver !== 'patched-server') throw new Error('the demo extracts with the patched server');
     e.servers = [{ host: 'gpu-b', port }];
   });
-  return runPreflight(new LocalHost({ name: 'local', workdir }), config, `sharedfs-${alias}`, (c, name) =>
-    pool.get(c, name),
-  );
+  return runPreflight(local.host, config, `sharedfs-${alias}`, (c, name) => pool.get(c, name));
 }
 
 const sharing = (lines: string[]) => lines.filter((l) => l.includes('shares-files-with') || l.includes('sees local'));
