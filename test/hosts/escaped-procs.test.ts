@@ -48,7 +48,8 @@ async function launch(launchId: string, mode: string) {
 async function orphaned(record: ProcRecord) {
   return until('the leader to end with its worker still running', async () => {
     const s = await host.procStatus(record);
-    return s.state === 'orphans' ? s : null;
+    // The exit code is written a moment after the leader dies: wait for it too.
+    return s.state === 'orphans' && s.code !== null ? s : null;
   });
 }
 

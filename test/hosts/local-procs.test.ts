@@ -226,7 +226,8 @@ describe('killGroup', () => {
     expect(
       await until('leader exit', async () => {
         const s = await host.procStatus(record);
-        return s.state === 'orphans' ? s : null;
+        // The wrapper writes the exit file a moment after the command ends: wait for it too.
+        return s.state === 'orphans' && s.code !== null ? s : null;
       }),
     ).toEqual({ state: 'orphans', code: 0, processes: 1, escaped: 0 });
     const orphan = Number((await readFile(logPath, 'utf8')).trim());

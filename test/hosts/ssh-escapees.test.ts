@@ -52,9 +52,11 @@ describe('escaped processes over SSH', () => {
     // harness-exception: the OOM killer's single-pid kill is the fault under test
     process.kill(torchrun, 'SIGKILL'); // the OOM killer: the launcher's pid alone dies (the fault under test), its escaped worker stays
     expect(
-      await until('orphans', async () => {
+      // The leader's exit code is written a moment after it dies: orphans with no code yet is
+      // on the way to the state under test, not the state itself.
+      await until("orphans with the leader's exit code", async () => {
         const s = await host.procStatus(record);
-        return s.state === 'orphans' ? s : null;
+        return s.state === 'orphans' && s.code !== null ? s : null;
       }),
     ).toEqual({ state: 'orphans', code: 137, processes: 2, escaped: 2 });
 
@@ -80,9 +82,11 @@ describe('escaped processes over SSH', () => {
     // harness-exception: the OOM killer's single-pid kill is the fault under test
     process.kill(torchrun, 'SIGKILL'); // the OOM killer: the launcher's pid alone dies (the fault under test), its escaped worker stays
     expect(
-      await until('orphans', async () => {
+      // The leader's exit code is written a moment after it dies: orphans with no code yet is
+      // on the way to the state under test, not the state itself.
+      await until("orphans with the leader's exit code", async () => {
         const s = await host.procStatus(record);
-        return s.state === 'orphans' ? s : null;
+        return s.state === 'orphans' && s.code !== null ? s : null;
       }),
     ).toEqual({ state: 'orphans', code: 137, processes: 1, escaped: 1 });
     expect(await host.killGroup(record, { graceMs: 5000 })).toEqual({
