@@ -12,9 +12,9 @@ import {
   writeFailure,
   type LinePosition,
 } from '../common/index.js';
-import type { GenerateJob } from './job.js';
+import { batchDir, type GenerateJob } from './job.js';
 import { LinePlanner, type Status } from './plan.js';
-import { batchDir, readPoolPlan, type PoolBatch } from './pool.js';
+import { readPoolPlan, type PoolBatch } from './pool.js';
 import { entryKey, removeStaleTemps, scanShards } from './resume.js';
 import { regenerateSample, type Regenerate } from './sample.js';
 

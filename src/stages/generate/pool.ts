@@ -55,8 +55,6 @@ export interface PoolPlanSummary {
   resumed: number;
 }
 
-export { batchDir, poolDir } from './job.js';
-
 /** More batches than this would make the workflow's history the problem it is meant to avoid. */
 const MAX_BATCHES = 5000;
 
