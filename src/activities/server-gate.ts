@@ -8,6 +8,7 @@
  */
 import { SglangClient, acceptLengthOf } from '../sglang/client.js';
 import { drafterRejectedMessage, gateAcceptLength, type GateSample } from '../sglang/readiness.js';
+import { counterDelta, VllmClient, windowAcceptLength } from '../engines/index.js';
 import { fatal, keepHeartbeating, type ActivityDeps } from './context.js';
 import type { ServerStep } from './server-types.js';
 import { watchServer } from './server-watch.js';
@@ -24,7 +25,9 @@ export function serverGateActivities({ hosts }: ActivityDeps) {
       const { config, launch } = input;
       const host = hosts.get(config);
       const d = config.stages.deploy;
-      const client = new SglangClient(await host.httpBase(launch.port), { generateTimeoutMs: 5 * 60_000 });
+      const base = await host.httpBase(launch.port);
+      const client = new SglangClient(base, { generateTimeoutMs: 5 * 60_000 });
+      const vllmClient = launch.engine === 'vllm' ? new VllmClient(base, { generateTimeoutMs: 5 * 60_000 }) : undefined;
       const versus = d['acceptance-versus'];
       let baseline: GateRecord | undefined;
       try {
@@ -52,6 +55,10 @@ export function serverGateActivities({ hosts }: ActivityDeps) {
           launch,
           { pollMs: launch.watchMs, what: () => 'died during the acceptance gate' },
           async (signal) => {
+            if (launch.engine === 'vllm') {
+              samples.push(...(await vllmGateSamples(vllmClient!, launch.modelPath, prompts, d['acceptance-requests'], signal)));
+              return;
+            }
             for (let i = 0; i < d['acceptance-requests']; i++) {
               // Fixed-length greedy outputs: the first token comes from the prefill, not a verify step,
               // so short outputs would inflate the ratio (a drafter that accepts nothing reads 1.00 here).
@@ -105,7 +112,7 @@ export function serverGateActivities({ hosts }: ActivityDeps) {
             forced ? d['speculative-algorithm'] : undefined,
           ) +
             (bar.floor === d['acceptance-threshold'] ? '' : ` (the bar is ${bar.from})`) +
-            ` — measured on ${gateSet.source}`,
+            ` — measured on ${gateSet.source}${launch.engine === 'vllm' ? " by vLLM's own counters (1 + Δaccepted/Δdrafts from /metrics)" : ''}`,
           { perRequest, acceptLength, gate },
         );
       }
@@ -119,4 +126,41 @@ export function serverGateActivities({ hosts }: ActivityDeps) {
       return { acceptLength, perRequest, notes, warnings, gate };
     },
   };
+}
+
+/**
+ * The gate's requests on a vLLM server, one at a time, each measured by the difference of the
+ * server's speculative counters around it (engines/vllm/metrics.ts): the deploy server serves
+ * nothing else while the gate runs, and /metrics reads do not move the counters
+ * (test/fixtures/real/vllm-0.32.0/PROVENANCE.md). Each sample's completionTokens and verifyCt
+ * are the tokens its verify steps produced and the steps (drafts), so the pooled figure is
+ * 1 + ΣΔaccepted / ΣΔdrafts.
+ */
+async function vllmGateSamples(
+  client: VllmClient,
+  model: string,
+  prompts: readonly string[],
+  requests: number,
+  signal: AbortSignal,
+): Promise<GateSample[]> {
+  const out: GateSample[] = [];
+  for (let i = 0; i < requests; i++) {
+    const before = await client.specCounters(signal);
+    if (!before)
+      throw fatal(
+        'DrafterRejectedError',
+        "the vLLM server exports no speculative counters (vllm:spec_decode_*): is --speculative-config on?",
+      );
+    await client.complete({ model, prompt: prompts[i % prompts.length]!, maxTokens: GATE_TOKENS, ignoreEos: true }, signal);
+    const after = await client.specCounters(signal);
+    const delta = after ? counterDelta(before, after) : undefined;
+    const a = delta ? windowAcceptLength(delta) : undefined;
+    if (!delta || a === undefined)
+      throw fatal(
+        'DrafterRejectedError',
+        'the vLLM server made no drafts for a gate request (its spec_decode counters did not move): speculative decoding is not running',
+      );
+    out.push({ acceptLength: a, completionTokens: delta.drafts + delta.accepted, verifyCt: delta.drafts });
+  }
+  return out;
 }

@@ -9,6 +9,7 @@ import { launchPaths, parsePidFile } from '../hosts/index.js';
 import { eagle3TargetProblem, targetArchitectures } from '../sglang/releases.js';
 import { resolveSglangVersion } from '../stages/extract/index.js';
 import { serverWarnings } from '../sglang/log-phase.js';
+import { vllmWarnings } from '../engines/index.js';
 import { renderStartupRecord, startupRecordPath } from '../sglang/readiness.js';
 import { fatal } from './context.js';
 import type { ServerLaunch, ServerReady } from './server-types.js';
@@ -83,7 +84,7 @@ export async function keepStartupRecord(
   notes: string[],
 ): Promise<ServerReady> {
   const head = await host.tailFrom(launch.logPath, 0, WARNINGS_HEAD).catch(() => ({ data: '' }));
-  const warnings = serverWarnings(head.data);
+  const warnings = launch.engine === 'vllm' ? vllmWarnings(head.data) : serverWarnings(head.data);
   const path = startupRecordPath(launch.logPath);
   const text = renderStartupRecord({
     launchId: launch.launchId,

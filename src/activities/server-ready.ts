@@ -8,6 +8,7 @@ import { keepStartupRecord } from './server-launches.js';
 import { legacyInfoRoutesFirst, readinessEndpoint } from '../sglang/releases.js';
 import { PHASE_ORDER, readPhase, lastLines, type ServerPhase } from '../sglang/log-phase.js';
 import { SglangClient } from '../sglang/client.js';
+import { readVllmPhase, VllmClient } from '../engines/index.js';
 import {
   early200Note,
   notReadyMessage,
@@ -32,7 +33,12 @@ export function serverReadyActivities({ hosts }: ActivityDeps) {
       const r = config.server.readiness;
       const pollMs = r['poll-interval'];
       // The endpoint that really generates on this release (releases.ts readinessEndpoint).
-      const probe = readinessEndpoint(launch.sglangVersion, r.endpoint, config.server.env);
+      const vllm = launch.engine === 'vllm';
+      // vLLM's /health answers 200 only while its engine core lives (vllm==0.32.0:vllm/entrypoints/serve/instrumentator/health.py);
+      // the ready line and the smoke generation do the rest.
+      const probe = vllm
+        ? { endpoint: '/health' as const, note: undefined }
+        : readinessEndpoint(launch.sglangVersion, r.endpoint, config.server.env);
       const endpoint = probe.endpoint;
       const rules = { endpoint, budgetMs: r.budget, requireReadyLine: r['require-ready-line'] };
       // The budget runs from the launch, so a retried attempt (worker lost) does not restart it.
@@ -66,7 +72,7 @@ export function serverReadyActivities({ hosts }: ActivityDeps) {
           .catch(() => ({ data: '', offset: beat.logOffset }));
         beat.logOffset = chunk.offset;
         window = (window + chunk.data).slice(-PHASE_WINDOW);
-        const seen = readPhase(window);
+        const seen = vllm ? readVllmPhase(window) : readPhase(window);
         if (rank(seen.phase) > rank(beat.phase) || (rank(seen.phase) === rank(beat.phase) && seen.detail)) {
           beat.phase = seen.phase;
           beat.detail = seen.detail;
@@ -133,6 +139,19 @@ export function serverReadyActivities({ hosts }: ActivityDeps) {
           launch,
           { pollMs: launch.watchMs, what: () => 'died on its first generation' },
           async (signal) => {
+            if (launch.engine === 'vllm') {
+              const c = await new VllmClient(client.baseUrl, { generateTimeoutMs: 5 * 60_000 }).complete(
+                {
+                  model: launch.modelPath,
+                  prompt: 'The capital of France is',
+                  maxTokens: config.server.readiness['smoke-tokens'],
+                },
+                signal,
+              );
+              if (!c.text || c.completionTokens <= 0)
+                throw smokeFailure(launch, `the smoke completion returned no text (completion_tokens=${c.completionTokens})`);
+              return { text: c.text, completionTokens: c.completionTokens, elapsedMs: Date.now() - started };
+            }
             const r = await client.generate(
               {
                 text: 'The capital of France is',

@@ -25,6 +25,8 @@ import {
   type ResolvedCapture,
 } from '../stages/extract/index.js';
 import { checkDrafterCompat } from '../sglang/drafter-check.js';
+import { engineOf, renderVllmArgv, vllmBenchmarkArgs, vllmLaunchEnv } from '../engines/index.js';
+import { vllmDrafterCheck } from './server-drafter.js';
 import { expandEnv, fatal, runPaths, type ActivityDeps, type RunRef } from './context.js';
 import type { ServerLaunch, ServerRole } from './server-types.js';
 import { describeHolder, portHolderOf } from './server-watch.js';
@@ -58,12 +60,21 @@ export function serverStartActivities({ hosts }: ActivityDeps) {
       }
 
       const spec: ServerLaunchSpec = baseServerSpec(config, role);
-      const release = await launchRelease(
-        host,
-        config,
-        role === 'deploy' ? config.stages.deploy['speculative-algorithm'] : undefined,
-        input.sglang,
-      );
+      const vllm = engineOf(config) === 'vllm';
+      if (vllm && role === 'extract')
+        throw fatal(
+          'ConfigError',
+          `stages.extract.driver ${extract.driver} needs an SGLang extraction server, and server.engine is vllm: use driver transformers`,
+        );
+      // SGLang's launch is rendered for the host's release; vLLM's for the one release aerie has read (0.32.0).
+      const release = vllm
+        ? { version: undefined, how: 'server.engine vllm: the release is read from the ready server' }
+        : await launchRelease(
+            host,
+            config,
+            role === 'deploy' ? config.stages.deploy['speculative-algorithm'] : undefined,
+            input.sglang,
+          );
       if ('problem' in release) throw fatal('ConfigError', release.problem);
       spec.sglangVersion = release.version;
       // aerie's capture rides on the extraction launch: its package on PYTHONPATH, its flags on the line.
@@ -72,7 +83,7 @@ export function serverStartActivities({ hosts }: ActivityDeps) {
         const mode =
           extract.driver === 'stock-server' ? (input.extractPass === 'final' ? 'stock-final' : 'stock-aux') : 'plugin';
         try {
-          capture = await resolveCapture(host, config, runId, paths.hidden, mode, release);
+          capture = await resolveCapture(host, config, runId, paths.hidden, mode, release as SglangRelease);
         } catch (err) {
           if (err instanceof CaptureSetupError || err instanceof AeriePyError) throw fatal('ConfigError', err.message);
           throw err;
@@ -91,6 +102,12 @@ export function serverStartActivities({ hosts }: ActivityDeps) {
           );
         const draftConfig = await readJson(host, `${draft}/config.json`);
         const refusal = checkDrafterCompat(d['speculative-algorithm'], draftConfig);
+        if (vllm) {
+          // vLLM's loader rules (engines/vllm/drafter.ts): each of these fails the load or the first decode.
+          const problems = await vllmDrafterCheck(host, config, draft, draftConfig);
+          if (problems.length > 0)
+            throw fatal('DrafterRejectedError', `vLLM cannot serve this drafter: ${problems.join('; ')}`);
+        }
         if (refusal && !d['allow-algorithm-mismatch']) throw fatal('DrafterRejectedError', refusal);
         if (refusal)
           notes.push(
@@ -106,7 +123,7 @@ export function serverStartActivities({ hosts }: ActivityDeps) {
         spec.maxRunningRequests = d['max-running-requests'];
         spec.specV2 = d['spec-v2'];
         if (input.maxConcurrency) {
-          const ready = benchmarkReadyArgs(spec, input.maxConcurrency);
+          const ready = vllm ? vllmBenchmarkArgs(spec, input.maxConcurrency) : benchmarkReadyArgs(spec, input.maxConcurrency);
           Object.assign(spec, ready.spec);
           notes.push(...ready.notes);
         }
@@ -114,8 +131,8 @@ export function serverStartActivities({ hosts }: ActivityDeps) {
       }
       let argv: string[];
       try {
-        argv = renderServerArgv(spec);
-        notes.push(...releaseNotes(spec, config.server.env));
+        argv = vllm ? renderVllmArgv(spec) : renderServerArgv(spec);
+        if (!vllm) notes.push(...releaseNotes(spec, config.server.env));
       } catch (err) {
         throw fatal('ConfigError', `cannot launch the ${role} server: ${(err as Error).message}`);
       }
@@ -146,8 +163,7 @@ export function serverStartActivities({ hosts }: ActivityDeps) {
         tpSize: spec.tpSize,
         speculative,
         ...(capture ? { captureLayers: capture.spec.draftLayerIds } : {}),
-        sglangVersion: release.version,
-        sglangVersionHow: release.how,
+        ...(vllm ? { engine: 'vllm' as const } : { sglangVersion: release.version, sglangVersionHow: release.how }),
         reattached,
         notes,
         watchMs: config.server.readiness['poll-interval'],
@@ -183,7 +199,8 @@ export function serverStartActivities({ hosts }: ActivityDeps) {
       }
       let env: Record<string, string>;
       try {
-        env = serverLaunchEnv(expandEnv(withRunGpus(config, config.server.env)), capture?.env, spec);
+        const base = expandEnv(withRunGpus(config, config.server.env));
+        env = vllm ? vllmLaunchEnv(base) : serverLaunchEnv(base, capture?.env, spec);
       } catch (err) {
         if (err instanceof ApplicationFailure) throw err;
         throw fatal('ConfigError', (err as Error).message);

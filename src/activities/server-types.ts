@@ -23,6 +23,8 @@ export interface ServerLaunch {
   speculative?: { algorithm: string; draftModelPath: string };
   /** An extraction launch's draft aux layer ids (what the capture or stock SGLang was told). */
   captureLayers?: number[];
+  /** The serving engine (server.engine); SGLang when absent (launches recorded before vLLM). */
+  engine?: 'sglang' | 'vllm';
   /** The SGLang release the launch was rendered for, and how it was found; the ready server must report it. */
   sglangVersion?: string;
   sglangVersionHow?: string;

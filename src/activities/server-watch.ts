@@ -13,6 +13,7 @@ import { checkServerIdentity } from '../sglang/identity.js';
 import { reportedVersionProblem } from '../sglang/releases.js';
 import { classifyServerFailure, lastLines } from '../sglang/log-phase.js';
 import { deathFailureType, deathMessage } from '../sglang/readiness.js';
+import { classifyVllmFailure, VllmClient } from '../engines/index.js';
 import { fatal } from './context.js';
 import type { ServerLaunch } from './server-types.js';
 
@@ -24,6 +25,8 @@ export interface WatchedServer {
   record: ProcRecord;
   /** How often the process is checked; the readiness poll interval from the config. */
   watchMs?: number;
+  /** The engine whose log rules read its death; SGLang when absent. */
+  engine?: 'sglang' | 'vllm';
 }
 
 /** The end of the log is read, not all of it: a server that served for hours has a long log. */
@@ -62,7 +65,7 @@ export async function settledStatus(host: Host, record: ProcRecord, waitMs: numb
 export async function deathReport(host: Host, server: WatchedServer, what: string): Promise<ApplicationFailure> {
   const status = await host.procStatus(server.record).catch((): ProcStatus => ({ state: 'gone' }));
   const tail = await logTail(host, server.logPath);
-  const failure = classifyServerFailure(tail);
+  const failure = server.engine === 'vllm' ? classifyVllmFailure(tail) : classifyServerFailure(tail);
   const { type, relaunch } = deathFailureType(failure);
   const exitCode =
     status.state === 'exited' || status.state === 'orphans' ? status.code : status.state === 'gone' ? null : undefined;
@@ -205,6 +208,7 @@ export async function confirmOurs(
       { holderPid: holder.pid, holderCommand: holder.command },
     );
   }
+  if (launch.engine === 'vllm') return confirmVllm(host, launch, holder, signal);
   const info = await client.serverInfo(signal);
   const problems = checkServerIdentity(info, {
     modelPath: launch.modelPath,
@@ -232,4 +236,33 @@ export async function confirmOurs(
       reported: info.version,
       expected: launch.sglangVersion,
     });
+}
+
+/**
+ * vLLM's identity: /v1/models must list the model aerie launched, by the path it was loaded
+ * from (vLLM serves it under that name by default: --served-model-name falls back to --model,
+ * vllm==0.32.0:vllm/entrypoints/openai/serving_models.py), and /version must answer, so a
+ * leftover of another engine on the port is not taken for ours.
+ */
+async function confirmVllm(host: Host, launch: ServerLaunch, holder: PortHolder, signal: AbortSignal): Promise<void> {
+  const client = new VllmClient(await host.httpBase(launch.port));
+  const who = holder.pid !== undefined ? describeHolder(holder) : 'an unidentified process';
+  let models: { id: string; root?: string }[];
+  try {
+    models = await client.models(signal);
+    await client.version(signal);
+  } catch (err) {
+    throw fatal(
+      'ServerMismatch',
+      `port ${launch.port} answers (${who}) but not as the vLLM ${launch.role} server aerie launched: ${(err as Error).message}`,
+      { holderPid: holder.pid },
+    );
+  }
+  const served = models.some((m) => m.root === launch.modelPath || m.id === launch.modelPath);
+  if (!served)
+    throw fatal(
+      'ServerMismatch',
+      `port ${launch.port} answers (${who}) but serves ${models.map((m) => m.root ?? m.id).join(', ') || 'no model'}, not ${launch.modelPath} as the ${launch.role} server aerie launched`,
+      { holderPid: holder.pid },
+    );
 }

@@ -137,6 +137,14 @@ export interface AerieDriverOptions {
   control: LevelControl;
   /** Reads the server's running accept length from server_info (speculative servers only). */
   acceptLengthFrom?: (serverInfo: Record<string, unknown>) => number | undefined;
+  /**
+   * Or: the accept length of the measured requests alone, from counters read right before and
+   * right after them (vLLM's cumulative spec-decode counters, engines/vllm/metrics.ts).
+   */
+  acceptWindow?: {
+    open(signal?: AbortSignal): Promise<unknown>;
+    close(opened: unknown, signal?: AbortSignal): Promise<number | undefined>;
+  };
   meta: Omit<SummaryMeta, 'acceptLength' | 'rules' | 'promptLens'>;
   /** The release aerie resolved for the server, used when its /server_info names none. */
   serverVersion?: string;
@@ -161,6 +169,7 @@ export function aerieDriver(o: AerieDriverOptions): MeasureLevel {
     const count =
       o.countTokens ?? ((texts, addSpecialTokens, s) => tokenizePrompts(o.baseUrl, texts, s, { addSpecialTokens }));
     const counts = o.api === 'chat' ? await count(job.prompts, true, job.signal) : undefined;
+    let window: unknown;
     const run = await runLevel({
       baseUrl: o.baseUrl,
       api: o.api,
@@ -172,7 +181,10 @@ export function aerieDriver(o: AerieDriverOptions): MeasureLevel {
       model: o.model,
       onProgress: job.onProgress,
       rules,
-      beforeMeasure: async () => void (await flushWhenIdle(o.control, job.signal)),
+      beforeMeasure: async () => {
+        await flushWhenIdle(o.control, job.signal);
+        if (o.acceptWindow) window = await o.acceptWindow.open(job.signal);
+      },
     });
     // After the clock: the answers' retokenized counts, then the server's running accept length.
     const answers = await count(
@@ -181,7 +193,9 @@ export function aerieDriver(o: AerieDriverOptions): MeasureLevel {
       job.signal,
     );
     let acceptLength: number | undefined;
-    if (o.acceptLengthFrom) {
+    if (o.acceptWindow && window !== undefined) {
+      acceptLength = await o.acceptWindow.close(window, job.signal).catch(() => undefined);
+    } else if (o.acceptLengthFrom) {
       const info = await o.control.serverInfo(job.signal).catch(() => undefined);
       acceptLength = info ? o.acceptLengthFrom(info) : undefined;
     }

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
 import { configSchema, crossFieldProblems, type Config } from './schema.js';
+import { withEngineDefaults } from './schema/server.js';
 
 export class ConfigError extends Error {
   constructor(
@@ -44,7 +45,9 @@ export function parseConfigText(text: string, source = 'config', env: NodeJS.Pro
   }
   const raw: unknown = doc.toJS() ?? {};
   const problems: string[] = [];
-  const expanded = expandVariables(raw, [], { ...env, AERIE_HOME: env.AERIE_HOME ?? AERIE_HOME }, problems);
+  const expanded = withEngineDefaults(
+    expandVariables(raw, [], { ...env, AERIE_HOME: env.AERIE_HOME ?? AERIE_HOME }, problems),
+  );
   const parsed = configSchema.safeParse(expanded);
   if (!parsed.success) problems.push(...formatIssues(parsed.error.issues));
   problems.push(...crossFieldProblems(expanded).map((p) => `${fieldPath(p.path)}: ${p.message}`));

@@ -52,7 +52,7 @@ export interface SglangClientOptions {
 
 export type HealthEndpoint = '/health' | '/health_generate';
 
-interface RawResponse {
+export interface RawResponse {
   status: number;
   text: string;
 }
@@ -220,33 +220,48 @@ export class SglangClient {
     }
   }
 
-  /** One request, body read in full, bounded by timeoutMs (headers and body alike). */
-  private async request(
+  private request(
     method: string,
     path: string,
     body: unknown,
     timeoutMs: number,
     signal?: AbortSignal,
   ): Promise<RawResponse> {
-    signal?.throwIfAborted();
-    const timeout = AbortSignal.timeout(timeoutMs);
-    const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
-    try {
-      const res = await fetch(this.baseUrl + path, {
-        method,
-        signal: combined,
-        headers: body === undefined ? undefined : { 'content-type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      return { status: res.status, text: await res.text() };
-    } catch (err) {
-      if (signal?.aborted) throw signal.reason;
-      if (timeout.aborted) {
-        throw new SglangConnectionError(method, path, 'timeout', `timed out after ${timeoutMs} ms`, { cause: err });
-      }
-      const { failure, detail } = failureOf(err);
-      throw new SglangConnectionError(method, path, failure, detail, { cause: err });
+    return httpRequest(this.baseUrl, method, path, body, timeoutMs, signal);
+  }
+}
+
+/**
+ * One request, body read in full, bounded by timeoutMs (headers and body alike). Shared by the
+ * engines' clients (src/engines/vllm/client.ts): a transport failure is an SglangConnectionError
+ * whichever engine answered, so the server watcher reads them alike.
+ */
+export async function httpRequest(
+  baseUrl: string,
+  method: string,
+  path: string,
+  body: unknown,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<RawResponse> {
+  signal?.throwIfAborted();
+  const timeout = AbortSignal.timeout(timeoutMs);
+  const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
+  try {
+    const res = await fetch(baseUrl + path, {
+      method,
+      signal: combined,
+      headers: body === undefined ? undefined : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, text: await res.text() };
+  } catch (err) {
+    if (signal?.aborted) throw signal.reason;
+    if (timeout.aborted) {
+      throw new SglangConnectionError(method, path, 'timeout', `timed out after ${timeoutMs} ms`, { cause: err });
     }
+    const { failure, detail } = failureOf(err);
+    throw new SglangConnectionError(method, path, failure, detail, { cause: err });
   }
 }
 

@@ -14,7 +14,7 @@ const ROOT = resolve(import.meta.dirname, '../..');
 const SRC = join(ROOT, 'src');
 
 /** Layers below the Temporal ones: they must run (and be tested) without a worker. */
-const LOWER = ['stages', 'hosts', 'sglang', 'config', 'bench', 'ledger'];
+const LOWER = ['stages', 'hosts', 'sglang', 'engines', 'config', 'bench', 'ledger'];
 /** What they may not import: the Temporal layers of aerie itself. */
 const UPPER = ['activities', 'workflows', 'cli', 'temporal', 'worker.ts'];
 
@@ -119,7 +119,7 @@ describe('src/ import layout', () => {
     expect(cycles(graph).map((scc) => describeCycle(graph, scc))).toEqual([]);
   });
 
-  it('keeps Temporal and the layers that use it out of stages, hosts, sglang, config, bench and ledger', () => {
+  it('keeps Temporal and the layers that use it out of stages, hosts, sglang, engines, config, bench and ledger', () => {
     const upward = edges
       .filter((e) => LOWER.includes(topOf(e.from)))
       .filter((e) => (e.to === undefined ? e.spec.startsWith('@temporalio/') : UPPER.includes(topOf(e.to))))

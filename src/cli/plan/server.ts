@@ -13,6 +13,7 @@ import { eagle3TargetFloors, readinessEndpoint } from '../../sglang/releases.js'
 import { runDumpDir } from '../../stages/extract/index.js';
 import { baseServerSpec } from '../../stages/launch-specs.js';
 import type { PlanStep } from './step.js';
+import { engineOf, renderVllmArgv, vllmBenchmarkArgs, vllmLaunchEnv } from '../../engines/index.js';
 
 export type Role = 'generate' | 'extract' | 'deploy' | 'baseline';
 
@@ -36,6 +37,7 @@ export function serverStep(
   runId = '<run-id>',
   pass?: 'aux' | 'final',
 ): PlanStep {
+  if (engineOf(config) === 'vllm') return vllmServerStep(config, role, stage, drafterDir);
   const release = planRelease(config);
   const spec: ServerLaunchSpec = { ...baseServerSpec(config, role), sglangVersion: release.version };
   const probe = readinessEndpoint(release.version, config.server.readiness.endpoint, config.server.env);
@@ -112,6 +114,45 @@ export function serverStep(
     step: `launch ${role} server${pass ? ` (${pass} pass)` : ''}`,
     argv,
     env,
+    notes,
+  };
+}
+
+/** The same launch for a vLLM target: one release read (0.32.0), judged by vLLM's parser in the tests. */
+function vllmServerStep(config: Config, role: Role, stage: StageName, drafterDir?: string): PlanStep {
+  const spec: ServerLaunchSpec = baseServerSpec(config, role);
+  const notes: string[] = [
+    "vLLM's OpenAI server (server.engine vllm; lines as vLLM 0.32.0's parser takes them); ready when /health answers 200 after the log's \"Application startup complete\", then a greedy /v1/completions smoke request",
+  ];
+  if (role === 'deploy') {
+    const d = config.stages.deploy;
+    spec.speculative = {
+      algorithm: d['speculative-algorithm'],
+      draftModelPath: drafterDir,
+      numSteps: d['num-steps'],
+      eagleTopk: d['eagle-topk'],
+      numDraftTokens: d['num-draft-tokens'],
+    };
+    spec.maxRunningRequests = d['max-running-requests'];
+    const ready = vllmBenchmarkArgs(spec, Math.max(...config.stages.benchmark.concurrencies));
+    Object.assign(spec, ready.spec);
+    notes.push(
+      ...ready.notes,
+      "the drafter is checked against vLLM's loader first (d2t against the draft vocab, three distinct auxiliary layers inside the target); the acceptance gate reads vLLM's spec-decode counters (/metrics) around each request",
+    );
+  }
+  let argv: string[] | undefined;
+  try {
+    argv = renderVllmArgv(spec);
+  } catch (err) {
+    notes.push(`REFUSED at launch: ${(err as Error).message}`);
+  }
+  return {
+    host: config.target.host,
+    stage,
+    step: `launch ${role} server`,
+    argv,
+    env: vllmLaunchEnv(withRunGpus(config, config.server.env)),
     notes,
   };
 }

