@@ -27,3 +27,4 @@ export {
 export { classifyVllmFailure, readVllmPhase, stripVllmPrefix, vllmWarnings } from './vllm/log.js';
 export { counterDelta, positionRates, specCounters, windowAcceptLength, type SpecCounters } from './vllm/metrics.js';
 export { safetensorsNamesScript, parseSafetensorsHeader } from './vllm/safetensors.js';
+export { servedHiddenStateIndices } from './aux-layers.js';

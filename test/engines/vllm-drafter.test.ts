@@ -73,3 +73,20 @@ describe("vLLM's EAGLE-3 loader rules, checked before launch", () => {
     expect(() => parseSafetensorsHeader(Buffer.from('xx'))).toThrow(/not a safetensors file/);
   });
 });
+
+describe('the auxiliary layers each engine feeds', () => {
+  it('vLLM takes the ids as the state entering layer id; SGLang the output of layer id (one later)', async () => {
+    const { servedHiddenStateIndices } = await import('../../src/engines/index.js');
+    expect(servedHiddenStateIndices('vllm', [1, 3, 5])).toEqual([1, 3, 5]);
+    expect(servedHiddenStateIndices('sglang', [1, 3, 5])).toEqual([2, 4, 6]);
+  });
+
+  it('refuses ids out of ascending order: vLLM feeds them sorted', () => {
+    const p = vllmDrafterProblems({
+      algorithm: 'EAGLE3',
+      draftConfig: draft({ eagle_aux_hidden_state_layer_ids: [5, 1, 3] }),
+      targetConfig: target(8),
+    });
+    expect(p[0]).toMatch(/not in ascending order/);
+  });
+});

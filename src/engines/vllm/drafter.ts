@@ -14,10 +14,17 @@
  *    parameter and loading fails ("There is no module or parameter named 'draft_id_to_target_id'").
  *    A smaller draft vocab without `d2t` leaves the mapping at its initial offsets: the drafter's
  *    tokens would be the wrong tokens.
- *  - The auxiliary layers: `eagle_aux_hidden_state_layer_ids` from the draft config, else the
- *    target's default (2, L // 2, L - 3) for an L-layer target. They must be three distinct layers
- *    inside the target: a 4-layer target's default (2, 2, 1) collapses to two, the server says
- *    ready and the first decode dies (mat1 and mat2 shapes cannot be multiplied).
+ *  - The auxiliary layers: `eagle_aux_hidden_state_layer_ids` from the draft config (top level,
+ *    else `eagle_config`: vllm==0.32.0:vllm/v1/worker/gpu_model_runner.py:5251-5284), else the
+ *    target's default (2, L // 2, L - 3) for an L-layer target (model_executor/models/interfaces.py:1712-1733).
+ *    vLLM keeps them as a sorted set (interfaces.py:1577-1578): they must be three distinct layers
+ *    inside the target, in ascending order. A 4-layer target's default (2, 2, 1) collapses to two,
+ *    the server says ready and the first decode dies (mat1 and mat2 shapes cannot be multiplied).
+ *  - Note the convention: vLLM's layer id k is the state entering layer k (after k layers,
+ *    model_executor/models/llama.py:427-441), while SGLang adds 1 to a draft config's ids
+ *    (sglang==0.5.23:srt/models/llama.py:939-941, py/aerie_hs/capture.py). The same draft config
+ *    therefore asks the two engines for states one layer apart; the transformers extract driver
+ *    captures what the run's engine will feed (engines/aux-layers.ts).
  */
 import { checkDrafterCompat } from '../../sglang/drafter-check.js';
 
@@ -101,6 +108,13 @@ export function vllmLoaderProblems(i: Omit<VllmDrafterInputs, 'algorithm'>): str
   if (aux && layers !== undefined) {
     const distinct = new Set(aux.ids);
     const outside = aux.ids.filter((x) => x < 0 || x >= layers);
+    const ascending = aux.ids.every((x, k) => k === 0 || x > aux.ids[k - 1]!);
+    if (distinct.size === aux.ids.length && outside.length === 0 && !ascending)
+      problems.push(
+        `the auxiliary layers ${JSON.stringify(aux.ids)} (${aux.from}) are not in ascending order: vLLM hands them to the drafter sorted ` +
+          '(vllm==0.32.0:vllm/model_executor/models/interfaces.py:1577-1578), so its fc layer would read them in another order than it was trained on. ' +
+          'Fix: list eagle_aux_hidden_state_layer_ids in ascending order, and train on features in that order',
+      );
     if (aux.ids.length !== 3 || distinct.size !== 3 || outside.length > 0)
       problems.push(
         `the auxiliary layers ${JSON.stringify(aux.ids)} (${aux.from}) are not three distinct layers of the ${layers}-layer target` +

@@ -6,13 +6,14 @@
  * last exception line names the cause; this file only strips vLLM's own line prefix first.
  *
  * vLLM's line format (vllm==0.32.0:vllm/logger.py): `LEVEL MM-DD HH:MM:SS [file.py:line] message`,
- * with `(EngineCore_DP0 pid=N) ` before it for lines from the engine-core process, and
+ * with `(APIServer pid=N) `, `(EngineCore pid=N) ` or `(Worker pid=N) ` before it, naming the process, and
  * uvicorn's own `INFO:     message` lines.
  */
 import { classifyServerFailure, logLines, type ServerFailure, type ServerPhase } from '../../sglang/log-phase.js';
 
+// `(APIServer pid=8109) `, `(EngineCore pid=8346) `, `(Worker pid=8860) `, `(VllmWorker-0 pid=8860) `.
 const PREFIX =
-  /^(?:\((?:EngineCore|APIServer|Worker)[^)]*\)\s*)?(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+\d{2}-\d{2}\s+\d{2}:\d{2}:\d{2}(?:\.\d+)?\s+\[[^\]]*\]\s*|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):\s+)/;
+  /^(?:\([\w.-]+ pid=\d+\)\s*)?(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+\d{2}-\d{2}\s+\d{2}:\d{2}:\d{2}(?:\.\d+)?\s+\[[^\]]*\]\s*|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):\s+)/;
 
 /** The message of a vLLM log line, its level, time, source and process prefix removed. */
 export function stripVllmPrefix(line: string): string {
