@@ -84,7 +84,7 @@ export function serverReadyActivities({ hosts }: ActivityDeps) {
         return `exited while ${beat.phase}`;
       };
       try {
-        return await watchServer(host, launch, { pollMs, what: diedWhile }, async (signal) => {
+        return await watchServer(host, launch, { pollMs, what: diedWhile, engineHealth: false }, async (signal) => {
           for (;;) {
             await readLog();
             if ((await host.procStatus(launch.record)).state !== 'alive')

@@ -84,6 +84,21 @@ export interface WatchOptions {
   pollMs: number;
   /** How the death is described, e.g. "exited while loading weights", evaluated when it happens. */
   what: () => string | Promise<string>;
+  /**
+   * Also read the engine's health each poll (vLLM launches once ready; default on for them): a
+   * vLLM API server outlives its dead engine core and answers /health 503, its process alive
+   * (test/fixtures/real/vllm-0.32.0/aux-collapse.result.json), so the process check alone
+   * would wait out every request's timeout.
+   */
+  engineHealth?: boolean;
+}
+
+/** A vLLM server whose process lives but whose engine is dead: /health answers 5xx. */
+async function engineDead(host: Host, server: WatchedServer, signal: AbortSignal): Promise<boolean> {
+  const port = (server as Partial<ServerLaunch>).port;
+  if (server.engine !== 'vllm' || port === undefined) return false;
+  const health = await new VllmClient(await host.httpBase(port), { timeoutMs: 10_000 }).health(signal).catch(() => null);
+  return health !== null && health.status !== null && health.status >= 500;
 }
 
 /**
@@ -114,6 +129,11 @@ export async function watchServer<T>(
         stop.abort(died);
         return;
       }
+      if (opts.engineHealth !== false && (await engineDead(host, server, done.signal))) {
+        died = await deathReport(host, server, `${await opts.what()} (its engine died; the API server answers /health 503)`);
+        stop.abort(died);
+        return;
+      }
     }
   })();
 
@@ -127,6 +147,8 @@ export async function watchServer<T>(
     const settle = err instanceof SglangConnectionError ? Math.min(10_000, Math.max(2000, 2 * opts.pollMs)) : 0;
     if ((await settledStatus(host, server.record, settle)).state !== 'alive')
       throw died ?? (await deathReport(host, server, await opts.what()));
+    if (opts.engineHealth !== false && (await engineDead(host, server, AbortSignal.timeout(15_000))))
+      throw await deathReport(host, server, `${await opts.what()} (its engine died; the API server answers /health 503)`);
     throw err;
   } finally {
     done.abort();
