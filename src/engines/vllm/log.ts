@@ -13,11 +13,11 @@ import { classifyServerFailure, logLines, type ServerFailure, type ServerPhase }
 
 // `(APIServer pid=8109) `, `(EngineCore pid=8346) `, `(Worker pid=8860) `, `(VllmWorker-0 pid=8860) `.
 const PREFIX =
-  /^(?:\([\w.-]+ pid=\d+\)\s*)?(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+\d{2}-\d{2}\s+\d{2}:\d{2}:\d{2}(?:\.\d+)?\s+\[[^\]]*\]\s*|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):\s+)/;
+  /^(?:\([\w.-]+ pid=\d+\)\s*)?(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+\d{2}-\d{2}\s+\d{2}:\d{2}:\d{2}(?:\.\d+)?\s+\[[^\]]*\] ?|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):\s+)/;
 
-/** The message of a vLLM log line, its level, time, source and process prefix removed. */
+/** The message of a vLLM log line, its level, time, source and process prefix removed (indentation kept). */
 export function stripVllmPrefix(line: string): string {
-  return line.replace(PREFIX, '').trim();
+  return line.replace(PREFIX, '').trimEnd();
 }
 
 interface Marker {
@@ -55,7 +55,7 @@ export function readVllmPhase(logText: string): { phase: ServerPhase; detail?: s
   let rank = 0;
   let detail: string | undefined;
   for (const line of logLines(logText)) {
-    const message = stripVllmPrefix(line);
+    const message = stripVllmPrefix(line).trim();
     if (message.length === 0) continue;
     const marker = MARKERS.find((m) => m.test.test(message));
     if (!marker) continue;
@@ -69,9 +69,42 @@ export function readVllmPhase(logText: string): { phase: ServerPhase; detail?: s
   return detail === undefined ? { phase } : { phase, detail };
 }
 
-/** Why a vLLM server died: the same rules as SGLang's, over lines with vLLM's prefix removed. */
+/**
+ * Wrappers vLLM raises on top of the real cause, in the API server and the engine-core
+ * launcher (vllm==0.32.0:vllm/v1/engine/utils.py:1432, v1/engine/exceptions.py:12,
+ * v1/executor/multiproc_executor.py): the cause is the exception printed before them.
+ */
+const WRAPPERS =
+  /Engine core initialization failed|EngineDeadError|EngineCore encountered an issue|^SystemExit|^KeyboardInterrupt|^Exception in ASGI application/;
+// An exception line: an unindented `pkg.Name(Error|Exception): text` (a traceback's last line).
+const EXCEPTION = /^(?:[\w.]+\.)?\w*(?:Error|Exception)\b(?::\s.*)?$/;
+
+/**
+ * Why a vLLM server died. A missing module, a full GPU or a taken port read as SGLang's rules
+ * read them (both are Python processes); otherwise the first exception that is not one of
+ * vLLM's wrappers names the cause: the engine core and its workers print the real traceback,
+ * then the API server wraps it ("Engine core initialization failed. See root cause above").
+ * A pydantic ValidationError (an argument vLLM refuses) carries its reason on the next line.
+ */
 export function classifyVllmFailure(logTail: string): ServerFailure {
-  return classifyServerFailure(logLines(logTail).map(stripVllmPrefix).join('\n'));
+  const lines = logLines(logTail).map(stripVllmPrefix);
+  const generic = classifyServerFailure(lines.join('\n'));
+  if (generic.kind !== 'crash') return generic;
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    if (!EXCEPTION.test(line) || WRAPPERS.test(line)) continue;
+    const next = lines[i + 1]?.trim() ?? '';
+    const message = /ValidationError/.test(line) && /^Value error,/.test(next) ? `${line} ${next}` : line;
+    // vLLM refusing its arguments or a checkpoint (a ValidationError, a loader's ValueError) refuses
+    // them again on a relaunch: ServerStartFailed, not another 1-minute load (d2t-full-vocab.log, eagle-method.log).
+    const deterministic = /ValidationError|^ValueError/.test(line);
+    return {
+      kind: 'crash',
+      retryable: !deterministic,
+      message: message.length > 600 ? `${message.slice(0, 599)}…` : message,
+    };
+  }
+  return generic;
 }
 
 /** Warning lines, prefix stripped, each message once. */
@@ -80,7 +113,7 @@ export function vllmWarnings(logText: string): string[] {
   const out: string[] = [];
   for (const line of logLines(logText)) {
     if (!/(?:^|\)\s*)WARNING\s+\d{2}-\d{2}|^WARNING:|\b\w*Warning:/.test(line)) continue;
-    const message = stripVllmPrefix(line);
+    const message = stripVllmPrefix(line).trim();
     if (message.length === 0 || seen.has(message)) continue;
     seen.add(message);
     out.push(message);
