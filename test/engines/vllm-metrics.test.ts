@@ -34,3 +34,18 @@ describe("vLLM's spec-decode counters", () => {
     expect(windowAcceptLength(counterDelta(a, specCounters(text(2, 6, 1, []))!))).toBeUndefined();
   });
 });
+
+describe('real vLLM 0.32.0 /metrics (test/fixtures/real/vllm-0.32.0)', () => {
+  it('reads the counters around two greedy requests of a random drafter: drafts made, nothing accepted', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const fx = (n: string) => readFileSync(join(import.meta.dirname, '../fixtures/real/vllm-0.32.0', n), 'utf8');
+    const before = specCounters(fx('metrics-before.txt'))!;
+    const after = specCounters(fx('metrics-after.txt'))!;
+    const d = counterDelta(before, after);
+    expect(d.drafts).toBeGreaterThan(0);
+    expect(d.draftTokens).toBe(3 * d.drafts);
+    expect(d.accepted).toBe(0);
+    expect(windowAcceptLength(d)).toBe(1);
+  });
+});
