@@ -75,7 +75,7 @@ export async function checkCapture(
   release?: SglangRelease,
 ): Promise<void> {
   const e = config.stages.extract;
-  if (e.driver === 'specforge-offline') return;
+  if (e.driver === 'specforge-offline' || e.driver === 'transformers') return;
   const probe = `import importlib.util, sys\nmissing = [m for m in sys.argv[1:] if importlib.util.find_spec(m) is None]\nprint(" ".join(missing))\nsys.exit(3 if missing else 0)`;
   const r = await host
     .exec([e.python, '-c', probe, ...NEEDS], { timeoutMs: 60_000 })

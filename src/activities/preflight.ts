@@ -11,11 +11,13 @@ import { runGpus } from '../config/gpus.js';
 import type { Config } from '../config/schema.js';
 import type { GpuInventory, GpuProcess, Host } from '../hosts/host.js';
 import { checkDrafterCompat } from '../sglang/drafter-check.js';
+import { engineOf, vllmLoaderProblems } from '../engines/index.js';
 import { moduleLaunch } from '../stages/extract/index.js';
 import { resolveRevision, type SpecforgeProfileId } from '../stages/common/index.js';
 import { runDir } from '../shared.js';
 import { checkCapture, checkRelease } from './preflight-capture.js';
 import { checkDisk } from './preflight-disk.js';
+import { checkHfExtract } from './preflight-hf.js';
 import { checkPort, checkReachable, judgeGpus } from './preflight-host.js';
 import { checkPoolServers } from './preflight-pool.js';
 import { checkLauncher } from './preflight-launchers.js';
@@ -67,10 +69,20 @@ export async function runPreflight(
     );
   }
 
-  await checkLauncher(host, config.server.launcher, 'server.launcher', 'sglang.launch_server', root, out);
-  out.sglang = await checkRelease(host, config, out);
+  const vllm = engineOf(config) === 'vllm';
+  await checkLauncher(
+    host,
+    config.server.launcher,
+    'server.launcher',
+    vllm ? 'vllm.entrypoints.openai.api_server' : 'sglang.launch_server',
+    root,
+    out,
+  );
+  // vLLM's release is read from the ready server (/version); SGLang's decides every launch line.
+  if (!vllm) out.sglang = await checkRelease(host, config, out);
   const e = config.stages.extract;
   if (e.driver === 'patched-server') await checkCapture(host, config, runId, out, out.sglang);
+  if (e.driver === 'transformers') await checkHfExtract(host, config, out);
   await checkLauncher(host, config.stages.train.launcher, 'stages.train.launcher', null, `${root}/train`, out);
   const t = config.stages.train;
   if (t.driver === 'specforge' || t.driver === 'specforge-v0.2') {
@@ -116,6 +128,13 @@ export async function runPreflight(
       );
     } else if (refusal) out.problems.push(`stages.deploy.speculative-algorithm: ${refusal}`);
     else out.checks.push(`drafter config fits ${deploy['speculative-algorithm']}`);
+    if (vllm) {
+      // vLLM's loader rules that the draft config alone decides (the tensors are checked again at deploy).
+      const loader = vllmLoaderProblems({ draftConfig: draft, targetConfig: modelConfig });
+      for (const p of loader) out.problems.push(`${draftField}: ${p}`);
+      if (loader.length === 0)
+        out.checks.push(`drafter config fits vLLM's EAGLE-3 loader (auxiliary layers, hidden size)`);
+    }
   }
 
   const hiddenFromModel = (modelConfig as { hidden_size?: unknown } | undefined)?.hidden_size;

@@ -56,7 +56,9 @@ export function serverGateActivities({ hosts }: ActivityDeps) {
           { pollMs: launch.watchMs, what: () => 'died during the acceptance gate' },
           async (signal) => {
             if (launch.engine === 'vllm') {
-              samples.push(...(await vllmGateSamples(vllmClient!, launch.modelPath, prompts, d['acceptance-requests'], signal)));
+              samples.push(
+                ...(await vllmGateSamples(vllmClient!, launch.modelPath, prompts, d['acceptance-requests'], signal)),
+              );
               return;
             }
             for (let i = 0; i < d['acceptance-requests']; i++) {
@@ -149,9 +151,12 @@ async function vllmGateSamples(
     if (!before)
       throw fatal(
         'DrafterRejectedError',
-        "the vLLM server exports no speculative counters (vllm:spec_decode_*): is --speculative-config on?",
+        'the vLLM server exports no speculative counters (vllm:spec_decode_*): is --speculative-config on?',
       );
-    await client.complete({ model, prompt: prompts[i % prompts.length]!, maxTokens: GATE_TOKENS, ignoreEos: true }, signal);
+    await client.complete(
+      { model, prompt: prompts[i % prompts.length]!, maxTokens: GATE_TOKENS, ignoreEos: true },
+      signal,
+    );
     const after = await client.specCounters(signal);
     const delta = after ? counterDelta(before, after) : undefined;
     const a = delta ? windowAcceptLength(delta) : undefined;

@@ -149,7 +149,10 @@ export function serverReadyActivities({ hosts }: ActivityDeps) {
                 signal,
               );
               if (!c.text || c.completionTokens <= 0)
-                throw smokeFailure(launch, `the smoke completion returned no text (completion_tokens=${c.completionTokens})`);
+                throw smokeFailure(
+                  launch,
+                  `the smoke completion returned no text (completion_tokens=${c.completionTokens})`,
+                );
               return { text: c.text, completionTokens: c.completionTokens, elapsedMs: Date.now() - started };
             }
             const r = await client.generate(

@@ -123,7 +123,9 @@ export function serverStartActivities({ hosts }: ActivityDeps) {
         spec.maxRunningRequests = d['max-running-requests'];
         spec.specV2 = d['spec-v2'];
         if (input.maxConcurrency) {
-          const ready = vllm ? vllmBenchmarkArgs(spec, input.maxConcurrency) : benchmarkReadyArgs(spec, input.maxConcurrency);
+          const ready = vllm
+            ? vllmBenchmarkArgs(spec, input.maxConcurrency)
+            : benchmarkReadyArgs(spec, input.maxConcurrency);
           Object.assign(spec, ready.spec);
           notes.push(...ready.notes);
         }

@@ -97,7 +97,9 @@ export interface WatchOptions {
 async function engineDead(host: Host, server: WatchedServer, signal: AbortSignal): Promise<boolean> {
   const port = (server as Partial<ServerLaunch>).port;
   if (server.engine !== 'vllm' || port === undefined) return false;
-  const health = await new VllmClient(await host.httpBase(port), { timeoutMs: 10_000 }).health(signal).catch(() => null);
+  const health = await new VllmClient(await host.httpBase(port), { timeoutMs: 10_000 })
+    .health(signal)
+    .catch(() => null);
   return health !== null && health.status !== null && health.status >= 500;
 }
 
@@ -130,7 +132,11 @@ export async function watchServer<T>(
         return;
       }
       if (opts.engineHealth !== false && (await engineDead(host, server, done.signal))) {
-        died = await deathReport(host, server, `${await opts.what()} (its engine died; the API server answers /health 503)`);
+        died = await deathReport(
+          host,
+          server,
+          `${await opts.what()} (its engine died; the API server answers /health 503)`,
+        );
         stop.abort(died);
         return;
       }
@@ -148,7 +154,11 @@ export async function watchServer<T>(
     if ((await settledStatus(host, server.record, settle)).state !== 'alive')
       throw died ?? (await deathReport(host, server, await opts.what()));
     if (opts.engineHealth !== false && (await engineDead(host, server, AbortSignal.timeout(15_000))))
-      throw await deathReport(host, server, `${await opts.what()} (its engine died; the API server answers /health 503)`);
+      throw await deathReport(
+        host,
+        server,
+        `${await opts.what()} (its engine died; the API server answers /health 503)`,
+      );
     throw err;
   } finally {
     done.abort();

@@ -30,6 +30,7 @@ export function describeActivity(a: PendingActivity): string {
       break;
     case 'generateData':
     case 'extractOffline':
+    case 'extractTransformers':
     case 'extractHiddenStates': {
       const done = num('done');
       const total = num('total');

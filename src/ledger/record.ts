@@ -67,6 +67,9 @@ export function stageInputs(config: Config, stage: StageName): unknown {
           'self-check',
           'cross-check',
         ]),
+        // The transformers driver captures the states the serving engine feeds (engines/aux-layers.ts).
+        // Only named for vLLM, so SGLang runs recorded before the engine existed keep their hashes.
+        ...(s.extract.driver === 'transformers' && config.server.engine === 'vllm' ? { servedBy: 'vllm' } : {}),
       };
     case 'train':
       return { model, train: omit(s.train, ['env', 'launcher', 'crash-retries']) };
@@ -76,7 +79,11 @@ export function stageInputs(config: Config, stage: StageName): unknown {
         model,
         deploy: s.deploy,
         benchmark: s.benchmark,
-        server: { 'tp-size': config.server['tp-size'], 'extra-args': config.server['extra-args'] },
+        server: {
+          'tp-size': config.server['tp-size'],
+          'extra-args': config.server['extra-args'],
+          ...(config.server.engine === 'vllm' ? { engine: 'vllm' } : {}),
+        },
       };
   }
 }

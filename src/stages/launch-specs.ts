@@ -5,7 +5,7 @@
  */
 import type { Config } from '../config/schema.js';
 import type { ServerLaunchSpec } from '../sglang/launch-argv.js';
-import type { PrepareLaunch } from './extract/index.js';
+import type { HfExtractLaunch, PrepareLaunch } from './extract/index.js';
 import type { CommandTemplate, CommandValues, SpecforgeRun, TrainLaunch } from './train/index.js';
 import type { SpecforgeProfile } from './common/index.js';
 
@@ -64,6 +64,33 @@ export function prepareSpec(
     distTimeout: e['dist-timeout'],
     extraArgs: e['extra-args'],
     ...(profile ? { profile } : {}),
+  };
+}
+
+/**
+ * The transformers driver's job (py/aerie_hs/hf_extract.py). Its `--trust-remote-code` follows the
+ * server's, as the server drivers' tokenizer does (stages/extract/tokens.ts).
+ */
+export function hfExtractSpec(config: Config, dataPath: string, outDir: string): HfExtractLaunch {
+  const e = config.stages.extract;
+  if (e.driver !== 'transformers') throw new Error('hfExtractSpec: the extract driver is not transformers');
+  return {
+    python: e.python,
+    modelPath: config.target['model-path'],
+    dataPath,
+    outDir,
+    draftModelConfig: e['draft-model-config'] ?? config.stages.train['draft-model-config'],
+    chatTemplate: e['chat-template'],
+    maxLength: e['max-length'],
+    fileGroupSize: e['file-group-size'],
+    dtype: e.dtype,
+    device: e.device,
+    batchSize: e['batch-size'],
+    crossCheck: e['cross-check'],
+    selfCheckSamples: e['self-check'].samples,
+    selfCheckFinal: e['self-check']['final-samples'],
+    trustRemoteCode: config.server['extra-args'].includes('--trust-remote-code'),
+    servedBy: config.server.engine,
   };
 }
 

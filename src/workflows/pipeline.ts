@@ -168,6 +168,17 @@ function extract(
       );
       return { result: r, outputs: r.outputs, note: r.note };
     }
+    // aerie's capture on a transformers forward on the host, a detached job: no model server either.
+    if (extract.driver === 'transformers') {
+      const r = await activities.extractTransformers.executeWithOptions(
+        {
+          ...options.longRunning,
+          summary: `extract hidden states (transformers forward on the host, device ${extract.device}; ${space.note}): ${extract.python} -m aerie_hs.hf_extract …`,
+        },
+        [{ ...base, dataPath: data.dataPath }],
+      );
+      return { result: r, outputs: r.outputs, note: r.note };
+    }
     // Stock SGLang returns either the aux states or the final one: one launch per pass.
     if (extract.driver === 'stock-server') {
       const aux = await servers.with(

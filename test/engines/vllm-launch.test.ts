@@ -38,8 +38,15 @@ describe('vLLM launch lines', () => {
       speculative: { algorithm: 'EAGLE3', draftModelPath: '/runs/r/train/drafter', numSteps: 3 },
     });
     const i = argv.indexOf('--speculative-config');
-    expect(JSON.parse(argv[i + 1]!)).toEqual({ method: 'eagle3', model: '/runs/r/train/drafter', num_speculative_tokens: 3 });
-    expect(argv.slice(argv.indexOf('--max-num-seqs'), argv.indexOf('--max-num-seqs') + 2)).toEqual(['--max-num-seqs', '250']);
+    expect(JSON.parse(argv[i + 1]!)).toEqual({
+      method: 'eagle3',
+      model: '/runs/r/train/drafter',
+      num_speculative_tokens: 3,
+    });
+    expect(argv.slice(argv.indexOf('--max-num-seqs'), argv.indexOf('--max-num-seqs') + 2)).toEqual([
+      '--max-num-seqs',
+      '250',
+    ]);
     // EAGLE (the wrong method for an EAGLE-3 drafter: incident 3) renders as vLLM's method eagle.
     const eagle = renderVllmArgv({ ...base, speculative: { algorithm: 'EAGLE', draftModelPath: '/d' } });
     expect(JSON.parse(eagle[eagle.indexOf('--speculative-config') + 1]!).method).toBe('eagle');
@@ -48,7 +55,9 @@ describe('vLLM launch lines', () => {
   it('refuses what aerie sets itself, speculative settings in extra-args, topk above 1 and extraction', () => {
     expect(() => renderVllmArgv({ ...base, extraArgs: ['--port', '9'] })).toThrow(/extra-args sets --port/);
     expect(() => renderVllmArgv({ ...base, extraArgs: ['-tp', '2'] })).toThrow(/--tensor-parallel-size/);
-    expect(() => renderVllmArgv({ ...base, extraArgs: ['--speculative-config={}'] })).toThrow(/belong in stages.deploy/);
+    expect(() => renderVllmArgv({ ...base, extraArgs: ['--speculative-config={}'] })).toThrow(
+      /belong in stages.deploy/,
+    );
     expect(() =>
       renderVllmArgv({ ...base, speculative: { algorithm: 'EAGLE3', draftModelPath: '/d', eagleTopk: 4 } }),
     ).toThrow(/eagle-topk 4/);

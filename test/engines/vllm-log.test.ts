@@ -12,9 +12,11 @@ const log = (name: string) => readFileSync(join(FX, name), 'utf8');
 
 describe('a real vLLM log, read', () => {
   it('strips the process, level, time and source prefix, keeping indentation', () => {
-    expect(stripVllmPrefix('(APIServer pid=8109) INFO 12-07 18:37:13 [entry.py:140] Starting vLLM server on http://127.0.0.1:1')).toBe(
-      'Starting vLLM server on http://127.0.0.1:1',
-    );
+    expect(
+      stripVllmPrefix(
+        '(APIServer pid=8109) INFO 12-07 18:37:13 [entry.py:140] Starting vLLM server on http://127.0.0.1:1',
+      ),
+    ).toBe('Starting vLLM server on http://127.0.0.1:1');
     expect(stripVllmPrefix('(EngineCore pid=1) ERROR 12-07 18:45:17 [core.py:1512]     raise RuntimeError(')).toBe(
       '    raise RuntimeError(',
     );
@@ -40,6 +42,8 @@ describe('a real vLLM log, read', () => {
     expect(d2t.message).toMatch(/^ValueError: There is no module or parameter named 'draft_id_to_target_id'/);
     const eagle = classifyVllmFailure(log('eagle-method.log'));
     expect(eagle.retryable).toBe(false);
-    expect(eagle.message).toMatch(/ValidationError.*Value error, Model architectures \['EagleLlamaForCausalLMEagle3'\] are not supported/);
+    expect(eagle.message).toMatch(
+      /ValidationError.*Value error, Model architectures \['EagleLlamaForCausalLMEagle3'\] are not supported/,
+    );
   });
 });

@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { counterDelta, positionRates, specCounters, windowAcceptLength } from '../../src/engines/index.js';
 
-const text = (drafts: number, tokens: number, accepted: number, pos: number[]) => `# HELP vllm:spec_decode_num_drafts_total Number of spec decoding drafts.
+const text = (
+  drafts: number,
+  tokens: number,
+  accepted: number,
+  pos: number[],
+) => `# HELP vllm:spec_decode_num_drafts_total Number of spec decoding drafts.
 # TYPE vllm:spec_decode_num_drafts_total counter
 vllm:spec_decode_num_drafts_total{engine="0",model_name="/m"} ${drafts}
 # TYPE vllm:spec_decode_num_draft_tokens_total counter

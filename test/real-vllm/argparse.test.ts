@@ -53,32 +53,40 @@ describe("vLLM 0.32.0's own parser accepts every vLLM launch line aerie renders"
         if (step.step.startsWith('launch ') && step.argv)
           cases.push({ name: `${name} ${step.stage} · ${step.step}`, argv: step.argv.slice(LAUNCHER) });
       const deploy = baseServerSpec(config, 'deploy');
-      for (const [what, extra] of [
-        ['EAGLE3, 5 tokens, 256 seqs, tp 2', { maxRunningRequests: 256, tpSize: 2, numSteps: 5 }],
+      const variants: [
+        string,
+        { maxRunningRequests?: number; tpSize?: number; memFractionStatic?: number },
+        number?,
+      ][] = [
+        ['EAGLE3, 5 tokens, 256 seqs, tp 2', { maxRunningRequests: 256, tpSize: 2 }, 5],
         ['EAGLE3, default tokens, memory 0.85', { memFractionStatic: 0.85 }],
-      ] as const) {
-        const { numSteps, ...rest } = { numSteps: undefined, ...extra } as { numSteps?: number } & Record<string, number>;
+      ];
+      for (const [what, extra, numSteps] of variants)
         cases.push({
           name: `${name} deploy variant: ${what}`,
           argv: renderVllmArgv({
             ...deploy,
-            ...rest,
+            ...extra,
             speculative: { algorithm: 'EAGLE3', draftModelPath: '/r/train/drafter', numSteps },
           }).slice(LAUNCHER),
         });
-      }
     }
     verdicts = judge(cases.map((c) => c.argv));
   }, 300_000);
 
   it('covers a vLLM example and each stage that launches a server', () => {
     const names = cases.map((c) => c.name).join('\n');
-    for (const stage of ['generate · launch generate server', 'deploy · launch deploy server']) expect(names).toContain(stage);
+    for (const stage of ['generate · launch generate server', 'deploy · launch deploy server'])
+      expect(names).toContain(stage);
   });
 
   it('every line parses and passes the model-independent checks (the speculative config included)', () => {
     const rejected = cases.flatMap((c, i) =>
-      verdicts[i]!.ok ? [] : [`${c.name}: exit ${verdicts[i]!.exit}: ${verdicts[i]!.error ?? verdicts[i]!.exception}\n  ${c.argv.join(' ')}`],
+      verdicts[i]!.ok
+        ? []
+        : [
+            `${c.name}: exit ${verdicts[i]!.exit}: ${verdicts[i]!.error ?? verdicts[i]!.exception}\n  ${c.argv.join(' ')}`,
+          ],
     );
     expect(rejected).toEqual([]);
   });

@@ -245,6 +245,13 @@ const DEFAULTS: { [K in ActivityName]: (s: StubActivities, input: Input<K>) => O
     outputs: ['/stub/hidden'],
     note: '4 samples (offline)',
   }),
+  extractTransformers: () => ({
+    hidden: { dir: '/stub/hidden', layout: 'specforge' },
+    count: 4,
+    bytes: 1,
+    outputs: ['/stub/hidden'],
+    note: '4 samples (transformers)',
+  }),
   trainDrafter: () => ({
     drafterDir: '/stub/drafter',
     launches: 1,

@@ -1,8 +1,9 @@
-/** The extract stage's steps, per driver: tokenize, the capture server(s) or SpecForge's script, conversion, checks. */
+/** The extract stage's steps, per driver: tokenize, the capture server(s), aerie's transformers job or SpecForge's script, conversion, checks. */
 import { withRunGpus } from '../../config/gpus.js';
 import type { Config } from '../../config/schema.js';
-import { renderPrepareArgv, runDumpDir } from '../../stages/extract/index.js';
-import { prepareSpec } from '../../stages/launch-specs.js';
+import { renderHfExtractArgv, runDumpDir } from '../../stages/extract/index.js';
+import { renderPrepareArgv } from '../../stages/extract/index.js';
+import { hfExtractSpec, prepareSpec } from '../../stages/launch-specs.js';
 import { pinnedProfile } from './revision.js';
 import { serverStep } from './server.js';
 import { describePlace, placeConfig, poolPlaces } from '../../config/pool.js';
@@ -106,6 +107,22 @@ export function extractSteps(config: Config, p: PlanPaths, dataPath: string, run
         `batches of dumps → python -m aerie_hs.ckpt convert --remove-dumps → ${p.hidden}/rows_<g>-<g+${e['file-group-size']}>/data_<i>.ckpt (SpecForge's offline layout; index.jsonl maps i to the sample id); no state crosses the link`,
         `self-check (python -m aerie_hs.selfcheck with ${e.python}): the first ${e['self-check'].samples} samples before the rest, ${e['self-check']['final-samples']} spread over the run before the stage counts; ` +
           `lm_head over the final states must predict the assistant tokens at ≥ ${e['self-check']['min-agreement']} and the server's greedy token`,
+      ],
+    });
+  }
+  if (e.driver === 'transformers') {
+    const launch = hfExtractSpec(config, dataPath, p.hidden);
+    steps.push({
+      host,
+      stage: 'extract',
+      step: 'transformers forward on the host (detached)',
+      argv: renderHfExtractArgv(launch),
+      env: { PYTHONUNBUFFERED: '1', ...withRunGpus(config, e.env) },
+      notes: [
+        `no extraction server: ${e.python} loads ${config.target['model-path']} with transformers (dtype ${e.dtype}, device ${e.device}) and runs one unpadded forward per sample in aerie's staged package (<workdir>/aerie-py/<version>); log ${p.logs}/extract-<n>.log`,
+        `aux = the inputs of layers id+1 for the draft's eagle_aux_hidden_state_layer_ids (${launch.draftModelConfig}), final = post-norm; ${p.hidden}/rows_<g>-<g+${e['file-group-size']}>/data_<i>.ckpt (temp name, then rename), index.jsonl maps i to the sample id; a relaunch skips complete files (crash-retries ${e['crash-retries']})`,
+        `after it exits: every data_<i>.ckpt checked with ${e.python} (bad ones deleted and redone), then the self-check (python -m aerie_hs.selfcheck) over the ${e['self-check'].samples} first and up to ${e['self-check']['final-samples']} spread samples it kept; ` +
+          `lm_head over the final states must predict the assistant tokens at ≥ ${e['self-check']['min-agreement']} and the model's greedy token`,
       ],
     });
   }

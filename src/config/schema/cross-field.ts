@@ -122,7 +122,8 @@ function engineProblems(doc: Record<string, any>): { path: string[]; message: st
   if (doc.server?.['sglang-version'] !== undefined && doc.server['sglang-version'] !== 'auto')
     out.push({
       path: ['server', 'sglang-version'],
-      message: 'is an SGLang setting and server.engine is vllm: remove it (the vLLM release is read from the ready server)',
+      message:
+        'is an SGLang setting and server.engine is vllm: remove it (the vLLM release is read from the ready server)',
     });
   return out;
 }

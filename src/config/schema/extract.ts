@@ -1,4 +1,4 @@
-/** stages.extract: the target's hidden states, in SpecForge's offline layout, by one of three drivers. */
+/** stages.extract: the target's hidden states, in SpecForge's offline layout, by one of four drivers. */
 import { z } from 'zod';
 import { poolServerSchema } from './pool-server.js';
 import { argv, envMap, nonEmpty } from './fields.js';
@@ -107,6 +107,41 @@ export const stockServerExtractSchema = z.strictObject({
   ...hostSideFields,
 });
 
+/**
+ * aerie's capture on a transformers forward pass on the host (py/aerie_hs/hf_extract.py), run as
+ * a detached job: no extraction server. For targets whose serving engine cannot hand over the
+ * states (vLLM 0.32's extraction is GPU-only) and small enough to load with transformers there.
+ */
+const { concurrency: _serverConcurrency, python: _serverPython, ...hfHostFields } = hostSideFields;
+export const transformersExtractSchema = z.strictObject({
+  driver: z.literal('transformers'),
+  python: nonEmpty
+    .default('python3')
+    .describe(
+      'Interpreter on the host with torch, transformers and numpy: it tokenizes, runs the forward pass, writes the files and self-checks.',
+    ),
+  ...hfHostFields,
+  dtype: z
+    .enum(['auto', 'bfloat16', 'float16', 'float32'])
+    .default('auto')
+    .describe(
+      "The forward pass's dtype: auto takes the checkpoint's own (config.json torch_dtype). Files are bf16 either way.",
+    ),
+  device: z
+    .enum(['auto', 'cpu', 'cuda'])
+    .default('auto')
+    .describe('Where the forward runs: auto is cuda when torch sees a GPU there, else cpu.'),
+  'batch-size': z
+    .number()
+    .int()
+    .min(1)
+    .max(4096)
+    .default(16)
+    .describe('Samples whose states are gathered, written and released at a time (one unpadded forward per sample).'),
+  env: envMap.default({}),
+  'crash-retries': z.number().int().min(0).max(20).default(3),
+});
+
 /** SGLANG_HS_DUMP_DIR is in no SGLang release (conformance.md S1): say so instead of "unrecognized key". */
 function withoutDumpEnv(v: object, addIssue: (message: string) => void): object {
   if (!('dump-env' in v)) return v;
@@ -174,13 +209,14 @@ export const extractSchema = z.preprocess(
   },
   z.discriminatedUnion(
     'driver',
-    [patchedServerExtractSchema, stockServerExtractSchema, specforgeOfflineExtractSchema],
+    [patchedServerExtractSchema, stockServerExtractSchema, specforgeOfflineExtractSchema, transformersExtractSchema],
     {
       error: () =>
-        'driver must be "specforge-offline", "patched-server" (the default when dump-dir is set) or "stock-server"',
+        'driver must be "specforge-offline", "patched-server" (the default when dump-dir is set), "stock-server" or "transformers"',
     },
   ),
 );
 
 export type PatchedServerExtract = z.output<typeof patchedServerExtractSchema>;
 export type SpecforgeOfflineExtract = z.output<typeof specforgeOfflineExtractSchema>;
+export type TransformersExtract = z.output<typeof transformersExtractSchema>;

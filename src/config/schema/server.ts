@@ -52,7 +52,7 @@ export const serverSchema = z.strictObject({
   launcher: argv
     .default(DEFAULT_LAUNCHERS.sglang)
     .describe(
-      "argv that starts the server; aerie appends the model, host, port and the rest. Default: [python3, -m, sglang.launch_server], or [python3, -m, vllm.entrypoints.openai.api_server] with engine vllm.",
+      'argv that starts the server; aerie appends the model, host, port and the rest. Default: [python3, -m, sglang.launch_server], or [python3, -m, vllm.entrypoints.openai.api_server] with engine vllm.',
     ),
   port: port.default(30000),
   'listen-host': nonEmpty

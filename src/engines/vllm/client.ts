@@ -145,6 +145,7 @@ function parse(raw: RawResponse, what: string): Record<string, unknown> {
   } catch {
     throw new Error(`${what} answered HTTP ${raw.status} with a body that is not JSON: ${raw.text.slice(0, 200)}`);
   }
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new Error(`${what} did not answer with a JSON object`);
+  if (v === null || typeof v !== 'object' || Array.isArray(v))
+    throw new Error(`${what} did not answer with a JSON object`);
   return v as Record<string, unknown>;
 }

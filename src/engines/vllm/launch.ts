@@ -54,7 +54,7 @@ export function validateVllmSpec(spec: ServerLaunchSpec): void {
   if (spec.modelPath.length === 0) throw new Error('target.model-path must not be empty');
   if (spec.extraction || spec.capture)
     throw new Error(
-      "vLLM serves no extraction launch in aerie: its stock extract_hidden_states needs CUDA in 0.32 (shared/reference/vllm.md); use stages.extract.driver: transformers (or specforge-offline)",
+      'vLLM serves no extraction launch in aerie: its stock extract_hidden_states needs CUDA in 0.32 (shared/reference/vllm.md); use stages.extract.driver: transformers (or specforge-offline)',
     );
   for (const [canonical, spellings] of Object.entries(MANAGED)) {
     const given = spec.extraArgs.map(flagName).find((n) => n !== undefined && spellings.includes(n));
