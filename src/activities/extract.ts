@@ -1,8 +1,8 @@
 /**
  * The extract stage's activities: the target's hidden states for the generated conversations,
  * with the patched server (aerie's capture) or stock SGLang's two passes (extractHiddenStates),
- * with SpecForge's prepare_hidden_states.py (extractOffline), or with aerie's capture on a
- * transformers forward on the host (extractTransformers). All write SpecForge's layout,
+ * or with SpecForge's prepare_hidden_states.py (extractOffline); aerie's capture on a
+ * transformers forward on the host (extractTransformers) is in extract-hf.ts. All write SpecForge's layout,
  * which its trainers read, and resume by sample id. The space check before any launch is in
  * extract-space.ts; the helpers it shares with these are exported here.
  */
@@ -23,11 +23,6 @@ import {
   type OfflineResult,
   estimateOfflineTokens,
   type TokenizerOnHost,
-  hfExtractHooks,
-  type HfProgress,
-  type HfResult,
-  runSelfCheck,
-  describeVerdict,
 } from '../stages/extract/index.js';
 import {
   InsufficientSpaceError,
@@ -38,7 +33,7 @@ import {
   JobFailure,
   superviseJob,
 } from '../stages/common/index.js';
-import { hfExtractSpec, prepareSpec, type HiddenStates } from '../stages/launch-specs.js';
+import { prepareSpec, type HiddenStates } from '../stages/launch-specs.js';
 import type { TrainProgress } from '../stages/train/index.js';
 import { TrainLaunchError } from '../stages/train/index.js';
 import {
@@ -292,113 +287,6 @@ export function extractActivities({ hosts }: ActivityDeps) {
               ? `; ${result.unwritten} rows have no feature file (which ones cannot be known; see manifest.json)`
               : '') +
             (launches > 1 ? `; ${launches} launches` : ''),
-        };
-      } catch (err) {
-        throw extractFailure(err);
-      } finally {
-        stopBeat();
-      }
-    },
-
-    /**
-     * aerie's capture on a transformers forward on the host (py/aerie_hs/hf_extract.py), launched
-     * detached and followed like prepare_hidden_states.py; then aerie's self-check over the
-     * samples it kept aside.
-     */
-    async extractTransformers(input: RunRef & { dataPath: string }): Promise<ExtractOutcome> {
-      const { config, runId } = input;
-      const host = hosts.get(config);
-      const e = config.stages.extract;
-      if (e.driver !== 'transformers')
-        throw fatal('ConfigError', `extractTransformers runs the transformers driver, not ${e.driver}`);
-      const ctx = Context.current();
-      const paths = runPaths(host, runId);
-      const outDir = paths.hidden;
-      let details: Record<string, unknown> = { phase: 'staging' };
-      const stopBeat = keepHeartbeating(() => details);
-      try {
-        const hiddenSize = e['hidden-size'] ?? (await modelHiddenSize(host, config.target['model-path']));
-        const py = await shipAeriePy(host, e.python);
-        const launch = hfExtractSpec(config, input.dataPath, outDir);
-        await host.mkdirp(outDir);
-        let verified = '';
-        details = { phase: 'starting' };
-        const { result, launches, argv } = await superviseJob<HfResult, HfProgress>(
-          {
-            host,
-            prefix: `${runId}.extract.`,
-            logPath: (gen) => `${paths.logs}/extract-${gen}.log`,
-            // python -m aerie_hs.hf_extract finds the staged package in its working directory.
-            cwd: py.root,
-            env: { PYTHONUNBUFFERED: '1', ...expandEnv(withRunGpus(config, e.env)) },
-            crashRetries: e['crash-retries'],
-            pollMs: 2000,
-            signal: ctx.cancellationSignal,
-            stopJob: cancelRequested,
-            heartbeat: (d) => {
-              const p = d.progress;
-              details = {
-                phase: p?.phase === 'loaded' ? 'extracting' : (p?.phase ?? 'loading the target'),
-                launchId: d.launchId,
-                pid: d.pid,
-                argv: d.argv,
-                done: p?.done,
-                total: p?.total,
-                ok: p?.ok,
-                skipped: p?.skipped,
-                errors: p?.errors,
-                bytes: p?.bytes,
-                rate: p?.rate,
-                verified,
-                ...(d.note ? { note: d.note } : {}),
-              };
-            },
-            what: 'aerie_hs.hf_extract',
-            crashType: 'ExtractCrashed',
-          },
-          hfExtractHooks({
-            host,
-            launch,
-            hiddenSize,
-            redoLimit: e['crash-retries'],
-            onVerified: (r, removed) =>
-              (verified = `${r.ok.size} files good${removed ? `, ${removed} bad removed` : ''}`),
-          }),
-        );
-        details = { phase: 'self-check', done: result.samples, total: result.samples };
-        const verdict = await runSelfCheck({
-          host,
-          py,
-          outDir,
-          modelPath: config.target['model-path'],
-          minAgreement: e['self-check']['min-agreement'],
-          when: 'before the stage counts as good',
-        });
-        const s = result.summary;
-        const manifest = {
-          samples: input.dataPath,
-          layout: `specforge: rows_{g}-{g+${e['file-group-size']}}/data_{i}.ckpt (input_ids, loss_mask int64 [T]; aux_hidden_state bf16 [1,T,3H]; hidden_state bf16 [1,T,H]); index.jsonl maps i to the sample id`,
-          hiddenSize,
-          producer: `transformers forward on ${host.name} (${s.device}, ${s.dtype}); aux = inputs of layers ${JSON.stringify(s.capture_ids)} = outputs of draft layers ${JSON.stringify(s.draft_layer_ids)} (${s.layers_from}); final = post-norm`,
-          tokens: { method: s.tokens_method, chatTemplate: e['chat-template'], maxLength: e['max-length'] },
-          counts: { input: result.samples, ok: result.ok, error: result.errors, resumed: s.skipped },
-          totalTokens: result.totalTokens,
-          totalBytes: result.totalBytes,
-          selfCheck: { final: describeVerdict(verdict) },
-          argv,
-          launches,
-        };
-        await host.writeFileAtomic(`${outDir}/manifest.json`, JSON.stringify(manifest, null, 2) + '\n');
-        return {
-          hidden: { dir: outDir, layout: 'specforge' },
-          count: result.ok,
-          bytes: result.totalBytes,
-          argv,
-          outputs: [outDir],
-          note:
-            `${result.ok} of ${result.samples} samples, ${(result.totalBytes / 2 ** 20).toFixed(1)} MiB in SpecForge's layout (transformers on ${s.device})` +
-            `${result.errors ? `, ${result.errors} errors (extract_error.jsonl)` : ''}${s.skipped ? `, ${s.skipped} from before a relaunch` : ''}` +
-            `${launches > 1 ? `; ${launches} launches` : ''}; self-check: ${describeVerdict(verdict)}`,
         };
       } catch (err) {
         throw extractFailure(err);

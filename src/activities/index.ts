@@ -11,6 +11,7 @@ import { cleanupActivities } from './cleanup.js';
 import type { ActivityDeps } from './context.js';
 import { extractSpaceActivities } from './extract-space.js';
 import { extractActivities } from './extract.js';
+import { extractHfActivities } from './extract-hf.js';
 import { extractPoolActivities } from './extract-pool.js';
 import { generateActivities } from './generate.js';
 import { generatePoolActivities } from './generate-pool.js';
@@ -28,6 +29,7 @@ export function createActivities(deps: ActivityDeps) {
     ...generatePoolActivities(deps),
     ...extractSpaceActivities(deps),
     ...extractActivities(deps),
+    ...extractHfActivities(deps),
     ...extractPoolActivities(deps),
     ...trainActivities(deps),
     ...benchmarkActivities(deps),

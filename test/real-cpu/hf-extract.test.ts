@@ -16,7 +16,7 @@ import { copyFile, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs
 import { join, resolve } from 'node:path';
 import YAML from 'yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { extractActivities } from '../../src/activities/extract.js';
+import { extractHfActivities } from '../../src/activities/extract-hf.js';
 import { checkHfExtract } from '../../src/activities/preflight-hf.js';
 import { AERIE_HOME, parseConfigText } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
@@ -132,7 +132,7 @@ function configFor(modelPath: string, workdir: string): Config {
 }
 
 function activities() {
-  return extractActivities({ hosts: { get: () => fx.host } as unknown as HostPool });
+  return extractHfActivities({ hosts: { get: () => fx.host } as unknown as HostPool });
 }
 
 async function mtimes(hidden: string): Promise<Map<string, number>> {
