@@ -1,12 +1,13 @@
 /**
- * aerie-sim: `aerie-sim sglang [--version X.Y.Z] <launch_server flags>` or `aerie-sim train <trainer flags>`.
+ * aerie-sim: `aerie-sim sglang [--version X.Y.Z] <launch_server flags>`, `aerie-sim vllm <api_server flags>` or `aerie-sim train <trainer flags>`.
  * Each subcommand is imported only when used, so the server does not depend on the trainer.
  */
 
 const USAGE =
-  'usage: aerie-sim {sglang,train,specforge,prepare-hidden-states,make-target,nvidia-smi} [flags...]\n' +
+  'usage: aerie-sim {sglang,vllm,train,specforge,prepare-hidden-states,make-target,nvidia-smi} [flags...]\n' +
   '  sglang [--version V]   an SGLang-compatible server (python -m sglang.launch_server flags) imitating SGLang V\n' +
   '                         (0.5.4, 0.5.9, 0.5.12 or 0.5.23; else AERIE_SIM_SGLANG_VERSION; default 0.5.23)\n' +
+  '  vllm                   a vLLM-0.32.0-compatible OpenAI server (python -m vllm.entrypoints.openai.api_server flags)\n' +
   '  train                  SpecForge v0.2 scripts/train_eagle3.py\n' +
   '  specforge              the current SpecForge CLI: specforge train -c cfg.yaml k=v ..., specforge export --to sglang ...\n' +
   '  prepare-hidden-states  SpecForge v0.2 scripts/prepare_hidden_states.py\n' +
@@ -23,6 +24,10 @@ export async function main(argv: string[]): Promise<number> {
     case 'sglang': {
       const { runSglang } = await import('./sglang/server.js');
       return runSglang(rest);
+    }
+    case 'vllm': {
+      const { runVllm } = await import('./vllm/server.js');
+      return runVllm(rest);
     }
     case 'train': {
       // A specifier in a variable keeps the type check independent of the trainer's presence.

@@ -35,240 +35,34 @@ stdout: one JSON line per batch {"aerie_hf_extract": {phase, done, total, ok, sk
 tokens, bytes, rate}}, then {"aerie_hf_extract_summary": {...}}. Exit status: 0 done (per-sample
 errors included), 2 a set-up error (printed as "aerie_hf_extract: error: <field>: <what>. Fix: ..."),
 3 SpecForge's preprocessing disagrees with aerie's tokens.
+
+The set-up (layer ids, capture points, dtype, the model) is in hf_extract_setup.py, the files it
+writes and finds in hf_extract_files.py.
 """
 import argparse
 import json
 import os
 import re
-import struct
 import sys
 import time
-import zipfile
 
-from .capture import CaptureError, capture_from_hf, input_ids_sha256, sglang_capture_ids, specforge_default_aux_layers, write_safetensors
-from .capture import FORMAT as DUMP_FORMAT
+from .capture import capture_from_hf
 from .chat_templates import TEMPLATES, template
-from .ckpt import feature_layout, group_dir, verify_features
-from .safetensors_dump import DumpError
+from .ckpt import group_dir
+from .hf_extract_files import bf16_raw, complete, keep_for_selfcheck, picks_for, stale_files, sweep_tmp, write_ckpt, write_json_atomic
+from .hf_extract_setup import SetupError, _text_config, capture_points, draft_layer_ids, fail, load_model
 from .tokens import SampleError, parse_line, tokenize
 from .tokens_crosscheck import Disagreement, cross_check, specforge_reference
-from .torch_save import ALIGN, TorchZip, feature_pickle
 
 PREFIX = "aerie_hf_extract"
 # The ids the server drivers accept (capture.py _RID, src/stages/extract/samples.ts CAPTURE_RID): the
 # self-check names its files after them.
 _RID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
-_DATA = re.compile(r"^data_(\d+)\.ckpt$")
-_TMP = re.compile(r"^\.data_\d+\.ckpt\.\d+\.tmp$")
-
-
-class SetupError(Exception):
-    """A configuration the job cannot run with: exit 2, the message names the field and the fix."""
-
-
-def fail(message):
-    raise SetupError(message)
 
 
 def emit(kind, payload):
     sys.stdout.write(json.dumps({kind: payload}) + "\n")
     sys.stdout.flush()
-
-
-def write_json_atomic(path, obj):
-    tmp = "%s.%d.tmp" % (path, os.getpid())
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(json.dumps(obj, indent=2) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-# ---- set-up ------------------------------------------------------------------------------------
-
-def draft_layer_ids(path, num_layers, served_by="sglang"):
-    """The draft's aux layer ids as the serving engine reads them.
-
-    SGLang (the server drivers, src/stages/extract/capture-launch.ts draftLayerIds):
-    eagle_config.eagle_aux_hidden_state_layer_ids, else SpecForge's default.
-    vLLM: the top-level eagle_aux_hidden_state_layer_ids first, then eagle_config's
-    (vllm==0.32.0:vllm/v1/worker/gpu_model_runner.py:5251-5284), else its default
-    (2, L//2, L-3) (model_executor/models/interfaces.py:1712-1733)."""
-    try:
-        with open(path) as fh:
-            cfg = json.load(fh)
-    except (OSError, ValueError) as err:
-        fail("stages.extract.draft-model-config: %s is not a readable JSON file (%s). Fix: point it (or "
-             "stages.train.draft-model-config) at the draft config.json" % (path, err))
-    cfg = cfg if isinstance(cfg, dict) else {}
-    nested = (cfg.get("eagle_config") or {}).get("eagle_aux_hidden_state_layer_ids")
-    ids = (cfg.get("eagle_aux_hidden_state_layer_ids") or nested) if served_by == "vllm" else nested
-    if ids is None:
-        if served_by == "vllm":
-            return [2, num_layers // 2, num_layers - 3], "vLLM's default for a %d-layer target" % num_layers
-        return specforge_default_aux_layers(num_layers), "SpecForge's default for a %d-layer target" % num_layers
-    if not (isinstance(ids, list) and len(ids) == 3 and all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < num_layers for x in ids)):
-        fail("stages.extract.draft-model-config (%s): eagle_aux_hidden_state_layer_ids is %s: three layer "
-             "ids below the target's %d layers are needed" % (path, json.dumps(ids), num_layers))
-    return list(ids), "the draft config's eagle_aux_hidden_state_layer_ids"
-
-
-def capture_points(draft_ids, num_layers, served_by="sglang"):
-    """Layer-input ids to capture (capture_from_hf's convention) for the engine that will serve.
-
-    SGLang feeds the drafter layer id's output, the input of layer id+1 (capture.sglang_capture_ids).
-    vLLM feeds the residual stream entering layer id, after id layers
-    (vllm==0.32.0:vllm/model_executor/models/llama.py:427-441): the id itself; ids must be distinct
-    and ascending, since vLLM keeps them as a sorted set (interfaces.py:1577-1578)."""
-    if served_by != "vllm":
-        return sglang_capture_ids(draft_ids, num_layers)
-    ids = [int(i) for i in draft_ids]
-    if sorted(set(ids)) != ids or any(i < 0 or i >= num_layers for i in ids):
-        raise CaptureError("aux layer ids %s: vLLM needs distinct ascending ids in 0..%d" % (ids, num_layers - 1))
-    return ids
-
-
-def _text_config(cfg):
-    return getattr(cfg, "text_config", None) or getattr(cfg, "language_config", None) or cfg
-
-
-def resolve_dtype(torch, name, model_dir):
-    """--dtype auto: the checkpoint's own dtype (config.json torch_dtype / dtype), else bfloat16."""
-    if name == "auto":
-        try:
-            with open(os.path.join(model_dir, "config.json")) as fh:
-                raw = json.load(fh)
-        except (OSError, ValueError):
-            raw = {}
-        text = raw.get("text_config") or raw
-        name = text.get("torch_dtype") or text.get("dtype") or raw.get("torch_dtype") or raw.get("dtype") or "bfloat16"
-    dt = getattr(torch, str(name).replace("torch.", ""), None)
-    if not isinstance(dt, torch.dtype) or not dt.is_floating_point:
-        fail("stages.extract.dtype: %r is not a torch floating dtype. Fix: use auto, bfloat16, float16 or float32" % name)
-    return dt
-
-
-def load_model(torch, args):
-    import transformers
-    from transformers import AutoModelForCausalLM
-
-    dtype = resolve_dtype(torch, args.dtype, args.model)
-    major_minor = tuple(int(x) for x in re.findall(r"\d+", transformers.__version__)[:2])
-    # transformers 4.56 renamed torch_dtype to dtype (5.x warns on the old name).
-    kw = {"dtype": dtype} if major_minor >= (4, 56) else {"torch_dtype": dtype}
-    try:
-        model = AutoModelForCausalLM.from_pretrained(args.model, trust_remote_code=args.trust_remote_code, **kw)
-    except (OSError, ValueError, EnvironmentError) as err:
-        fail("stages.extract (driver transformers): target.model-path %s cannot be loaded with transformers' "
-             "AutoModelForCausalLM: %s: %s. Fix: point target.model-path at the full model directory on the host "
-             "(config.json and its weights)" % (args.model, type(err).__name__, (str(err).strip().splitlines() or [""])[0].rstrip(".")))
-    device = args.device
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    elif device == "cuda" and not torch.cuda.is_available():
-        fail("stages.extract.device: cuda, but torch in %s sees no GPU. Fix: set stages.extract.device: auto or cpu" % sys.executable)
-    model.to(device).eval()
-    inner = getattr(model, "model", None)
-    if inner is None or not hasattr(inner, "layers") or not hasattr(inner, "norm"):
-        fail("stages.extract (driver transformers): %s is a %s, whose decoder is not model.model.layers with a final "
-             "model.model.norm (the Llama layout aerie's capture hooks). Fix: use another extract driver for this target"
-             % (args.model, type(model).__name__))
-    return model, dtype, device
-
-
-# ---- files ------------------------------------------------------------------------------------
-
-def bf16_raw(torch, x):
-    return x.detach().to("cpu", torch.bfloat16).contiguous().view(torch.int16).numpy().tobytes()
-
-
-def write_ckpt(final_path, ids, mask, aux_raw, hid_raw, hidden):
-    """SpecForge's record (ckpt.py's key order and shapes) with torch_save's writer: temp name, rename."""
-    t = len(ids)
-    stem = os.path.basename(final_path).rsplit(".", 1)[0]
-    tmp = os.path.join(os.path.dirname(final_path), ".%s.%d.tmp" % (os.path.basename(final_path), os.getpid()))
-    try:
-        with open(tmp, "wb", buffering=0) as f:
-            z = TorchZip(f, stem)
-            z.add("data.pkl", feature_pickle(feature_layout(t, hidden)))
-            z.add(".format_version", b"1")
-            z.add(".storage_alignment", str(ALIGN).encode())
-            z.add("byteorder", b"little")
-            z.add("data/0", struct.pack("<%dq" % t, *ids))
-            z.add("data/1", struct.pack("<%dq" % t, *mask))
-            z.add("data/2", aux_raw)
-            z.add("data/3", hid_raw)
-            z.finish()
-            os.fsync(f.fileno())
-        size = z.pos
-        os.replace(tmp, final_path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return size
-
-
-def complete(path, ids, mask, hidden):
-    """The file in place is this sample's, whole (a relaunch skips it)."""
-    if not os.path.exists(path):
-        return False
-    try:
-        return verify_features(path, ids, mask) == hidden
-    except (DumpError, OSError, ValueError, KeyError, struct.error, zipfile.BadZipFile):
-        return False
-
-
-def sweep_tmp(out):
-    """Temp files of an interrupted launch: never a sample's file, removed."""
-    for root, _dirs, files in os.walk(out):
-        for name in files:
-            if _TMP.match(name) or name.endswith(".tmp"):
-                try:
-                    os.unlink(os.path.join(root, name))
-                except FileNotFoundError:
-                    pass
-
-
-def stale_files(out, count):
-    """data_<i>.ckpt at or beyond this dataset's sample count: an earlier dataset's, removed."""
-    gone = 0
-    for root, _dirs, files in os.walk(out):
-        for name in files:
-            m = _DATA.match(name)
-            if m and int(m.group(1)) >= count:
-                os.unlink(os.path.join(root, name))
-                gone += 1
-    return gone
-
-
-def picks_for(total, early, final):
-    """Sample numbers kept for the self-check: the first `early`, then a spread up to `final` (samples.ts selfCheckPicks)."""
-    first = list(range(min(early, total)))
-    picked = set(first)
-    rest, more = total - len(first), max(0, final - len(first))
-    n = min(more, rest)
-    if n > 0:
-        step = rest / n
-        for k in range(n):
-            picked.add(len(first) + int(k * step))
-    return picked
-
-
-def keep_for_selfcheck(out, sid, ids, mask, aux_raw, hid_raw, hidden, capture_ids, greedy_next):
-    """The dump and row aerie_hs.selfcheck reads (src/stages/extract/selfcheck.ts's layout), each atomically."""
-    d = os.path.join(out, "selfcheck")
-    os.makedirs(os.path.join(d, "dumps"), exist_ok=True)
-    os.makedirs(os.path.join(d, "rows"), exist_ok=True)
-    t = len(ids)
-    meta = {"format": DUMP_FORMAT, "rid": sid, "tokens": str(t), "aux_layers": json.dumps(list(capture_ids)),
-            "tp_rank": "0", "input_ids_sha256": input_ids_sha256(ids), "producer": "aerie_hs.hf_extract"}
-    write_safetensors(os.path.join(d, "dumps", sid + ".safetensors"), {
-        "aux_hidden_state": ("BF16", [t, len(capture_ids) * hidden], aux_raw),
-        "hidden_state": ("BF16", [t, hidden], hid_raw),
-    }, meta)
-    write_json_atomic(os.path.join(d, "rows", sid + ".json"),
-                      {"id": sid, "input_ids": ids, "loss_mask": mask, "greedy_next": int(greedy_next)})
 
 
 # ---- the run ----------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ function contentText(content: unknown): string {
   throw openaiError('messages: content must be a string or a list of content parts');
 }
 
-function chatMessages(body: Body): ChatMessage[] {
+export function chatMessages(body: Body): ChatMessage[] {
   const raw = body.messages;
   if (!Array.isArray(raw) || raw.length === 0)
     throw openaiError('1 validation error for ChatCompletionRequest\nmessages\n  Field required');
@@ -58,8 +58,8 @@ function chatMessages(body: Body): ChatMessage[] {
   });
 }
 
-/** OpenAI request fields → SGLang sampling params (SGLang's own extras pass through). */
-function samplingFrom(body: Body, defaultMax: number | null): SamplingParams {
+/** OpenAI request fields → SGLang sampling params (SGLang's own extras pass through; the vLLM profile maps its requests the same way). */
+export function samplingFrom(body: Body, defaultMax: number | null): SamplingParams {
   const p: Body = {};
   const copy = (from: string, to = from) => {
     if (body[from] !== undefined && body[from] !== null) p[to] = body[from];

@@ -355,7 +355,14 @@ function vllmAerieDriver(config: Config, variant: Variant, baseUrl: string, pool
     outputLen: b['output-len'],
     warmup: b.warmup,
     model,
-    control: { flushCache: async () => 'vLLM: nothing flushed', serverInfo: async () => ({}) },
+    // Only the simulator's mark is passed on: vLLM's version is not an SGLang release for bench_serving's rules.
+    control: {
+      flushCache: async () => 'vLLM: nothing flushed',
+      serverInfo: async (signal) => {
+        const { aerie_sim } = await client.versionInfo(signal);
+        return aerie_sim === undefined ? {} : { aerie_sim };
+      },
+    },
     countTokens: (texts, addSpecialTokens, signal) => client.countTokens(model, texts, addSpecialTokens, signal),
     acceptWindow:
       variant === 'eagle3'

@@ -145,7 +145,7 @@ export function compareRuns(views: readonly RunView[]): Comparison {
       sims[i]
         ? `SIMULATED (${sims[i]})`
         : marked(v)
-          ? 'not the simulator (by /server_info)'
+          ? 'not the simulator (by /server_info, or /version for vLLM)'
           : 'unknown (results from before servers were identified)',
     ),
   ]);

@@ -46,8 +46,13 @@ export class VllmClient {
 
   /** The release the server reports (GET /version → {"version": "0.32.0"}). */
   async version(signal?: AbortSignal): Promise<string | undefined> {
-    const body = parse(await this.get('/version', signal), 'GET /version') as { version?: unknown };
+    const body = await this.versionInfo(signal);
     return typeof body.version === 'string' ? body.version : undefined;
+  }
+
+  /** GET /version as it answered (aerie's simulator adds its aerie_sim mark there). */
+  async versionInfo(signal?: AbortSignal): Promise<Record<string, unknown>> {
+    return parse(await this.get('/version', signal), 'GET /version');
   }
 
   /** The models served (GET /v1/models): each id and the path it was loaded from (root). */
