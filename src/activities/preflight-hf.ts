@@ -5,6 +5,7 @@
  * tokenizer and safetensors weights, and the draft's aux layers must be capturable on the target.
  */
 import type { Config } from '../config/schema.js';
+import { servedHiddenStateIndices } from '../engines/index.js';
 import type { Host } from '../hosts/host.js';
 import { draftLayerIds, targetLayers } from '../stages/extract/index.js';
 import type { Findings } from './preflight-probes.js';
@@ -74,12 +75,16 @@ export async function checkHfExtract(host: Host, config: Config, out: Findings):
   const layers = targetLayers(await readJson(host, `${model}/config.json`));
   const ids = draftLayerIds(draft, layers);
   if ('problem' in ids) out.problems.push(`stages.extract.draft-model-config (${draftPath}): ${ids.problem}`);
-  else if (layers !== undefined && ids.ids.some((i) => i > layers - 2))
+  // The states the serving engine feeds: SGLang the input of layer id+1, vLLM the input of layer id.
+  const engine = config.server.engine;
+  const points = servedHiddenStateIndices(engine, ids && 'ids' in ids ? ids.ids : []);
+  if ('problem' in ids) out.problems.push(`stages.extract.draft-model-config (${draftPath}): ${ids.problem}`);
+  else if (layers !== undefined && points.some((i) => i > layers - 1))
     out.problems.push(
-      `stages.extract.draft-model-config (${draftPath}): aux layer ids ${JSON.stringify(ids.ids)} on a ${layers}-layer target: each is captured at the input of layer id+1, so an id must lie in 0..${layers - 2}. Fix: the draft's eagle_aux_hidden_state_layer_ids`,
+      `stages.extract.draft-model-config (${draftPath}): aux layer ids ${JSON.stringify(ids.ids)} on a ${layers}-layer target: ${engine} feeds the drafter the inputs of layers ${JSON.stringify(points)}, and the last layer's input is ${layers - 1}. Fix: the draft's eagle_aux_hidden_state_layer_ids`,
     );
   else
     out.checks.push(
-      `transformers extraction captures draft layers ${JSON.stringify(ids.ids)} (${ids.how}) at the inputs of layers ${JSON.stringify(ids.ids.map((i) => i + 1))}`,
+      `transformers extraction captures draft layers ${JSON.stringify(ids.ids)} (${ids.how}) at the inputs of layers ${JSON.stringify(points)}, as ${engine} will feed them`,
     );
 }
