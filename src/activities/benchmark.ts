@@ -203,9 +203,25 @@ function settingsLines(config: Config, pool: PromptPool): string[] {
     b.driver === 'bench-serving'
       ? `Load: python -m sglang.bench_serving on the host per level (--request-rate inf --max-concurrency C), its JSONL ingested; /flush_cache before each level.`
       : `Load: aerie's closed loop (C requests in flight until the level's prompts run out), ${b.warmup} uncounted warmup request(s), then /flush_cache, per level.`;
+  if (config.server.engine === 'vllm')
+    return [
+      `Engine: vLLM (server.engine vllm); the release each server reported (GET /version) is in its startup record beside the server log.`,
+      `Load: aerie's closed loop (C requests in flight until the level's prompts run out), ${b.warmup} uncounted warmup request(s) per level; no cache flush (vLLM's /reset_prefix_cache is dev-mode only).`,
+      `API: /v1/chat/completions (vllm bench serve backend openai-chat), greedy, EOS ignored, ${b['output-len']} output tokens per request; accept length per level from vLLM's /metrics counters read just before and after the level's measured requests (1 + Δaccepted / Δdrafts).`,
+      ...settingsTail(config, pool),
+    ];
   return [
+    `Engine: SGLang (server.engine sglang), the release preflight resolved (server.sglang-version).`,
     load,
     `API: ${b.api === 'generate' ? '/generate (bench_serving backend sglang)' : '/v1/chat/completions (bench_serving backend sglang-oai-chat)'}, greedy, EOS ignored, ${b['output-len']} output tokens per request.`,
+    ...settingsTail(config, pool),
+  ];
+}
+
+function settingsTail(config: Config, pool: PromptPool): string[] {
+  const b = config.stages.benchmark;
+  const d = config.stages.deploy;
+  return [
     `Prompts: ${pool.kind} — ${pool.source}; ${b['prompts-per-level'] ?? 'max(16, 2 × concurrency)'} requests per level, the same for both variants.`,
     `Target ${config.target['model-path']} on ${config.target.host}, tp ${config.server['tp-size']}; speculative: ${d['speculative-algorithm']}${d['num-steps'] ? `, steps ${d['num-steps']}` : ''}${d['eagle-topk'] ? `, topk ${d['eagle-topk']}` : ''}${d['num-draft-tokens'] ? `, draft tokens ${d['num-draft-tokens']}` : ''}.`,
   ];

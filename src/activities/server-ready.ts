@@ -98,7 +98,8 @@ export function serverReadyActivities({ hosts }: ActivityDeps) {
               rules,
             );
             if (verdict.kind === 'confirm') {
-              await confirmOurs(host, client, launch, signal);
+              const reported = await confirmOurs(host, client, launch, signal);
+              if (reported) notes.push(`vLLM ${reported} (GET /version)`);
               return await keepStartupRecord(host, launch, endpoint, Date.now() - t0, notes);
             }
             if (verdict.kind === 'over-budget') {

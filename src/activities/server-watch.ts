@@ -225,12 +225,13 @@ export async function pgidOf(host: Host, pid: number): Promise<number | undefine
  * process group, and server_info must name what we launched (incident 1) and the SGLang
  * release the launch was rendered for.
  */
+/** Returns the release a vLLM server reports (GET /version); SGLang's is checked against the launch instead. */
 export async function confirmOurs(
   host: Host,
   client: SglangClient,
   launch: ServerLaunch,
   signal: AbortSignal,
-): Promise<void> {
+): Promise<string | undefined> {
   const holder = await portHolderOf(host, launch.port);
   if (holder.pgid !== undefined && holder.pgid !== launch.pgid) {
     throw fatal(
@@ -268,6 +269,7 @@ export async function confirmOurs(
       reported: info.version,
       expected: launch.sglangVersion,
     });
+  return undefined;
 }
 
 /**
@@ -276,13 +278,19 @@ export async function confirmOurs(
  * vllm==0.32.0:vllm/entrypoints/openai/serving_models.py), and /version must answer, so a
  * leftover of another engine on the port is not taken for ours.
  */
-async function confirmVllm(host: Host, launch: ServerLaunch, holder: PortHolder, signal: AbortSignal): Promise<void> {
+async function confirmVllm(
+  host: Host,
+  launch: ServerLaunch,
+  holder: PortHolder,
+  signal: AbortSignal,
+): Promise<string | undefined> {
   const client = new VllmClient(await host.httpBase(launch.port));
   const who = holder.pid !== undefined ? describeHolder(holder) : 'an unidentified process';
   let models: { id: string; root?: string }[];
+  let version: string | undefined;
   try {
     models = await client.models(signal);
-    await client.version(signal);
+    version = await client.version(signal);
   } catch (err) {
     throw fatal(
       'ServerMismatch',
@@ -297,4 +305,5 @@ async function confirmVllm(host: Host, launch: ServerLaunch, holder: PortHolder,
       `port ${launch.port} answers (${who}) but serves ${models.map((m) => m.root ?? m.id).join(', ') || 'no model'}, not ${launch.modelPath} as the ${launch.role} server aerie launched`,
       { holderPid: holder.pid },
     );
+  return version;
 }
