@@ -13,6 +13,7 @@ import YAML from 'yaml';
 import { AERIE_HOME } from '../../src/config/load.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 import { run } from '../support/processes.js';
+import { legacyDrivers } from '../support/demo-config.js';
 import { useTemporalSuite } from '../support/temporal.js';
 
 const suite = useTemporalSuite('aerie-engines-compare-');
@@ -32,24 +33,7 @@ async function demoOn(engine: 'sglang' | 'vllm'): Promise<string> {
   }
   // SpecForge v0.2.0's scripts, as test/support/demo-config.ts legacyDemoConfig pins them: its
   // prepare_hidden_states.py writes the offline files, its train_eagle3.py trains on them.
-  const train = doc.stages.train;
-  doc.stages.extract = {
-    driver: 'specforge-offline',
-    launcher: ['${AERIE_HOME}/bin/aerie-sim.mjs', 'prepare-hidden-states'],
-    'draft-model-config': train['draft-model-config'],
-    'batch-size': 8,
-    'file-group-size': 64,
-    env: { AERIE_SIM_TIME_SCALE: '0.01', AERIE_SIM_SPECFORGE_REVISION: 'v0.2.0' },
-  };
-  doc.stages.train = {
-    driver: 'specforge-v0.2',
-    'specforge-revision': 'v0.2.0',
-    launcher: ['${AERIE_HOME}/bin/aerie-sim.mjs', 'train'],
-    'draft-model-config': train['draft-model-config'],
-    'num-epochs': train['num-epochs'],
-    'save-interval': train['save-interval'],
-    env: { ...train.env, AERIE_SIM_SPECFORGE_REVISION: 'v0.2.0' },
-  };
+  legacyDrivers(doc as { stages: Record<string, Record<string, unknown>> });
   doc.stages.benchmark.api = 'chat';
   doc.stages.benchmark.concurrencies = [1, 4];
   doc.stages.benchmark.rounds = 1;

@@ -32,6 +32,28 @@ export function legacyDemoConfig(workdir: string, port: number, tweak: (c: Confi
     stages: Record<string, Record<string, unknown>>;
     server: Record<string, unknown>;
   };
+  legacyDrivers(doc);
+  // The SGLang of that era: the simulator imitates 0.5.4 (its /get_* routes, delta output_ids,
+  // /health that always generates), and aerie renders every launch for it.
+  const server = doc.server;
+  server.launcher = ['${AERIE_HOME}/bin/aerie-sim.mjs', 'sglang', '--version', LEGACY_SGLANG];
+  server['sglang-version'] = LEGACY_SGLANG;
+  const c = parseConfigText(YAML.stringify(doc), 'demo.yaml (legacy drivers)');
+  c.hosts.local!.workdir = workdir;
+  c.server.port = port;
+  c.stages.benchmark.concurrencies = [1, 4, 16];
+  c.stages.benchmark['output-len'] = 32;
+  c.run.label = 'test-legacy';
+  tweak(c);
+  return c;
+}
+
+/**
+ * The legacy drivers on a parsed demo document: SpecForge v0.2.0's prepare_hidden_states.py
+ * (`aerie-sim prepare-hidden-states`) writes the offline files and its train_eagle3.py
+ * (`aerie-sim train`) trains on them, pinned to v0.2.0. Shared with the engines e2e.
+ */
+export function legacyDrivers(doc: { stages: Record<string, Record<string, unknown>> }): void {
   const train = doc.stages.train!;
   doc.stages.extract = {
     driver: 'specforge-offline',
@@ -50,17 +72,4 @@ export function legacyDemoConfig(workdir: string, port: number, tweak: (c: Confi
     'save-interval': train['save-interval'],
     env: { ...(train.env as Record<string, string>), AERIE_SIM_SPECFORGE_REVISION: 'v0.2.0' },
   };
-  // The SGLang of that era: the simulator imitates 0.5.4 (its /get_* routes, delta output_ids,
-  // /health that always generates), and aerie renders every launch for it.
-  const server = doc.server;
-  server.launcher = ['${AERIE_HOME}/bin/aerie-sim.mjs', 'sglang', '--version', LEGACY_SGLANG];
-  server['sglang-version'] = LEGACY_SGLANG;
-  const c = parseConfigText(YAML.stringify(doc), 'demo.yaml (legacy drivers)');
-  c.hosts.local!.workdir = workdir;
-  c.server.port = port;
-  c.stages.benchmark.concurrencies = [1, 4, 16];
-  c.stages.benchmark['output-len'] = 32;
-  c.run.label = 'test-legacy';
-  tweak(c);
-  return c;
 }

@@ -44,14 +44,7 @@ export function serverStep(
   const notes: string[] = [release.note, ...(probe.note ? [probe.note] : [])];
   if (role === 'deploy') {
     const d = config.stages.deploy;
-    spec.speculative = {
-      algorithm: d['speculative-algorithm'],
-      draftModelPath: drafterDir,
-      numSteps: d['num-steps'],
-      eagleTopk: d['eagle-topk'],
-      numDraftTokens: d['num-draft-tokens'],
-    };
-    spec.maxRunningRequests = d['max-running-requests'];
+    Object.assign(spec, deployLaunch(config, drafterDir));
     spec.specV2 = d['spec-v2'];
     const ready = benchmarkReadyArgs(spec, Math.max(...config.stages.benchmark.concurrencies));
     Object.assign(spec, ready.spec);
@@ -126,14 +119,7 @@ function vllmServerStep(config: Config, role: Role, stage: StageName, drafterDir
   ];
   if (role === 'deploy') {
     const d = config.stages.deploy;
-    spec.speculative = {
-      algorithm: d['speculative-algorithm'],
-      draftModelPath: drafterDir,
-      numSteps: d['num-steps'],
-      eagleTopk: d['eagle-topk'],
-      numDraftTokens: d['num-draft-tokens'],
-    };
-    spec.maxRunningRequests = d['max-running-requests'];
+    Object.assign(spec, deployLaunch(config, drafterDir));
     const ready = vllmBenchmarkArgs(spec, Math.max(...config.stages.benchmark.concurrencies));
     Object.assign(spec, ready.spec);
     notes.push(
@@ -154,5 +140,23 @@ function vllmServerStep(config: Config, role: Role, stage: StageName, drafterDir
     argv,
     env: vllmLaunchEnv(withRunGpus(config, config.server.env)),
     notes,
+  };
+}
+
+/** The deploy launch's speculative settings, as activities/server-start.ts sets them. */
+function deployLaunch(
+  config: Config,
+  drafterDir?: string,
+): Pick<ServerLaunchSpec, 'speculative' | 'maxRunningRequests'> {
+  const d = config.stages.deploy;
+  return {
+    speculative: {
+      algorithm: d['speculative-algorithm'],
+      draftModelPath: drafterDir,
+      numSteps: d['num-steps'],
+      eagleTopk: d['eagle-topk'],
+      numDraftTokens: d['num-draft-tokens'],
+    },
+    maxRunningRequests: d['max-running-requests'],
   };
 }

@@ -9,7 +9,13 @@
  * with `(APIServer pid=N) `, `(EngineCore pid=N) ` or `(Worker pid=N) ` before it, naming the process, and
  * uvicorn's own `INFO:     message` lines.
  */
-import { classifyServerFailure, logLines, type ServerFailure, type ServerPhase } from '../../sglang/log-phase.js';
+import {
+  classifyServerFailure,
+  logLines,
+  PHASE_ORDER,
+  type ServerFailure,
+  type ServerPhase,
+} from '../../sglang/log-phase.js';
 
 // `(APIServer pid=8109) `, `(EngineCore pid=8346) `, `(Worker pid=8860) `, `(VllmWorker-0 pid=8860) `.
 const PREFIX =
@@ -41,14 +47,7 @@ const MARKERS: Marker[] = [
   { phase: 'loading weights', test: /Starting to load model|Loading safetensors checkpoint shards/ },
 ];
 
-const ORDER: readonly ServerPhase[] = [
-  'starting',
-  'loading weights',
-  'weights loaded',
-  'capturing cuda graphs',
-  'warming up',
-  'ready',
-];
+const ORDER = PHASE_ORDER;
 
 /** The furthest startup phase the log shows, with the latest line that belongs to it. */
 export function readVllmPhase(logText: string): { phase: ServerPhase; detail?: string } {
