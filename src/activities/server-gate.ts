@@ -131,7 +131,7 @@ export function serverGateActivities({ hosts }: ActivityDeps) {
 }
 
 /**
- * The gate's requests on a vLLM server, one at a time, each measured by the difference of the
+ * The gate's requests on a vLLM server, one at a time as chat requests, each measured by the difference of the
  * server's speculative counters around it (engines/vllm/metrics.ts): the deploy server serves
  * nothing else while the gate runs, and /metrics reads do not move the counters
  * (test/fixtures/real/vllm-0.32.0/PROVENANCE.md). Each sample's completionTokens and verifyCt
@@ -153,10 +153,9 @@ async function vllmGateSamples(
         'DrafterRejectedError',
         'the vLLM server exports no speculative counters (vllm:spec_decode_*): is --speculative-config on?',
       );
-    await client.complete(
-      { model, prompt: prompts[i % prompts.length]!, maxTokens: GATE_TOKENS, ignoreEos: true },
-      signal,
-    );
+    // As chat, the way the drafter serves: the prompts are user turns, and a raw-text prompt without the
+    // chat template is traffic the drafter never trained on (on the real chain: 1.32 raw against 2.11 as chat).
+    await client.chat({ model, user: prompts[i % prompts.length]!, maxTokens: GATE_TOKENS, ignoreEos: true }, signal);
     const after = await client.specCounters(signal);
     const delta = after ? counterDelta(before, after) : undefined;
     const a = delta ? windowAcceptLength(delta) : undefined;

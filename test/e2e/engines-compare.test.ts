@@ -67,7 +67,10 @@ describe('aerie compare: the demo served by SGLang and by vLLM', () => {
     expect(gate, vllm.out).not.toBeNull();
     expect(Number(gate![1])).toBeGreaterThan(1);
     const deployLog = await readFile(join(suite.work, 'host', 'runs', vllm.id, 'logs', 'server-deploy-0.log'), 'utf8');
-    const gateRequests = deployLog.split('\n').filter((l) => /"POST \/v1\/completions HTTP\/1\.1" 200/.test(l)).length;
+    // The gate's requests go as chat, the way the drafter serves (the benchmark's too).
+    const gateRequests = deployLog
+      .split('\n')
+      .filter((l) => /"POST \/v1\/chat\/completions HTTP\/1\.1" 200/.test(l)).length;
     const metricsReads = deployLog.split('\n').filter((l) => /"GET \/metrics HTTP\/1\.1" 200/.test(l)).length;
     expect(gateRequests).toBeGreaterThanOrEqual(4);
     expect(metricsReads).toBeGreaterThanOrEqual(2 * 4);

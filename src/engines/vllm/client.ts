@@ -102,6 +102,41 @@ export class VllmClient {
     return { lens: prompts.map((p) => counts.get(p) ?? 0) };
   }
 
+  /** One chat completion (the model's chat template applied by the server), greedy by default. */
+  async chat(
+    req: { model: string; user: string; maxTokens: number; temperature?: number; ignoreEos?: boolean },
+    signal?: AbortSignal,
+  ): Promise<Completion> {
+    const path = '/v1/chat/completions';
+    const raw = await httpRequest(
+      this.baseUrl,
+      'POST',
+      path,
+      {
+        model: req.model,
+        messages: [{ role: 'user', content: req.user }],
+        max_tokens: req.maxTokens,
+        temperature: req.temperature ?? 0,
+        ...(req.ignoreEos ? { ignore_eos: true } : {}),
+        stream: false,
+      },
+      this.opts.generateTimeoutMs ?? 600_000,
+      signal,
+    );
+    requireOk('POST', path, raw);
+    const body = parse(raw, `POST ${path}`) as {
+      choices?: { message?: { content?: unknown } }[];
+      usage?: { completion_tokens?: unknown; prompt_tokens?: unknown };
+    };
+    const text = body.choices?.[0]?.message?.content;
+    if (typeof text !== 'string') throw new Error(`POST ${path} answered without choices[0].message.content`);
+    return {
+      text,
+      completionTokens: Number(body.usage?.completion_tokens ?? 0),
+      promptTokens: Number(body.usage?.prompt_tokens ?? 0),
+    };
+  }
+
   /** One greedy (or sampled) completion of a text prompt. */
   async complete(
     req: { model: string; prompt: string; maxTokens: number; temperature?: number; ignoreEos?: boolean },
