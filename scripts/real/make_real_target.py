@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# long-file: one standalone build script that set-up runs with .venv-real's python (corpus writer, model, training loop, checks); it is not a package
 """Build a tiny *trained* Llama target on the CPU, deterministically, and an EAGLE-3 draft config for it.
 
 The real pipeline (real vLLM serving, real SpecForge training) needs a target whose greedy
